@@ -1,0 +1,157 @@
+//! The built-in tools' interfaces (SPEC §5.4): their descriptions, danger and parameters.
+//!
+//! The implementations live in the execution crate; the interfaces live here so a catalog
+//! entry `builtin: read_file` can be checked and rendered without running anything. They are
+//! written in the catalog's own parameter format and read by the same parser, once.
+
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::catalog::{Errs, Place, parse_list};
+use crate::model::{Annotations, Danger, Parameter};
+
+/// What a built-in tool looks like to a catalog and to models.
+#[derive(Debug, Clone)]
+pub struct BuiltinSpec {
+    pub name: String,
+    pub description: String,
+    pub danger: Danger,
+    pub annotations: Annotations,
+    pub parameters: Vec<Parameter>,
+    pub config_schema: Vec<Parameter>,
+}
+
+const SPECS: &str = r#"
+read_file:
+  description: Read a text file inside the workspace, optionally only some of its lines.
+  annotations: {read_only: true, idempotent: true, open_world: false}
+  parameters:
+    - {name: path, description: "Path of the file, relative to the workspace root."}
+    - {name: offset, type: integer, minimum: 1, required: false, description: "First line to return, counting from 1."}
+    - {name: limit, type: integer, minimum: 1, required: false, description: "Largest number of lines to return."}
+  config_schema:
+    - {name: max_bytes, type: integer, minimum: 1, default: 1048576, description: "Largest number of bytes returned."}
+write_file:
+  description: Write text to a file inside the workspace, creating it or replacing its content.
+  danger: dangerous
+  annotations: {read_only: false, idempotent: true, open_world: false}
+  parameters:
+    - {name: path, description: "Path of the file, relative to the workspace root."}
+    - {name: content, description: "The text to write."}
+    - {name: append, type: boolean, default: false, description: "Add to the end of the file instead of replacing it."}
+list_dir:
+  description: List the entries of a directory inside the workspace, with their kind and size.
+  annotations: {read_only: true, idempotent: true, open_world: false}
+  parameters:
+    - {name: path, default: ".", description: "Directory, relative to the workspace root."}
+glob:
+  description: Find files inside the workspace whose paths match a glob pattern; files ignored by .gitignore are skipped.
+  annotations: {read_only: true, idempotent: true, open_world: false}
+  parameters:
+    - {name: pattern, min_length: 1, description: "Glob pattern such as `src/**/*.rs`."}
+    - {name: base, default: ".", description: "Directory to search from, relative to the workspace root."}
+  config_schema:
+    - {name: max_results, type: integer, minimum: 1, default: 1000, description: "Largest number of paths returned."}
+http_request:
+  description: Send an HTTP request and return the status, headers and body of the response.
+  danger: dangerous
+  annotations: {read_only: false, idempotent: false, open_world: true}
+  parameters:
+    - {name: url, format: uri, description: "Absolute http or https URL."}
+    - {name: method, type: enum, values: [GET, POST, PUT, PATCH, DELETE, HEAD], default: GET, description: "HTTP method."}
+    - {name: headers, type: object, required: false, additional_properties: true, description: "Request headers, name to value."}
+    - {name: body, required: false, description: "Request body."}
+  config_schema:
+    - {name: timeout_ms, type: integer, minimum: 1, default: 10000, description: "Time allowed for the whole request."}
+    - {name: max_bytes, type: integer, minimum: 1, default: 1048576, description: "Largest response body returned."}
+"#;
+
+fn all() -> &'static [BuiltinSpec] {
+    static SPECS_CELL: OnceLock<Vec<BuiltinSpec>> = OnceLock::new();
+    SPECS_CELL.get_or_init(|| {
+        let doc: Value = serde_yaml_ng::from_str(SPECS).expect("built-in specs are valid YAML");
+        let mut e = Errs::new("<builtin>");
+        let mut out = Vec::new();
+        for (name, spec) in doc.as_object().into_iter().flatten() {
+            let text = |k: &str| {
+                spec.get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let flag = |k: &str| {
+                spec.pointer(&format!("/annotations/{k}"))
+                    .and_then(Value::as_bool)
+            };
+            let list = |k: &str, place| match spec.get(k).and_then(Value::as_array) {
+                Some(l) => parse_list(l, k, place, &mut Errs::new("<builtin>")),
+                None => Vec::new(),
+            };
+            out.push(BuiltinSpec {
+                name: name.clone(),
+                description: text("description"),
+                danger: if text("danger") == "dangerous" {
+                    Danger::Dangerous
+                } else {
+                    Danger::Safe
+                },
+                annotations: Annotations {
+                    read_only: flag("read_only"),
+                    idempotent: flag("idempotent"),
+                    open_world: flag("open_world"),
+                },
+                parameters: list("parameters", Place::JsonArgument),
+                config_schema: list("config_schema", Place::Config),
+            });
+        }
+        e.list.clear();
+        out
+    })
+}
+
+/// The interface of the built-in tool `name`.
+pub fn spec(name: &str) -> Option<&'static BuiltinSpec> {
+    all().iter().find(|s| s.name == name)
+}
+
+/// The names of every built-in tool.
+pub fn names() -> Vec<&'static str> {
+    all().iter().map(|s| s.name.as_str()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_spec_parses_cleanly() {
+        let doc: Value = serde_yaml_ng::from_str(SPECS).expect("yaml");
+        for (name, spec) in doc.as_object().expect("mapping") {
+            for (key, place) in [
+                ("parameters", Place::JsonArgument),
+                ("config_schema", Place::Config),
+            ] {
+                if let Some(list) = spec.get(key).and_then(Value::as_array) {
+                    let mut e = Errs::new("<builtin>");
+                    parse_list(list, key, place, &mut e);
+                    assert!(e.list.is_empty(), "{name}.{key}: {:?}", e.list);
+                }
+            }
+        }
+        assert_eq!(
+            names(),
+            [
+                "read_file",
+                "write_file",
+                "list_dir",
+                "glob",
+                "http_request"
+            ]
+        );
+        assert_eq!(
+            spec("write_file").map(|s| s.danger),
+            Some(Danger::Dangerous)
+        );
+    }
+}

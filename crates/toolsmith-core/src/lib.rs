@@ -1,0 +1,27 @@
+//! toolsmith-core: the tool model and everything about tools that is pure logic.
+//!
+//! - [`catalog`] loads YAML/JSON catalogs into checked [`model::Tool`]s, reporting every
+//!   problem at once with its path.
+//! - [`pipeline`] runs what a model sent through parse → coerce → defaults → validate, with a
+//!   JSON Schema compiled once per tool version ([`pipeline::CompiledTool`]).
+//! - [`plan`] turns validated arguments into the exact argv, stdin and environment of a
+//!   command.
+//! - [`render`] shows tools to every provider (OpenAI, Anthropic, Gemini, MCP, XML).
+//! - [`result`] is the `ToolResult` contract every execution returns.
+//!
+//! **Invariant:** this crate does no IO: no files, no network, no processes, no clocks.
+//! Files and environment variables reach the loader through [`catalog::CatalogSource`].
+
+pub mod builtin;
+pub mod catalog;
+pub mod model;
+pub mod pipeline;
+pub mod plan;
+pub mod render;
+pub mod result;
+pub mod schema;
+
+pub use catalog::{Catalog, CatalogError, CatalogErrors, CatalogSource};
+pub use model::{Format, Tool};
+pub use pipeline::CompiledTool;
+pub use result::{ErrorKind, ToolResult};

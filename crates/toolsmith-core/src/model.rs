@@ -1,0 +1,546 @@
+//! The tool and parameter model (SPEC §2, §3.1).
+//!
+//! A [`Tool`] is what a catalog entry becomes once it has been loaded and checked: every value
+//! here has passed the loader's rules, so the rest of the crate can rely on them (a
+//! [`ToolName`] is valid, a [`Parameter`] of type `enum` has values, an `option` parameter has
+//! an option name). The types serialize back to the catalog form, so `load(serialize(tool))`
+//! gives the same tool; that form is also what the registry stores.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::{Map, Number, Value};
+
+/// A tool name that passed the catalog's naming rule (see [`NameRule`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct ToolName(String);
+
+impl ToolName {
+    /// Checks `name` against `rule`; the error says which rule and why.
+    pub fn new(name: &str, rule: NameRule) -> Result<Self, String> {
+        rule.check(name)?;
+        Ok(Self(name.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ToolName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Which characters a catalog allows in tool names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NameRule {
+    /// `^[A-Za-z][A-Za-z0-9_]{0,63}$`: accepted unchanged by every provider.
+    #[default]
+    Portable,
+    /// `^[A-Za-z0-9_.-]{1,128}$`: the MCP set; renderers map names for stricter providers.
+    Mcp,
+}
+
+impl NameRule {
+    pub const ALL: [&'static str; 2] = ["portable", "mcp"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "portable" => Some(Self::Portable),
+            "mcp" => Some(Self::Mcp),
+            _ => None,
+        }
+    }
+
+    pub fn check(self, name: &str) -> Result<(), String> {
+        match self {
+            Self::Portable => {
+                let ok = name.len() <= 64
+                    && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if ok {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "invalid tool name {name:?}: use a letter, then up to 63 letters, digits or \
+                         underscores (set `defaults.tool_names: mcp` to allow `.` and `-`)"
+                    ))
+                }
+            }
+            Self::Mcp => {
+                let ok = !name.is_empty()
+                    && name.len() <= 128
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+                if ok {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "invalid tool name {name:?}: use 1 to 128 letters, digits, `_`, `.` or `-`"
+                    ))
+                }
+            }
+        }
+    }
+}
+
+/// A tool as loaded from a catalog or the registry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Tool {
+    pub name: ToolName,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub description: String,
+    pub danger: Danger,
+    #[serde(skip_serializing_if = "Annotations::is_empty")]
+    pub annotations: Annotations,
+    pub timeout_ms: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    pub enabled: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub strict_arguments: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_of_options: Option<EndOfOptions>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env_allowlist: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parameters: Vec<Parameter>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub config_schema: Vec<Parameter>,
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub config: Map<String, Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub formats: BTreeMap<Format, FormatOverride>,
+    #[serde(flatten)]
+    pub executor: Executor,
+}
+
+/// The placeholder every secret value is replaced with when shown.
+pub const REDACTED: &str = "***";
+
+impl Tool {
+    /// The catalog form of this tool as JSON; secret config values are replaced by `"***"`
+    /// unless `secrets` is [`Secrets::Keep`].
+    pub fn to_catalog_value(&self, secrets: Secrets) -> Value {
+        let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
+        if secrets == Secrets::Redact {
+            if let Some(config) = value.get_mut("config").and_then(Value::as_object_mut) {
+                for p in self.config_schema.iter().filter(|p| p.secret) {
+                    if let Some(v) = config.get_mut(&p.name) {
+                        *v = Value::String(REDACTED.into());
+                    }
+                }
+            }
+        }
+        value
+    }
+
+    /// The description a given format shows: the tool's own, replaced or extended by the
+    /// tool's override for that format.
+    pub fn description_for(&self, format: Format) -> String {
+        let over = self.formats.get(&format).or_else(|| {
+            (format == Format::OpenaiResponses)
+                .then(|| self.formats.get(&Format::Openai))
+                .flatten()
+        });
+        let mut text = over
+            .and_then(|o| o.description.clone())
+            .unwrap_or_else(|| self.description.clone());
+        if let Some(extra) = over.and_then(|o| o.append.as_deref()) {
+            if !text.is_empty() {
+                text.push_str("\n\n");
+            }
+            text.push_str(extra);
+        }
+        text
+    }
+
+    pub fn is_dangerous(&self) -> bool {
+        self.danger == Danger::Dangerous
+    }
+}
+
+/// Whether secret values are kept or replaced by [`REDACTED`] when a tool is serialized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Secrets {
+    Redact,
+    Keep,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Danger {
+    #[default]
+    Safe,
+    Dangerous,
+}
+
+/// Behaviour hints shown to clients (MCP tool annotations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Annotations {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<bool>,
+}
+
+impl Annotations {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// The marker inserted before the first positional value of a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum EndOfOptions {
+    #[serde(rename = "--")]
+    DoubleDash,
+    #[serde(rename = "--end-of-options")]
+    EndOfOptions,
+}
+
+impl EndOfOptions {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::DoubleDash => "--",
+            Self::EndOfOptions => "--end-of-options",
+        }
+    }
+}
+
+/// How a tool runs (SPEC §5). Exactly one per tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Executor {
+    /// `command: [exe, fixed args...]`, run directly, never through a shell.
+    Command(Vec<String>),
+    /// A script run by an interpreter with the arguments as JSON on stdin.
+    Script(Script),
+    /// A tool implemented inside toolsmith (see [`crate::builtin`]).
+    Builtin(String),
+}
+
+impl Executor {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Command(_) => "command",
+            Self::Script(_) => "script",
+            Self::Builtin(_) => "builtin",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Script {
+    /// `python3` unless the catalog names another (`node`, `bash`, a path).
+    pub interpreter: String,
+    /// The script's text; a `path:` in the catalog is read at load time.
+    pub source: String,
+}
+
+/// The output formats a tool can be rendered in (SPEC §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Format {
+    #[serde(rename = "openai")]
+    Openai,
+    #[serde(rename = "openai-responses")]
+    OpenaiResponses,
+    #[serde(rename = "anthropic")]
+    Anthropic,
+    #[serde(rename = "gemini")]
+    Gemini,
+    #[serde(rename = "mcp")]
+    Mcp,
+    #[serde(rename = "xml")]
+    Xml,
+}
+
+impl Format {
+    pub const ALL: [Format; 6] = [
+        Self::Openai,
+        Self::OpenaiResponses,
+        Self::Anthropic,
+        Self::Gemini,
+        Self::Mcp,
+        Self::Xml,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Openai => "openai",
+            Self::OpenaiResponses => "openai-responses",
+            Self::Anthropic => "anthropic",
+            Self::Gemini => "gemini",
+            Self::Mcp => "mcp",
+            Self::Xml => "xml",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.as_str() == s)
+    }
+
+    pub fn names() -> String {
+        Self::ALL.map(Self::as_str).join(", ")
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A per-format change to how a tool is presented (seed 002's custom formatter).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct FormatOverride {
+    /// Replaces the description for this format.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Appended to the description (after a blank line) for this format.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub append: Option<String>,
+}
+
+/// A parameter's type (SPEC §3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParamType {
+    #[default]
+    String,
+    Integer,
+    Number,
+    Boolean,
+    Enum,
+    Array,
+    Object,
+}
+
+impl ParamType {
+    pub const NAMES: [&'static str; 7] = [
+        "string", "integer", "number", "boolean", "enum", "array", "object",
+    ];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "string" => Self::String,
+            "integer" => Self::Integer,
+            "number" => Self::Number,
+            "boolean" => Self::Boolean,
+            "enum" => Self::Enum,
+            "array" => Self::Array,
+            "object" => Self::Object,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
+/// One parameter of a tool, an array's items, an object's property, or a config field.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Parameter {
+    /// Empty for an array's `items`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(rename = "type")]
+    pub ty: ParamType,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "is_true")]
+    pub required: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    #[serde(skip_serializing_if = "is_false")]
+    pub nullable: bool,
+    /// The allowed values of an `enum`: all strings or all integers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub items: Option<Box<Parameter>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub properties: Vec<Parameter>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub additional_properties: Option<bool>,
+    #[serde(flatten)]
+    pub constraints: Constraints,
+    #[serde(flatten)]
+    pub injection: Injection,
+    #[serde(skip_serializing_if = "is_false")]
+    pub secret: bool,
+}
+
+impl Parameter {
+    /// The enum's values are integers (rather than strings).
+    pub fn is_integer_enum(&self) -> bool {
+        self.ty == ParamType::Enum && self.values.first().is_some_and(Value::is_i64)
+    }
+
+    /// A short human/model-readable type: `integer`, `array of string`, `"a" | "b"`.
+    pub fn type_summary(&self) -> String {
+        let base = match self.ty {
+            ParamType::Array => match &self.items {
+                Some(items) => format!("array of {}", items.type_summary()),
+                None => "array".into(),
+            },
+            ParamType::Enum => self
+                .values
+                .iter()
+                .map(Value::to_string)
+                .collect::<Vec<_>>()
+                .join(" | "),
+            other => other.as_str().into(),
+        };
+        if self.nullable {
+            format!("{base} or null")
+        } else {
+            base
+        }
+    }
+}
+
+/// Value constraints; each applies to the types named in its doc.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Constraints {
+    /// string
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_length: Option<u64>,
+    /// string
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<u64>,
+    /// string (ECMA-262 regular expression)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// string (date-time, date, time, email, uri, uuid, ipv4, ipv6, hostname, ...)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    /// integer, number
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maximum: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exclusive_minimum: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exclusive_maximum: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multiple_of: Option<Number>,
+    /// array
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_items: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<u64>,
+    #[serde(skip_serializing_if = "is_false")]
+    pub unique_items: bool,
+}
+
+/// How a parameter reaches a command (SPEC §5.2). Only top-level parameters of `command`
+/// tools use it; the loader refuses it elsewhere.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Injection {
+    #[serde(skip_serializing_if = "InjectAs::is_default")]
+    pub inject_as: InjectAs,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub option_name: Option<String>,
+    #[serde(skip_serializing_if = "OptionStyle::is_default")]
+    pub option_style: OptionStyle,
+    /// `None` means the default for the injection: `flag` for options, `value` otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boolean_style: Option<BooleanStyle>,
+    /// `None` means the default: `repeat` for options, `separate` for arguments, `join`
+    /// for env.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub array_style: Option<ArrayStyle>,
+    /// For `array_style: join`; `,` when not given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub separator: Option<String>,
+    /// For `inject_as: env` and config fields; the upper-cased name when not given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env_name: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InjectAs {
+    #[default]
+    Argument,
+    Option,
+    Stdin,
+    Env,
+}
+
+impl InjectAs {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OptionStyle {
+    /// `--name value`
+    #[default]
+    Separate,
+    /// `--name=value`
+    Equals,
+}
+
+impl OptionStyle {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BooleanStyle {
+    /// The option alone when true, nothing when false.
+    Flag,
+    /// `true` / `false` as text.
+    Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArrayStyle {
+    /// `--file a --file b`
+    Repeat,
+    /// `a b c` as separate arguments (after the option name for options)
+    Separate,
+    /// `a,b,c` as one value
+    Join,
+}
+
+/// Upper-cases a parameter name into an environment variable name.
+pub fn default_env_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}

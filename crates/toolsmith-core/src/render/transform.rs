@@ -1,0 +1,247 @@
+//! Provider rules applied to the canonical JSON Schema.
+//!
+//! Keywords a provider does not accept are not dropped silently: they are moved into the
+//! description as plain words (`default: 5; at most 200 characters`), so the model still
+//! sees them and the validator still enforces them when the call comes back.
+
+use serde_json::{Map, Value, json};
+
+/// String formats OpenAI's strict mode accepts.
+const STRICT_FORMATS: &[&str] = &[
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
+
+/// Keywords Gemini's OpenAPI subset accepts on a schema node.
+const GEMINI_KEYS: &[&str] = &[
+    "type",
+    "format",
+    "description",
+    "nullable",
+    "enum",
+    "items",
+    "properties",
+    "required",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+];
+
+/// OpenAI strict mode: every object closed (`additionalProperties: false`) with every
+/// property required; optional properties become nullable (`null` added to the type and to
+/// any enum). Free-form objects, which strict mode cannot express, become strings holding
+/// JSON, which the argument pipeline parses back.
+pub fn openai_strict(mut node: Value) -> Value {
+    strict_node(&mut node);
+    node
+}
+
+fn strict_node(node: &mut Value) {
+    let Value::Object(map) = node else { return };
+    let mut notes = Vec::new();
+    for key in ["default", "minLength", "maxLength", "uniqueItems"] {
+        if let Some(v) = map.remove(key) {
+            notes.push(note(key, &v));
+        }
+    }
+    if let Some(f) = map.get("format").and_then(Value::as_str) {
+        if !STRICT_FORMATS.contains(&f) {
+            let v = map.remove("format").unwrap_or_default();
+            notes.push(note("format", &v));
+        }
+    }
+    if is_type(map, "object") {
+        let free_form = !map.contains_key("properties");
+        if free_form {
+            let nullable = is_type(map, "null");
+            map.clear();
+            map.insert(
+                "type".into(),
+                if nullable {
+                    json!(["string", "null"])
+                } else {
+                    json!("string")
+                },
+            );
+            notes.push("a JSON object, written as a string".into());
+        } else {
+            let required: Vec<String> = names(map.get("required"));
+            if let Some(Value::Object(props)) = map.get_mut("properties") {
+                for (name, prop) in props.iter_mut() {
+                    strict_node(prop);
+                    if !required.contains(name) {
+                        make_nullable(prop);
+                    }
+                }
+                let all: Vec<Value> = props.keys().map(|k| json!(k)).collect();
+                map.insert("required".into(), Value::Array(all));
+            }
+            map.insert("additionalProperties".into(), json!(false));
+        }
+    }
+    if let Some(items) = map.get_mut("items") {
+        strict_node(items);
+    }
+    add_notes(map, notes);
+}
+
+fn make_nullable(node: &mut Value) {
+    let Value::Object(map) = node else { return };
+    match map.get("type").cloned() {
+        Some(Value::String(t)) if t != "null" => {
+            map.insert("type".into(), json!([t, "null"]));
+        }
+        Some(Value::Array(mut ts)) if !ts.contains(&json!("null")) => {
+            ts.push(json!("null"));
+            map.insert("type".into(), Value::Array(ts));
+        }
+        _ => {}
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        if !values.contains(&Value::Null) {
+            values.push(Value::Null);
+        }
+    }
+}
+
+/// Gemini's OpenAPI subset: upper-case types on every node, `nullable` instead of type
+/// unions, enums as strings, no `additionalProperties`; other keywords go to the description.
+pub fn gemini(mut node: Value) -> Value {
+    gemini_node(&mut node);
+    node
+}
+
+fn gemini_node(node: &mut Value) {
+    let Value::Object(map) = node else { return };
+    let nullable = is_type(map, "null");
+    let base = match map.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null")
+            .unwrap_or("string")
+            .to_owned(),
+        _ => "string".to_owned(),
+    };
+    let mut notes = Vec::new();
+    map.remove("additionalProperties");
+    let mut ty = base.to_uppercase();
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+        for v in values.iter_mut() {
+            if !v.is_string() {
+                *v = json!(crate::plan::text(v));
+            }
+        }
+        ty = "STRING".into();
+        map.insert("format".into(), json!("enum"));
+    }
+    if base == "object" && !map.contains_key("properties") {
+        // An object with no declared properties cannot be described to Gemini.
+        map.clear();
+        ty = "STRING".into();
+        notes.push("a JSON object, written as a string".into());
+    }
+    if let Some(f) = map.get("format").and_then(Value::as_str) {
+        let ok = match ty.as_str() {
+            "STRING" => f == "enum" || f == "date-time",
+            _ => false,
+        };
+        if !ok {
+            let v = map.remove("format").unwrap_or_default();
+            notes.push(note("format", &v));
+        }
+    }
+    let extra: Vec<String> = map
+        .keys()
+        .filter(|k| !GEMINI_KEYS.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    for key in extra {
+        if let Some(v) = map.remove(&key) {
+            notes.push(note(&key, &v));
+        }
+    }
+    map.insert("type".into(), json!(ty));
+    if nullable {
+        map.insert("nullable".into(), json!(true));
+    }
+    if let Some(Value::Object(props)) = map.get_mut("properties") {
+        for prop in props.values_mut() {
+            gemini_node(prop);
+        }
+    }
+    if let Some(items) = map.get_mut("items") {
+        gemini_node(items);
+    }
+    add_notes(map, notes);
+    // Keep `type` first for readability.
+    let mut ordered = Map::new();
+    if let Some(t) = map.remove("type") {
+        ordered.insert("type".into(), t);
+    }
+    ordered.append(map);
+    *map = ordered;
+}
+
+fn is_type(map: &Map<String, Value>, t: &str) -> bool {
+    match map.get("type") {
+        Some(Value::String(s)) => s == t,
+        Some(Value::Array(ts)) => ts.iter().any(|x| x == t),
+        _ => false,
+    }
+}
+
+fn names(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A keyword as plain words.
+fn note(key: &str, v: &Value) -> String {
+    let plain = match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match key {
+        "default" => format!("default: {v}"),
+        "minLength" => format!("at least {plain} characters"),
+        "maxLength" => format!("at most {plain} characters"),
+        "uniqueItems" => "items must be unique".into(),
+        "format" => format!("format: {plain}"),
+        "exclusiveMinimum" => format!("greater than {plain}"),
+        "exclusiveMaximum" => format!("less than {plain}"),
+        "multipleOf" => format!("a multiple of {plain}"),
+        other => format!("{other}: {v}"),
+    }
+}
+
+fn add_notes(map: &mut Map<String, Value>, notes: Vec<String>) {
+    if notes.is_empty() {
+        return;
+    }
+    let joined = notes.join("; ");
+    let text = match map.get("description").and_then(Value::as_str) {
+        Some(d) if !d.is_empty() => format!("{d} ({joined})"),
+        _ => joined,
+    };
+    map.insert("description".into(), json!(text));
+}

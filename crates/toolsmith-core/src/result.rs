@@ -1,0 +1,117 @@
+//! The result contract every execution returns (SPEC §5.1, seed 004).
+//!
+//! `{"success": true, "data": ..., "meta": {...}}` or
+//! `{"success": false, "error": {"kind", "message", "details"}, "meta": {...}}`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Why a call failed; the wire names are snake_case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    InvalidArguments,
+    UnknownTool,
+    Disabled,
+    NeedsConfirmation,
+    Timeout,
+    ExitStatus,
+    OutputLimit,
+    SpawnFailed,
+    BadOutput,
+    Cancelled,
+    Internal,
+}
+
+/// One problem with the arguments: where (a JSON pointer into them) and what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Problem {
+    pub pointer: String,
+    pub message: String,
+}
+
+impl Problem {
+    pub fn new(pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            pointer: pointer.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.pointer.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.pointer, self.message)
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolError {
+    pub kind: ErrorKind,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<Problem>,
+}
+
+/// What is known about a call besides its outcome.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Meta {
+    pub tool: String,
+    pub version: u64,
+    /// Each coercion applied to the arguments, as `path: from→to`.
+    #[serde(default)]
+    pub coerced: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub success: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ToolError>,
+    pub meta: Meta,
+}
+
+impl ToolResult {
+    pub fn ok(data: Value, meta: Meta) -> Self {
+        Self {
+            success: true,
+            data: Some(data),
+            error: None,
+            meta,
+        }
+    }
+
+    pub fn err(
+        kind: ErrorKind,
+        message: impl Into<String>,
+        details: Vec<Problem>,
+        meta: Meta,
+    ) -> Self {
+        Self {
+            success: false,
+            data: None,
+            error: Some(ToolError {
+                kind,
+                message: message.into(),
+                details,
+            }),
+            meta,
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}

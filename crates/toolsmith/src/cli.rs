@@ -1,0 +1,225 @@
+//! The subcommands and their flags (clap), and what each one does.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use serde_json::{Map, Value};
+use toolsmith_core::model::Format;
+use toolsmith_core::render::{RenderOptions, render};
+use toolsmith_core::{CompiledTool, plan};
+
+use crate::output;
+use crate::source::load_catalog;
+
+/// toolsmith: declare tools once, check them, render them for every LLM provider, and call
+/// them with the arguments models send.
+#[derive(Debug, Parser)]
+#[command(name = "toolsmith", version, about, long_about = None, after_help = EXIT_CODES)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+const EXIT_CODES: &str =
+    "Exit codes: 0 success, 1 the tool call returned an error result, 2 usage or catalog error.";
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check a catalog file and everything it imports; print every problem at once.
+    Check {
+        /// The catalog file (YAML, or JSON when it ends in .json).
+        file: PathBuf,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the tools of a catalog.
+    List {
+        #[command(flatten)]
+        catalog: CatalogArg,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one tool: its parameters, executor and settings (secrets shown as ***).
+    Show {
+        /// The tool's name.
+        name: String,
+        #[command(flatten)]
+        catalog: CatalogArg,
+        /// Print the definition and its JSON Schema as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Render the enabled tools for a provider: the value of its `tools` field, or an XML block.
+    Export {
+        #[command(flatten)]
+        catalog: CatalogArg,
+        /// openai, openai-responses, anthropic, gemini, mcp or xml.
+        #[arg(long, short, value_parser = parse_format)]
+        format: Format,
+        /// OpenAI strict mode (openai and openai-responses).
+        #[arg(long)]
+        strict: bool,
+        /// Only tools with this tag (repeat for any of several).
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+    },
+    /// Call a tool: run the arguments through the pipeline and print the result.
+    Call(CallArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogArg {
+    /// The catalog file.
+    #[arg(
+        long,
+        short,
+        value_name = "FILE",
+        default_value = "examples/catalog.yaml"
+    )]
+    pub catalog: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tool's name.
+    pub name: String,
+    #[command(flatten)]
+    pub catalog: CatalogArg,
+    /// The arguments as a JSON object (or a JSON string holding one); `-` reads stdin.
+    #[arg(long, value_name = "JSON", conflicts_with = "arg")]
+    pub args: Option<String>,
+    /// One argument: `key=text` (coerced like a model's string), or `key:=json` for a raw
+    /// JSON value. Repeating a key collects the values into a list.
+    #[arg(short = 'a', long = "arg", value_name = "KEY=VALUE")]
+    pub arg: Vec<String>,
+    /// Print what would run (argv, stdin, environment) without running it.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the ToolResult as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_format(s: &str) -> Result<Format, String> {
+    Format::parse(s)
+        .ok_or_else(|| format!("unknown format {s:?} (expected one of {})", Format::names()))
+}
+
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Check { file, json } => {
+            let catalog = load_catalog(&file)?;
+            output::check_summary(&file, &catalog, json);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::List { catalog, json } => {
+            let catalog = load_catalog(&catalog.catalog)?;
+            output::list(&catalog, json);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Show {
+            name,
+            catalog,
+            json,
+        } => {
+            let catalog = load_catalog(&catalog.catalog)?;
+            let Some(tool) = catalog.get(&name) else {
+                bail!("{}", unknown_tool(&catalog, &name))
+            };
+            output::show(tool, json);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Export {
+            catalog,
+            format,
+            strict,
+            tags,
+        } => {
+            let catalog = load_catalog(&catalog.catalog)?;
+            let selected = catalog
+                .tools
+                .iter()
+                .filter(|t| tags.is_empty() || t.tags.iter().any(|tag| tags.contains(tag)));
+            print!(
+                "{}",
+                render(selected, format, RenderOptions { strict }).to_text()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call(args) => call(args),
+    }
+}
+
+fn unknown_tool(catalog: &toolsmith_core::Catalog, name: &str) -> String {
+    let names: Vec<&str> = catalog.tools.iter().map(|t| t.name.as_str()).collect();
+    format!(
+        "no tool named {name:?} in the catalog (tools: {})",
+        names.join(", ")
+    )
+}
+
+fn call(args: CallArgs) -> Result<ExitCode> {
+    let catalog = load_catalog(&args.catalog.catalog)?;
+    let Some(tool) = catalog.get(&args.name) else {
+        bail!("{}", unknown_tool(&catalog, &args.name))
+    };
+    let raw = call_arguments(&args)?;
+    if !args.dry_run {
+        bail!(
+            "running tools arrives with the execution engine; use --dry-run to see what would run"
+        );
+    }
+    let compiled = CompiledTool::new(tool.clone(), 1).map_err(anyhow::Error::msg)?;
+    let result = plan::dry_run(&compiled, raw);
+    output::call_result(&result, args.json);
+    Ok(if result.success {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `--args JSON`, `--args -` or `-a key=value ...` as one JSON value.
+fn call_arguments(args: &CallArgs) -> Result<Value> {
+    if let Some(text) = &args.args {
+        let text = if text == "-" {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .context("reading --args from stdin")?;
+            s
+        } else {
+            text.clone()
+        };
+        // Handed to the pipeline as text so a JSON error is reported like a model's would be.
+        return Ok(Value::String(text));
+    }
+    let mut map = Map::new();
+    for pair in &args.arg {
+        let (key, value) = if let Some((k, v)) = pair.split_once(":=") {
+            let parsed = serde_json::from_str(v)
+                .with_context(|| format!("-a {pair}: the value after := is not JSON"))?;
+            (k, parsed)
+        } else if let Some((k, v)) = pair.split_once('=') {
+            (k, Value::String(v.to_owned()))
+        } else {
+            bail!("-a {pair}: expected key=value or key:=json");
+        };
+        if key.is_empty() {
+            bail!("-a {pair}: the key is empty");
+        }
+        match map.get_mut(key) {
+            Some(Value::Array(list)) => list.push(value),
+            Some(first) => *first = Value::Array(vec![first.take(), value]),
+            None => {
+                map.insert(key.to_owned(), value);
+            }
+        }
+    }
+    Ok(Value::Object(map))
+}

@@ -1,0 +1,24 @@
+//! The `toolsmith` command line: argument parsing and dispatch only; the work is done by the
+//! library crates.
+//!
+//! Exit codes: 0 success; 1 the tool call returned an error result; 2 a usage or catalog
+//! error.
+
+mod cli;
+mod output;
+mod source;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    match cli::run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

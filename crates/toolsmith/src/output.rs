@@ -1,0 +1,243 @@
+//! Human and JSON output of the subcommands.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use toolsmith_core::model::{InjectAs, Parameter, Secrets};
+use toolsmith_core::schema::object_schema;
+use toolsmith_core::{Catalog, Tool, ToolResult};
+
+pub fn check_summary(file: &Path, catalog: &Catalog, json: bool) {
+    let enabled = catalog.tools.iter().filter(|t| t.enabled).count();
+    let count = |kind: &str| {
+        catalog
+            .tools
+            .iter()
+            .filter(|t| t.executor.kind() == kind)
+            .count()
+    };
+    if json {
+        let summary = json!({
+            "ok": true,
+            "file": file.display().to_string(),
+            "files": catalog.files,
+            "tools": catalog.tools.len(),
+            "enabled": enabled,
+            "by_executor": {"command": count("command"), "script": count("script"), "builtin": count("builtin")},
+        });
+        println!("{summary}");
+        return;
+    }
+    println!(
+        "ok: {} — {} tool{} ({enabled} enabled; {} command, {} script, {} builtin) from {} file{}",
+        file.display(),
+        catalog.tools.len(),
+        if catalog.tools.len() == 1 { "" } else { "s" },
+        count("command"),
+        count("script"),
+        count("builtin"),
+        catalog.files.len(),
+        if catalog.files.len() == 1 { "" } else { "s" }
+    );
+}
+
+pub fn list(catalog: &Catalog, json: bool) {
+    if json {
+        let rows: Vec<Value> = catalog
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "title": t.title,
+                    "description": t.description,
+                    "executor": t.executor.kind(),
+                    "danger": t.danger,
+                    "enabled": t.enabled,
+                    "tags": t.tags,
+                })
+            })
+            .collect();
+        println!("{}", Value::Array(rows));
+        return;
+    }
+    let width = catalog
+        .tools
+        .iter()
+        .map(|t| t.name.as_str().len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    println!(
+        "{:width$}  {:8}  {:9}  {:8}  DESCRIPTION",
+        "NAME", "EXECUTOR", "DANGER", "STATUS"
+    );
+    for t in &catalog.tools {
+        println!(
+            "{:width$}  {:8}  {:9}  {:8}  {}",
+            t.name.as_str(),
+            t.executor.kind(),
+            if t.is_dangerous() {
+                "dangerous"
+            } else {
+                "safe"
+            },
+            if t.enabled { "enabled" } else { "disabled" },
+            first_line(&t.description, 70)
+        );
+    }
+}
+
+pub fn show(tool: &Tool, json: bool) {
+    if json {
+        let out = json!({
+            "definition": tool.to_catalog_value(Secrets::Redact),
+            "input_schema": object_schema(&tool.parameters, false),
+        });
+        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        return;
+    }
+    match &tool.title {
+        Some(title) => println!("{} — {title}", tool.name),
+        None => println!("{}", tool.name),
+    }
+    println!("{}\n", tool.description.trim_end());
+    let executor = match &tool.executor {
+        toolsmith_core::model::Executor::Command(argv) => format!("command: {}", argv.join(" ")),
+        toolsmith_core::model::Executor::Script(s) => format!(
+            "script: {} ({} lines)",
+            s.interpreter,
+            s.source.lines().count()
+        ),
+        toolsmith_core::model::Executor::Builtin(b) => format!("builtin: {b}"),
+    };
+    println!("  executor:  {executor}");
+    println!(
+        "  danger:    {}    timeout: {} ms    {}",
+        if tool.is_dangerous() {
+            "dangerous"
+        } else {
+            "safe"
+        },
+        tool.timeout_ms,
+        if tool.enabled { "enabled" } else { "disabled" }
+    );
+    if !tool.tags.is_empty() {
+        println!("  tags:      {}", tool.tags.join(", "));
+    }
+    if tool.parameters.is_empty() {
+        println!("  parameters: none");
+    } else {
+        println!("  parameters:");
+        for p in &tool.parameters {
+            println!("    {}", parameter_line(p, tool));
+        }
+    }
+    if !tool.config_schema.is_empty() {
+        println!("  config:");
+        for p in &tool.config_schema {
+            let value = match tool.config.get(&p.name) {
+                Some(_) if p.secret => "***".to_string(),
+                Some(v) => v.to_string(),
+                None => "(not set)".into(),
+            };
+            println!(
+                "    {} = {value}{}",
+                p.name,
+                if p.secret { "  (secret)" } else { "" }
+            );
+        }
+    }
+}
+
+fn parameter_line(p: &Parameter, tool: &Tool) -> String {
+    let need = match (&p.default, p.required) {
+        (Some(d), _) => format!("optional, default {d}"),
+        (None, true) => "required".into(),
+        (None, false) => "optional".into(),
+    };
+    let how = match (&tool.executor, p.injection.inject_as) {
+        (toolsmith_core::model::Executor::Command(_), InjectAs::Option) => {
+            format!(
+                "  [option {}]",
+                p.injection.option_name.as_deref().unwrap_or("?")
+            )
+        }
+        (toolsmith_core::model::Executor::Command(_), InjectAs::Stdin) => "  [stdin]".into(),
+        (toolsmith_core::model::Executor::Command(_), InjectAs::Env) => "  [env]".into(),
+        _ => String::new(),
+    };
+    let desc = p
+        .description
+        .as_deref()
+        .map(|d| format!(" — {}", first_line(d, 60)))
+        .unwrap_or_default();
+    format!("{} ({}, {need}){how}{desc}", p.name, p.type_summary())
+}
+
+pub fn call_result(result: &ToolResult, json: bool) {
+    if json {
+        println!("{}", result.to_json());
+        return;
+    }
+    if let Some(error) = &result.error {
+        eprintln!(
+            "error ({}): {}",
+            serde_json::to_value(error.kind)
+                .unwrap_or_default()
+                .as_str()
+                .unwrap_or(""),
+            error.message
+        );
+        return;
+    }
+    let data = result.data.clone().unwrap_or_default();
+    println!(
+        "tool:      {} (version {})",
+        result.meta.tool, result.meta.version
+    );
+    if let Some(b) = data.get("builtin").and_then(Value::as_str) {
+        println!("builtin:   {b}");
+    }
+    println!("arguments: {}", data["arguments"]);
+    if let Some(argv) = data["argv"].as_array().filter(|a| !a.is_empty()) {
+        let words: Vec<String> = argv
+            .iter()
+            .map(|a| shell_quote(a.as_str().unwrap_or_default()))
+            .collect();
+        println!("argv:      {}", words.join(" "));
+    }
+    match data["stdin"].as_str() {
+        Some(s) => println!("stdin:     {}", first_line(s, 200)),
+        None => println!("stdin:     (empty)"),
+    }
+    if let Some(env) = data["env"].as_object().filter(|e| !e.is_empty()) {
+        for (k, v) in env {
+            println!("env:       {k}={}", v.as_str().unwrap_or_default());
+        }
+    }
+    if !result.meta.coerced.is_empty() {
+        println!("coerced:   {}", result.meta.coerced.join(", "));
+    }
+}
+
+/// Quotes a word for display the way a POSIX shell would need it.
+fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c));
+    if plain {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+fn first_line(s: &str, max: usize) -> String {
+    let line = s.lines().next().unwrap_or_default();
+    if line.chars().count() > max {
+        format!("{}…", line.chars().take(max - 1).collect::<String>())
+    } else {
+        line.to_owned()
+    }
+}
