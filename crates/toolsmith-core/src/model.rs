@@ -132,6 +132,11 @@ impl Tool {
     /// unless `secrets` is [`Secrets::Keep`].
     pub fn to_catalog_value(&self, secrets: Secrets) -> Value {
         let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
+        if let (Executor::Builtin(_), Value::Object(map)) = (&self.executor, &mut value) {
+            // A built-in's interface is toolsmith's own, not part of the definition.
+            map.remove("parameters");
+            map.remove("config_schema");
+        }
         if secrets == Secrets::Redact {
             if let Some(config) = value.get_mut("config").and_then(Value::as_object_mut) {
                 for p in self.config_schema.iter().filter(|p| p.secret) {

@@ -27,6 +27,8 @@ pub fn compile_schema(schema: &Value) -> Result<Validator, String> {
 /// A parameter list with its compiled schema.
 pub struct ParamSet {
     validator: Validator,
+    /// What the values are called in messages: `argument` or `config field`.
+    noun: &'static str,
 }
 
 /// Arguments that passed the pipeline.
@@ -40,7 +42,15 @@ pub struct Prepared {
 impl ParamSet {
     pub fn new(params: &[Parameter]) -> Result<Self, String> {
         let validator = compile_schema(&schema::object_schema(params, false))?;
-        Ok(Self { validator })
+        Ok(Self {
+            validator,
+            noun: "argument",
+        })
+    }
+
+    /// Names the values `noun` in messages (`unknown config field "x"`).
+    pub fn noun(self, noun: &'static str) -> Self {
+        Self { noun, ..self }
     }
 
     /// Runs coerce → defaults → validate over an object. `lenient` turns coercion on.
@@ -59,7 +69,7 @@ impl ParamSet {
         let value = Value::Object(args);
         let mut problems = walk.problems;
         for error in self.validator.iter_errors(&value) {
-            problems.extend(describe(params, &error));
+            problems.extend(describe(params, &error, self.noun));
         }
         if !problems.is_empty() {
             return Err(problems);
@@ -353,7 +363,11 @@ fn pointer_of(path: &str) -> String {
 }
 
 /// Step 4's messages: plain, with the pointer of the offending value.
-fn describe(params: &[Parameter], error: &jsonschema::ValidationError<'_>) -> Vec<Problem> {
+fn describe(
+    params: &[Parameter],
+    error: &jsonschema::ValidationError<'_>,
+    noun: &str,
+) -> Vec<Problem> {
     let at = error.instance_path().as_str().to_string();
     let instance = error.instance();
     match error.kind() {

@@ -98,6 +98,7 @@ pub fn load(entry: &str, src: &dyn CatalogSource) -> Result<Catalog, CatalogErro
         src,
         errors: Vec::new(),
         tools: Vec::new(),
+        names: Vec::new(),
         files: Vec::new(),
     };
     let entry = entry.replace('\\', "/");
@@ -105,7 +106,7 @@ pub fn load(entry: &str, src: &dyn CatalogSource) -> Result<Catalog, CatalogErro
     loader.check_names();
     if loader.errors.is_empty() {
         Ok(Catalog {
-            tools: loader.tools.into_iter().map(|(t, _, _)| t).collect(),
+            tools: loader.tools,
             files: loader.files,
         })
     } else {
@@ -121,6 +122,7 @@ pub fn parse_tool(value: &Value, src: &dyn CatalogSource) -> Result<Tool, Catalo
         src,
         errors: Vec::new(),
         tools: Vec::new(),
+        names: Vec::new(),
         files: Vec::new(),
     };
     let tool = loader.tool(value, "", "", &Defaults::default(), &mut e);
@@ -141,8 +143,10 @@ struct Defaults {
 struct Loader<'s> {
     src: &'s dyn CatalogSource,
     errors: Vec<CatalogError>,
-    /// Each tool with the file and path it was declared at, for duplicate reports.
-    tools: Vec<(Tool, String, String)>,
+    tools: Vec<Tool>,
+    /// Every valid tool name with the file and path it was declared at, including tools with
+    /// other problems, so duplicates are found in one pass.
+    names: Vec<(String, String, String)>,
     files: Vec<String>,
 }
 
@@ -218,7 +222,7 @@ impl Loader<'_> {
                 for (i, t) in tools.iter().enumerate() {
                     let at = format!("tools[{i}]");
                     if let Some(tool) = self.tool(t, &at, rel, &defaults, &mut e) {
-                        self.tools.push((tool, rel.to_owned(), at));
+                        self.tools.push(tool);
                     }
                 }
             }
@@ -257,8 +261,8 @@ impl Loader<'_> {
     fn check_names(&mut self) {
         let mut seen: HashMap<&str, (&str, &str)> = HashMap::new();
         let mut mapped: HashMap<String, &str> = HashMap::new();
-        for (tool, file, at) in &self.tools {
-            let name = tool.name.as_str();
+        for (name, file, at) in &self.names {
+            let name = name.as_str();
             let mut report = |message: String| {
                 self.errors.push(CatalogError {
                     file: file.clone(),
@@ -304,6 +308,10 @@ impl Loader<'_> {
                 None
             }
         };
+        if let Some(n) = &name {
+            self.names
+                .push((n.to_string(), file.to_owned(), at.to_owned()));
+        }
         let executor = self.executor(&f, file, e);
         let spec = match &executor {
             Some(Executor::Builtin(b)) => builtin::spec(b),
@@ -400,6 +408,10 @@ impl Loader<'_> {
         } else {
             Place::JsonArgument
         };
+        let declared = f
+            .get("parameters")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
         let parameters = match (f.list("parameters", e), spec) {
             (Some(_), Some(s)) => {
                 e.push(
@@ -415,7 +427,10 @@ impl Loader<'_> {
             (None, Some(s)) => s.parameters.clone(),
             (None, None) => Vec::new(),
         };
-        check_injection_layout(&parameters, end_of_options, &f, e);
+        // Layout rules name parameters by index, which only holds when all of them parsed.
+        if parameters.len() == declared {
+            check_injection_layout(&parameters, end_of_options, &f, e);
+        }
         if matches!(executor, Some(Executor::Script(_))) {
             if let Some(i) = parameters.iter().position(|p| p.name == "config") {
                 e.push(
@@ -654,6 +669,7 @@ impl Loader<'_> {
                 return Map::new();
             }
         };
+        let errors_before = e.list.len();
         for (key, v) in values.iter_mut() {
             let Some(name) = v
                 .as_str()
@@ -670,10 +686,10 @@ impl Loader<'_> {
                 ),
             }
         }
-        if schema.is_empty() && values.is_empty() {
+        if e.list.len() != errors_before || (schema.is_empty() && values.is_empty()) {
             return values;
         }
-        let set = match ParamSet::new(schema) {
+        let set = match ParamSet::new(schema).map(|s| s.noun("config field")) {
             Ok(s) => s,
             Err(m) => {
                 e.push(
@@ -695,17 +711,46 @@ impl Loader<'_> {
     }
 }
 
-/// YAML, or JSON for `.json` files. YAML's own limits on aliases and depth apply.
+/// YAML, or JSON for `.json` files. Duplicate keys and non-finite numbers are errors (a JSON
+/// value could not hold them without losing data); YAML's own limits on aliases and depth
+/// apply.
 fn parse_document(file: &str, text: &str) -> Result<Value, String> {
-    let doc = if file.ends_with(".json") {
-        serde_json::from_str::<Value>(text).map_err(|e| format!("invalid JSON: {e}"))?
-    } else {
-        serde_yaml_ng::from_str::<Value>(text).map_err(|e| format!("invalid YAML: {e}"))?
-    };
+    let is_json = file.ends_with(".json");
+    if is_json {
+        // serde_json gives the exact position of JSON syntax errors…
+        serde_json::from_str::<serde::de::IgnoredAny>(text)
+            .map_err(|e| format!("invalid JSON: {e}"))?;
+    }
+    // …and the YAML reader (JSON is YAML) refuses duplicate keys, which JSON readers drop.
+    let kind = if is_json { "JSON" } else { "YAML" };
+    let yaml: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(text).map_err(|e| format!("invalid {kind}: {e}"))?;
+    if let Some(at) = non_finite(&yaml, String::new()) {
+        return Err(format!("{at}: infinite or NaN numbers are not allowed"));
+    }
+    let doc = serde_json::to_value(&yaml)
+        .map_err(|e| format!("invalid {kind}: {e} (mapping keys must be text)"))?;
     if doc.is_null() {
         return Err("the file is empty; a catalog starts with `tools:`".into());
     }
     Ok(doc)
+}
+
+fn non_finite(v: &serde_yaml_ng::Value, at: String) -> Option<String> {
+    use serde_yaml_ng::Value as Y;
+    match v {
+        Y::Number(n) if n.as_f64().is_some_and(|f| !f.is_finite()) => Some(at),
+        Y::Sequence(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| non_finite(x, format!("{at}[{i}]"))),
+        Y::Mapping(map) => map.iter().find_map(|(k, x)| {
+            let key = k.as_str().map_or_else(|| format!("{k:?}"), str::to_owned);
+            non_finite(x, join(&at, &key))
+        }),
+        Y::Tagged(t) => non_finite(&t.value, at),
+        _ => None,
+    }
 }
 
 /// `rel` resolved against the folder of `from`; absolute paths and `..` are refused so

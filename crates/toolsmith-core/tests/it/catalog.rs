@@ -1,0 +1,629 @@
+//! Catalog loading: every rule of SPEC §2.1, every error with its path, imports, config,
+//! the Delta form and round trips.
+
+use expect_test::{Expect, expect};
+use serde_json::json;
+use toolsmith_core::catalog;
+use toolsmith_core::model::{Executor, InjectAs, ParamType, Secrets};
+
+use super::support::{MemSource, errors, example_catalogs, load, tool};
+
+fn check(yaml: &str, expect: Expect) {
+    expect.assert_eq(&errors(yaml));
+}
+
+#[test]
+fn the_issue_example_error_is_reported_as_written() {
+    check(
+        r#"
+tools:
+  - name: t
+    description: d
+    command: [ls]
+    parameters:
+      - {name: a}
+      - {name: b, type: numbr}
+"#,
+        expect![[r#"
+            tools[0].parameters[1].type: unknown type "numbr" (expected one of string, integer, number, boolean, enum, array, object)
+        "#]],
+    );
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    check(
+        r#"
+tools:
+  - name: "bad name"
+    description: ""
+    command: [ls]
+    builtin: read_file
+  - name: dup
+    description: first
+    command: [ls]
+    parameters:
+      - {name: x, inject_as: option}
+      - {name: x, type: integer, minimum: 5, maximum: 1}
+      - {name: s1, inject_as: stdin}
+      - {name: s2, inject_as: stdin}
+      - {name: re, pattern: "(unclosed"}
+      - {name: n, type: integer, default: "seven"}
+      - {name: m, type: integer, minimum: 1, default: 0}
+      - {name: l, min_length: 9, max_length: 2}
+      - {name: i, type: array, items: string, min_items: 3, max_items: 1}
+  - name: dup
+    description: second
+    command: [ls]
+"#,
+        expect![[r#"
+            tools[0].name: invalid tool name "bad name": use a letter, then up to 63 letters, digits or underscores (set `defaults.tool_names: mcp` to allow `.` and `-`)
+            tools[0]: more than one executor (command, builtin): give exactly one
+            tools[0].description: missing or empty; describe what the tool does, for the model
+            tools[1].parameters[0].option_name: `inject_as: option` needs `option_name`, for example `--limit`
+            tools[1].parameters[1].minimum: minimum 5 is above maximum 1
+            tools[1].parameters[1].name: duplicate parameter name "x"
+            tools[1].parameters[4].pattern: invalid regular expression "(unclosed": "(unclosed" is not a "regex"
+            tools[1].parameters[5].default: default "seven" fails its own schema: "seven" is not of type "integer"
+            tools[1].parameters[6].default: default 0 fails its own schema: 0 is less than the minimum of 1
+            tools[1].parameters[7].min_length: min_length 9 is above max_length 2
+            tools[1].parameters[8].min_items: min_items 3 is above max_items 1
+            tools[1].parameters[3].inject_as: a tool has one stdin; "s1" already uses it
+            tools[2].name: duplicate tool name "dup" (first declared at catalog.yaml: tools[1])
+        "#]],
+    );
+}
+
+#[test]
+fn unknown_keys_are_errors_with_a_suggestion() {
+    check(
+        r#"
+defaults: {timout_ms: 5}
+tools:
+  - name: t
+    descripton: typo
+    description: d
+    command: [ls]
+    parameters:
+      - {name: a, typ: string, injectas: argument}
+      - {name: b, type: object, properties: [{name: c, mininum: 3, type: integer}]}
+    annotations: {read_only: true, readonly: false}
+    formats: {openai: {append: x}, claude: {description: y}}
+"#,
+        expect![[r#"
+            defaults.timout_ms: unknown key; did you mean `timeout_ms`?
+            tools[0].descripton: unknown key; did you mean `description`?
+            tools[0].annotations.readonly: unknown key; did you mean `read_only`?
+            tools[0].parameters[0].typ: unknown key; did you mean `type`?
+            tools[0].parameters[0].injectas: unknown key; did you mean `inject_as`?
+            tools[0].parameters[1].properties[0].mininum: unknown key; did you mean `minimum`?
+            tools[0].formats.claude: unknown key; expected one of openai, openai-responses, anthropic, gemini, mcp, xml
+        "#]],
+    );
+}
+
+#[test]
+fn executors_are_checked() {
+    check(
+        r#"
+tools:
+  - {name: none, description: d}
+  - {name: empty, description: d, command: []}
+  - {name: notalist, description: d, command: "ls -l"}
+  - {name: both, description: d, script: {source: "x", path: "y.py"}}
+  - {name: neither, description: d, script: {interpreter: node}}
+  - {name: builtin_params, builtin: read_file, parameters: [{name: x}]}
+  - {name: unsafe_builtin, builtin: write_file, danger: safe}
+  - {name: eoo_script, description: d, script: {source: "x"}, end_of_options: "--"}
+  - {name: reserved, description: d, script: {source: "x"}, parameters: [{name: config}]}
+  - {name: rich, description: d, executor: {kind: shell, command: [ls]}}
+"#,
+        expect![[r#"
+            tools[0]: no executor: give exactly one of `command`, `script` or `builtin`
+            tools[1].command: `command` is empty: name the program to run
+            tools[2].command: `command` is a list: the program, then fixed arguments, e.g. [git, status]
+            tools[3].script: give either `source` or `path`, not both
+            tools[4].script: a script needs `source` (the code) or `path` (a file beside the catalog)
+            tools[5].parameters: the built-in `read_file` defines its own parameters; remove `parameters`
+            tools[6].danger: the built-in `write_file` is dangerous and cannot be declared safe
+            tools[7].end_of_options: `end_of_options` applies to command tools
+            tools[8].parameters[0].name: script tools reserve `config` for their config values; rename the parameter
+            tools[9].executor.kind: unknown executor kind "shell" (expected one of command, script, builtin)
+        "#]],
+    );
+}
+
+#[test]
+fn injection_rules_are_checked() {
+    check(
+        r#"
+tools:
+  - name: t
+    description: d
+    command: [ls]
+    end_of_options: "--"
+    parameters:
+      - {name: a, inject_as: option, option_name: "-- bad"}
+      - {name: b, option_name: --b}
+      - {name: c, type: boolean, boolean_style: flag}
+      - {name: d, type: array, items: string, array_style: repeat}
+      - {name: e, type: array, items: string, inject_as: option, option_name: --e, option_style: equals, array_style: separate}
+      - {name: f, type: integer, array_style: join}
+      - {name: g, separator: ","}
+      - {name: h, inject_as: env, env_name: "1BAD"}
+      - {name: i, inject_as: env, env_name: H2}
+      - {name: j, inject_as: env, env_name: H2}
+      - {name: k, type: object, properties: [{name: deep, inject_as: option, option_name: --deep}]}
+      - {name: z, inject_as: option, option_name: --late}
+  - name: s
+    description: d
+    script: {source: "x"}
+    parameters:
+      - {name: a, inject_as: option, option_name: --a}
+      - {name: b, secret: true}
+"#,
+        expect![[r#"
+            tools[0].parameters[0].option_name: invalid option name "-- bad": it starts with `-` and has no spaces or `=`
+            tools[0].parameters[1].option_name: `option_name` applies with `inject_as: option`
+            tools[0].parameters[2].boolean_style: `boolean_style: flag` needs `inject_as: option` (a flag is an option)
+            tools[0].parameters[3].array_style: `array_style: repeat` needs `inject_as: option` (it repeats the option name)
+            tools[0].parameters[4].array_style: `array_style: separate` cannot be combined with `option_style: equals`
+            tools[0].parameters[5].array_style: `array_style` applies to array parameters, not integer
+            tools[0].parameters[6].separator: `separator` applies to arrays injected with `array_style: join`
+            tools[0].parameters[7].env_name: invalid environment variable name "1BAD": use letters, digits and `_`, not starting with a digit
+            tools[0].parameters[10].properties[0].inject_as: `inject_as` applies to top-level parameters of command tools; only top-level parameters are injected
+            tools[0].parameters[10].properties[0].option_name: `option_name` applies to top-level parameters of command tools; only top-level parameters are injected
+            tools[0].parameters[9].env_name: environment variable "H2" is set by two parameters
+            tools[0].parameters[4].inject_as: with `end_of_options`, options come before arguments: move "e" above "b"
+            tools[0].parameters[11].inject_as: with `end_of_options`, options come before arguments: move "z" above "b"
+            tools[1].parameters[0].inject_as: `inject_as` applies to top-level parameters of command tools; script and built-in tools receive their arguments as JSON
+            tools[1].parameters[0].option_name: `option_name` applies to top-level parameters of command tools; script and built-in tools receive their arguments as JSON
+            tools[1].parameters[1].secret: `secret` applies to config_schema fields only
+        "#]],
+    );
+}
+
+#[test]
+fn options_after_arguments_are_refused_with_end_of_options() {
+    check(
+        r#"
+tools:
+  - name: t
+    description: d
+    command: [ls]
+    end_of_options: "--"
+    parameters:
+      - {name: path}
+      - {name: all, type: boolean, default: false, inject_as: option, option_name: --all}
+      - {name: e1, inject_as: env, env_name: SAME, required: false}
+      - {name: e2, inject_as: env, env_name: SAME, required: false}
+"#,
+        expect![[r#"
+            tools[0].parameters[3].env_name: environment variable "SAME" is set by two parameters
+            tools[0].parameters[1].inject_as: with `end_of_options`, options come before arguments: move "all" above "path"
+        "#]],
+    );
+}
+
+#[test]
+fn type_specific_keys_are_checked() {
+    check(
+        r#"
+tools:
+  - name: t
+    description: d
+    command: [ls]
+    parameters:
+      - {name: a, type: enum}
+      - {name: b, type: enum, values: []}
+      - {name: c, type: enum, values: [x, 1]}
+      - {name: d, type: enum, values: [x, x]}
+      - {name: e, values: [x]}
+      - {name: f, type: array}
+      - {name: g, items: string}
+      - {name: h, type: integer, min_length: 1, minimum: 1.5}
+      - {name: i, type: string, minimum: 1}
+      - {name: j, type: array, items: {name: named, type: string}}
+      - {name: k, type: number, multiple_of: 0}
+      - {name: l, format: emial}
+      - {name: m, type: integer, exclusive_minimum: 5, exclusive_maximum: 5}
+      - {name: "bad name"}
+      - {name: n, type: string, required: true, default: x}
+      - {description: no name}
+"#,
+        expect![[r#"
+            tools[0].parameters[0].values: an enum needs `values`: a list of strings or of integers
+            tools[0].parameters[1].values: an enum needs at least one value
+            tools[0].parameters[2].values: enum values must be all strings or all integers
+            tools[0].parameters[3].values: duplicate enum value "x"
+            tools[0].parameters[4].values: `values` applies to enum parameters, not string
+            tools[0].parameters[5].items: an array needs `items`, for example `items: {type: string}`
+            tools[0].parameters[6].items: `items` applies to array parameters, not string
+            tools[0].parameters[7].min_length: `min_length` applies to string parameters, not integer
+            tools[0].parameters[7].minimum: 1.5 is not an integer, but the parameter is
+            tools[0].parameters[8].minimum: `minimum` applies to integer and number parameters, not string
+            tools[0].parameters[9].items.name: array items have no name; remove `name`
+            tools[0].parameters[10].multiple_of: multiple_of must be greater than 0
+            tools[0].parameters[11].format: unknown format "emial" (expected one of date-time, date, time, duration, email, idn-email, hostname, idn-hostname, ipv4, ipv6, uri, uri-reference, iri, iri-reference, uri-template, uuid, json-pointer, relative-json-pointer, regex)
+            tools[0].parameters[12].exclusive_minimum: exclusive_minimum 5 leaves no value allowed with exclusive_maximum 5
+            tools[0].parameters[13].name: invalid parameter name "bad name": use a letter or `_`, then up to 63 letters, digits, `_` or `-`
+            tools[0].parameters[14].required: a required parameter's default is never used; remove one of them
+            tools[0].parameters[15].name: missing; every parameter needs a name
+        "#]],
+    );
+}
+
+#[test]
+fn wrong_value_types_are_named() {
+    check(
+        r#"
+tools:
+  - name: t
+    description: [not, text]
+    command: [ls]
+    timeout_ms: -5
+    enabled: "yes"
+    tags: [ok, 5, "two words"]
+    parameters: {name: a}
+  - "just a string"
+"#,
+        expect![[r#"
+            tools[0].description: expected a string, got an array
+            tools[0].description: missing or empty; describe what the tool does, for the model
+            tools[0].timeout_ms: expected a non-negative integer, got -5
+            tools[0].tags[1]: expected a string, got a number
+            tools[0].tags[1]: invalid tag "two words": tags are single words
+            tools[0].parameters: expected a list, got an object
+            tools[1]: expected a mapping, got a string
+        "#]],
+    );
+}
+
+#[test]
+fn file_level_problems() {
+    check(
+        "",
+        expect![[r#"
+        : the file is empty; a catalog starts with `tools:`
+    "#]],
+    );
+    check(
+        "tools: [",
+        expect![[r#"
+        : invalid YAML: did not find expected node content at line 2 column 1, while parsing a flow node
+    "#]],
+    );
+    check(
+        "- a\n- b\n",
+        expect![[r#"
+        : expected a mapping, got an array
+    "#]],
+    );
+    check(
+        "defaults: {}\n",
+        expect![[r#"
+        : a catalog needs `tools:` (a list of tools) or `imports:`
+    "#]],
+    );
+    check(
+        "tools: []\ntools: []\n",
+        expect![[r#"
+        : invalid YAML: duplicate entry with key "tools"
+    "#]],
+    );
+    check(
+        "tools: [{name: t, description: d, command: [ls], timeout_ms: 5, timeout_ms: 6}]",
+        expect![[r#"
+        : invalid YAML: tools[0]: duplicate entry with key "timeout_ms" at line 1 column 9
+    "#]],
+    );
+    check(
+        "tools: [{name: t, description: d, command: [ls], parameters: [{name: n, type: number, default: .inf}]}]",
+        expect![[r#"
+        : tools[0].parameters[0].default: infinite or NaN numbers are not allowed
+    "#]],
+    );
+    check(
+        "tools: [{name: t, description: d, command: [ls]}]\n? [complex]\n: key\n",
+        expect![[r#"
+        : invalid YAML: key must be a string (mapping keys must be text)
+    "#]],
+    );
+}
+
+#[test]
+fn imports_resolve_inside_the_folder_and_refuse_cycles() {
+    let src = MemSource::new(&[
+        (
+            "catalog.yaml",
+            "imports: [sub/a.yaml, ../escape.yaml, /etc/x.yaml]\ntools: [{name: root, description: d, command: [ls]}]",
+        ),
+        (
+            "sub/a.yaml",
+            "imports: [b.yaml]\ntools: [{name: in_a, description: d, command: [ls]}]",
+        ),
+        (
+            "sub/b.yaml",
+            "imports: [a.yaml]\ntools: [{name: in_b, description: d, command: [ls]}]",
+        ),
+    ]);
+    let err = catalog::load("catalog.yaml", &src).expect_err("must fail");
+    let text: Vec<String> = err.0.iter().map(ToString::to_string).collect();
+    expect![[r#"
+        [
+            "catalog.yaml: imports[1]: \"../escape.yaml\" leaves the catalog's folder (`..` is not allowed)",
+            "catalog.yaml: imports[2]: \"/etc/x.yaml\" is absolute; paths are relative to the catalog's folder",
+            "sub/b.yaml: imports: import cycle: catalog.yaml → sub/a.yaml → sub/b.yaml → sub/a.yaml",
+        ]
+    "#]]
+    .assert_debug_eq(&text);
+
+    // Without the bad imports, tools come in file order and a diamond import loads once.
+    let src = MemSource::new(&[
+        (
+            "catalog.yaml",
+            "imports: [a.yaml, b.yaml]\ntools: [{name: root, description: d, command: [ls]}]",
+        ),
+        (
+            "a.yaml",
+            "imports: [shared.yaml]\ntools: [{name: in_a, description: d, command: [ls]}]",
+        ),
+        (
+            "b.yaml",
+            "imports: [shared.yaml]\ntools: [{name: in_b, description: d, command: [ls]}]",
+        ),
+        (
+            "shared.yaml",
+            "tools: [{name: shared, description: d, command: [ls]}]",
+        ),
+    ]);
+    let catalog = catalog::load("catalog.yaml", &src).expect("loads");
+    let names: Vec<&str> = catalog.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["root", "in_a", "shared", "in_b"]);
+    assert_eq!(
+        catalog.files,
+        ["catalog.yaml", "a.yaml", "shared.yaml", "b.yaml"]
+    );
+}
+
+#[test]
+fn defaults_apply_per_file_and_are_inherited_by_imports() {
+    let src = MemSource::new(&[
+        (
+            "catalog.yaml",
+            "defaults: {timeout_ms: 5000, env_allowlist: [PATH]}\nimports: [a.yaml, b.yaml]\ntools: [{name: root, description: d, command: [ls], env_allowlist: [HOME]}]",
+        ),
+        (
+            "a.yaml",
+            "tools: [{name: in_a, description: d, command: [ls]}]",
+        ),
+        (
+            "b.yaml",
+            "defaults: {timeout_ms: 100}\ntools: [{name: in_b, description: d, command: [ls], timeout_ms: 7}]",
+        ),
+    ]);
+    let c = catalog::load("catalog.yaml", &src).expect("loads");
+    let t = |n: &str| c.get(n).expect("tool");
+    assert_eq!(
+        (t("root").timeout_ms, t("root").env_allowlist.clone()),
+        (5000, vec!["PATH".to_string(), "HOME".into()])
+    );
+    assert_eq!(
+        (t("in_a").timeout_ms, t("in_a").env_allowlist.clone()),
+        (5000, vec!["PATH".to_string()])
+    );
+    assert_eq!(
+        (t("in_b").timeout_ms, t("in_b").env_allowlist.clone()),
+        (7, vec!["PATH".to_string()])
+    );
+}
+
+#[test]
+fn script_paths_are_read_relative_to_the_catalog() {
+    let src = MemSource::new(&[
+        (
+            "tools/catalog.yaml",
+            "tools: [{name: s, description: d, script: {path: scripts/s.py}}, {name: t, description: d, script: {path: ../x.py}}]",
+        ),
+        ("tools/scripts/s.py", "print('{}')"),
+    ]);
+    let err = catalog::load("tools/catalog.yaml", &src).expect_err("second script escapes");
+    assert_eq!(err.0.len(), 1, "{err}");
+    assert_eq!(err.0[0].path, "tools[1].script.path");
+    let src = MemSource::new(&[
+        (
+            "tools/catalog.yaml",
+            "tools: [{name: s, description: d, script: {path: scripts/s.py}}]",
+        ),
+        ("tools/scripts/s.py", "print('{}')"),
+    ]);
+    let c = catalog::load("tools/catalog.yaml", &src).expect("loads");
+    match &c.tools[0].executor {
+        Executor::Script(s) => assert_eq!(
+            (s.interpreter.as_str(), s.source.as_str()),
+            ("python3", "print('{}')")
+        ),
+        other => panic!("expected a script, got {other:?}"),
+    }
+}
+
+#[test]
+fn config_values_come_from_the_environment_and_are_validated() {
+    let yaml = r#"
+tools:
+  - name: t
+    description: d
+    command: [curl]
+    config_schema:
+      - {name: port, type: integer, minimum: 1}
+      - {name: api_key, secret: true, env_name: API_KEY}
+      - {name: region, default: eu}
+    config:
+      port: "${PORT}"
+      api_key: "${KEY}"
+"#;
+    let src = |port: &str| {
+        MemSource::new(&[("catalog.yaml", yaml)])
+            .with_env("PORT", port)
+            .with_env("KEY", "s3cret")
+    };
+    let c = catalog::load("catalog.yaml", &src("8080")).expect("loads");
+    let t = &c.tools[0];
+    assert_eq!(
+        serde_json::Value::Object(t.config.clone()),
+        json!({"port": 8080, "api_key": "s3cret", "region": "eu"})
+    );
+    let shown = t.to_catalog_value(Secrets::Redact);
+    assert_eq!(
+        shown["config"],
+        json!({"port": 8080, "api_key": "***", "region": "eu"})
+    );
+    assert!(!shown.to_string().contains("s3cret"));
+    assert_eq!(
+        t.to_catalog_value(Secrets::Keep)["config"]["api_key"],
+        "s3cret"
+    );
+
+    let err = catalog::load("catalog.yaml", &src("0")).expect_err("port 0 is below the minimum");
+    assert_eq!(err.0[0].path, "tools[0].config.port");
+    assert!(
+        err.0[0].message.contains("less than the minimum of 1"),
+        "{}",
+        err.0[0].message
+    );
+
+    let err = catalog::load("catalog.yaml", &MemSource::new(&[("catalog.yaml", yaml)]))
+        .expect_err("no env");
+    let text: Vec<String> = err
+        .0
+        .iter()
+        .map(|e| format!("{}: {}", e.path, e.message))
+        .collect();
+    assert_eq!(
+        text,
+        [
+            "tools[0].config.port: environment variable \"PORT\" is not set",
+            "tools[0].config.api_key: environment variable \"KEY\" is not set",
+        ]
+    );
+
+    check(
+        "tools: [{name: t, description: d, command: [ls], config: {unknown: 1}}]",
+        expect![[r#"
+            tools[0].config: False schema does not allow 1
+        "#]],
+    );
+}
+
+#[test]
+fn builtins_take_their_interface_from_toolsmith() {
+    let t = tool("{name: notes, builtin: read_file, description: Read a note.}");
+    assert_eq!(t.description, "Read a note.");
+    let names: Vec<&str> = t.parameters.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["path", "offset", "limit"]);
+    assert_eq!(
+        t.config.get("max_bytes"),
+        Some(&json!(1048576)),
+        "config defaults are filled"
+    );
+    let w = tool("{name: w, builtin: write_file}");
+    assert!(w.is_dangerous());
+    assert!(w.description.starts_with("Write text"));
+}
+
+#[test]
+fn the_rich_executor_form_is_the_same_tool() {
+    let short = tool("{name: t, description: d, command: [git, status]}");
+    let rich = tool("{name: t, description: d, executor: {kind: command, command: [git, status]}}");
+    assert_eq!(short, rich);
+    let short = tool("{name: t, description: d, builtin: glob}");
+    let rich = tool("{name: t, description: d, executor: {kind: builtin, name: glob}}");
+    assert_eq!(short, rich);
+}
+
+#[test]
+fn the_delta_form_loads_unchanged() {
+    let c = example_catalogs()
+        .into_iter()
+        .find(|(n, _)| n == "delta.yaml")
+        .expect("examples/delta.yaml")
+        .1;
+    let read = c.get("shell_read").expect("shell_read");
+    assert_eq!(
+        read.executor,
+        Executor::Command(vec!["delta-sessions".into(), "read".into()])
+    );
+    let p = &read.parameters[1];
+    assert_eq!(
+        (
+            p.ty,
+            p.injection.inject_as,
+            p.injection.option_name.as_deref()
+        ),
+        (ParamType::String, InjectAs::Option, Some("--timeout"))
+    );
+    assert!(p.required, "Delta parameters are required");
+    let write = c.get("shell_write").expect("shell_write");
+    assert_eq!(write.parameters[1].injection.inject_as, InjectAs::Stdin);
+}
+
+#[test]
+fn mcp_style_names_are_opt_in_and_checked_for_collisions() {
+    check(
+        "tools: [{name: git.status, description: d, command: [ls]}]",
+        expect![[r#"
+            tools[0].name: invalid tool name "git.status": use a letter, then up to 63 letters, digits or underscores (set `defaults.tool_names: mcp` to allow `.` and `-`)
+        "#]],
+    );
+    let c = load(
+        "defaults: {tool_names: mcp}\ntools: [{name: git.status, description: d, command: [ls]}]",
+    );
+    assert_eq!(c.tools[0].name.as_str(), "git.status");
+    check(
+        "defaults: {tool_names: mcp}\ntools: [{name: git.status, description: d, command: [ls]}, {name: git-status, description: d, command: [ls]}]",
+        expect![[r#"
+            tools[1].name: tool names "git.status" and "git-status" both become "git_status" for providers that do not allow `.` or `-`; rename one
+        "#]],
+    );
+}
+
+#[test]
+fn every_example_catalog_round_trips_through_its_catalog_form() {
+    for (name, catalog) in example_catalogs() {
+        for t in &catalog.tools {
+            let value = t.to_catalog_value(Secrets::Keep);
+            let again = catalog::parse_tool(&value, &MemSource::default())
+                .unwrap_or_else(|e| panic!("{name}: {} does not reload:\n{e}\n{value:#}", t.name));
+            assert_eq!(&again, t, "{name}: {}", t.name);
+        }
+    }
+}
+
+#[test]
+fn json_catalogs_load_like_yaml() {
+    let yaml = load(
+        "tools: [{name: t, description: d, command: [echo], parameters: [{name: n, type: integer, default: 3}]}]",
+    );
+    let json_text = r#"{"tools": [{"name": "t", "description": "d", "command": ["echo"], "parameters": [{"name": "n", "type": "integer", "default": 3}]}]}"#;
+    let json = catalog::load("c.json", &MemSource::new(&[("c.json", json_text)])).expect("loads");
+    assert_eq!(yaml.tools, json.tools);
+    let err = catalog::load("c.json", &MemSource::new(&[("c.json", "{\"tools\": [}")]))
+        .expect_err("bad JSON");
+    assert!(
+        err.0[0]
+            .message
+            .starts_with("invalid JSON: expected value at line 1 column 12"),
+        "{}",
+        err.0[0].message
+    );
+    let dup = r#"{"tools": [], "tools": [{"name": "t", "description": "d", "command": ["ls"]}]}"#;
+    let err =
+        catalog::load("c.json", &MemSource::new(&[("c.json", dup)])).expect_err("duplicate key");
+    assert!(
+        err.0[0]
+            .message
+            .contains("duplicate entry with key \"tools\""),
+        "{}",
+        err.0[0].message
+    );
+}

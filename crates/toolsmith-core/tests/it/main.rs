@@ -1,0 +1,10 @@
+//! toolsmith-core's integration tests: catalog in → tools, arguments, argv and rendered JSON
+//! out. One test binary, one module per feature.
+
+mod catalog;
+mod hostile;
+mod pipeline;
+mod plan;
+mod render;
+mod rules;
+mod support;

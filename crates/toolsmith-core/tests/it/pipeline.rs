@@ -1,0 +1,394 @@
+//! The argument pipeline (SPEC §3.2): parse → coerce → defaults → validate.
+
+use expect_test::{Expect, expect};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use toolsmith_core::CompiledTool;
+
+use super::support::{compiled, json};
+
+/// A tool with one parameter of each kind, for the coercion table.
+fn typed() -> CompiledTool {
+    compiled(
+        r#"
+name: typed
+description: d
+script: {source: "x"}
+parameters:
+  - {name: s, required: false}
+  - {name: i, type: integer, required: false}
+  - {name: n, type: number, required: false}
+  - {name: b, type: boolean, required: false}
+  - {name: a, type: array, items: {type: integer}, required: false}
+  - {name: o, type: object, properties: [{name: depth, type: integer}, {name: tags, type: array, items: string, required: false}], required: false}
+  - {name: e, type: enum, values: [1, 2, 3], required: false}
+  - {name: es, type: enum, values: ["1", "2"], required: false}
+  - {name: ni, type: integer, nullable: true, required: false}
+"#,
+    )
+}
+
+/// Runs `args` and prints the outcome: the arguments and coercions, or the problems.
+fn run(tool: &CompiledTool, args: Value) -> String {
+    match tool.prepare(args) {
+        Ok(p) => format!("ok {}\ncoerced {:?}", Value::Object(p.arguments), p.coerced),
+        Err(problems) => problems.iter().map(|p| format!("{p}\n")).collect(),
+    }
+}
+
+fn check(args: &str, expect: Expect) {
+    expect.assert_eq(&run(&typed(), json(args)));
+}
+
+#[test]
+fn integers_from_strings() {
+    check(
+        r#"{"i": "2000"}"#,
+        expect![[r#"
+        ok {"i":2000}
+        coerced ["i: string→integer"]"#]],
+    );
+    check(
+        r#"{"i": " -7 "}"#,
+        expect![[r#"
+        ok {"i":-7}
+        coerced ["i: string→integer"]"#]],
+    );
+    check(
+        r#"{"i": "2.5"}"#,
+        expect![[r#"
+        /i: "2.5" is not an integer
+    "#]],
+    );
+    check(
+        r#"{"i": "12abc"}"#,
+        expect![[r#"
+        /i: "12abc" is not an integer
+    "#]],
+    );
+    check(
+        r#"{"i": "1e400"}"#,
+        expect![[r#"
+        /i: "1e400" is not an integer
+    "#]],
+    );
+    check(
+        r#"{"i": 2.0}"#,
+        expect![[r#"
+        ok {"i":2}
+        coerced []"#]],
+    );
+    check(
+        r#"{"i": 1e19}"#,
+        expect![[r#"
+        /i: 1e+19 is out of range for a 64-bit integer
+    "#]],
+    );
+}
+
+#[test]
+fn numbers_from_strings() {
+    check(
+        r#"{"n": "2.5"}"#,
+        expect![[r#"
+        ok {"n":2.5}
+        coerced ["n: string→number"]"#]],
+    );
+    check(
+        r#"{"n": "1e400"}"#,
+        expect![[r#"
+        /n: "1e400" is not a number
+    "#]],
+    );
+    check(
+        r#"{"n": "NaN"}"#,
+        expect![[r#"
+        /n: "NaN" is not a number
+    "#]],
+    );
+    check(
+        r#"{"n": "inf"}"#,
+        expect![[r#"
+        /n: "inf" is not a number
+    "#]],
+    );
+}
+
+#[test]
+fn booleans_only_from_true_and_false() {
+    check(
+        r#"{"b": "TRUE"}"#,
+        expect![[r#"
+        ok {"b":true}
+        coerced ["b: string→boolean"]"#]],
+    );
+    check(
+        r#"{"b": "false"}"#,
+        expect![[r#"
+        ok {"b":false}
+        coerced ["b: string→boolean"]"#]],
+    );
+    check(
+        r#"{"b": "yes"}"#,
+        expect![[r#"
+        /b: "yes" is not a boolean
+    "#]],
+    );
+    check(
+        r#"{"b": "1"}"#,
+        expect![[r#"
+        /b: "1" is not a boolean
+    "#]],
+    );
+}
+
+#[test]
+fn arrays_and_objects_from_json_text_with_nested_rules() {
+    check(
+        r#"{"a": "[1, \"2\", 3]"}"#,
+        expect![[r#"
+        ok {"a":[1,2,3]}
+        coerced ["a: string→array", "a[1]: string→integer"]"#]],
+    );
+    check(
+        r#"{"a": "{\"x\": 1}"}"#,
+        expect![[r#"
+        /a: "{\"x\": 1}" is not an array
+    "#]],
+    );
+    check(
+        r#"{"a": "[1, 2"}"#,
+        expect![[r#"
+        /a: "[1, 2" is not an array
+    "#]],
+    );
+    check(
+        r#"{"o": "{\"depth\": \"3\", \"tags\": \"[\\\"x\\\"]\"}"}"#,
+        expect![[r#"
+        ok {"o":{"depth":3,"tags":["x"]}}
+        coerced ["o: string→object", "o.depth: string→integer", "o.tags: string→array"]"#]],
+    );
+    check(
+        r#"{"o": "[1]"}"#,
+        expect![[r#"
+        /o: "[1]" is not an object
+    "#]],
+    );
+}
+
+#[test]
+fn strings_are_never_parsed() {
+    check(
+        r#"{"s": "[1, 2]"}"#,
+        expect![[r#"
+        ok {"s":"[1, 2]"}
+        coerced []"#]],
+    );
+    check(
+        r#"{"s": "{\"a\": 1}", "es": "1"}"#,
+        expect![[r#"
+        ok {"s":"{\"a\": 1}","es":"1"}
+        coerced []"#]],
+    );
+    check(
+        r#"{"s": 5}"#,
+        expect![[r#"
+        /s: 5 is not a string
+    "#]],
+    );
+}
+
+#[test]
+fn integer_enums_and_nullable_types() {
+    check(
+        r#"{"e": "2"}"#,
+        expect![[r#"
+        ok {"e":2}
+        coerced ["e: string→integer"]"#]],
+    );
+    check(
+        r#"{"e": "4"}"#,
+        expect![[r#"
+        /e: 4 is not one of 1, 2, 3
+    "#]],
+    );
+    check(
+        r#"{"ni": "5"}"#,
+        expect![[r#"
+        ok {"ni":5}
+        coerced ["ni: string→integer"]"#]],
+    );
+    check(
+        r#"{"ni": null}"#,
+        expect![[r#"
+        ok {"ni":null}
+        coerced []"#]],
+    );
+    // OpenAI strict mode sends null for an optional parameter it leaves out.
+    check(
+        r#"{"i": null}"#,
+        expect![[r#"
+        ok {}
+        coerced ["i: null→omitted"]"#]],
+    );
+}
+
+#[test]
+fn parse_step_errors() {
+    let t = typed();
+    expect![[r#"
+        arguments are not valid JSON: expected `:` at line 1 column 6
+    "#]]
+    .assert_eq(&run(&t, json!("{\"i\" 1}")));
+    expect![[r#"
+        arguments must be a JSON object, got an array
+    "#]]
+    .assert_eq(&run(&t, json!([1])));
+    expect![[r#"
+        arguments are not valid JSON: EOF while parsing a value at line 1 column 0
+    "#]]
+    .assert_eq(&run(&t, json!("")));
+    // A JSON string holding the object (sent encoded twice) is unwrapped once and noted.
+    expect![[r#"
+        ok {"i":1}
+        coerced ["arguments: string→object"]"#]]
+    .assert_eq(&run(&t, json!("\"{\\\"i\\\": 1}\"")));
+    expect![[r#"
+        ok {}
+        coerced []"#]]
+    .assert_eq(&run(&t, Value::Null));
+}
+
+#[test]
+fn defaults_fill_and_every_error_is_reported_with_its_pointer() {
+    let t = compiled(
+        r#"
+name: t
+description: d
+command: [x]
+parameters:
+  - {name: path, min_length: 1}
+  - {name: timeout_ms, type: integer, minimum: 1, default: 1000}
+  - {name: mode, type: enum, values: [fast, slow], default: fast}
+  - {name: opts, type: object, required: false, properties: [{name: level, type: integer, default: 3}, {name: name}]}
+"#,
+    );
+    expect![[r#"
+        ok {"path":"a","opts":{"name":"x","level":3},"timeout_ms":1000,"mode":"fast"}
+        coerced []"#]]
+    .assert_eq(&run(&t, json!({"path": "a", "opts": {"name": "x"}})));
+    expect![[r#"
+        /timeout_ms: "two thousand" is not an integer
+        /mode: "medium" is not one of "fast", "slow"
+        /opts/level: "-1.5" is not an integer
+        /opts/extra: unknown property "extra" (known: level, name)
+        /opts/name: missing required property "name"
+        /verbose: unknown argument "verbose" (known: path, timeout_ms, mode, opts)
+        /path: missing required argument "path"
+    "#]]
+    .assert_eq(&run(&t, json!({"timeout_ms": "two thousand", "mode": "medium", "verbose": true, "opts": {"level": "-1.5", "extra": 1}})));
+}
+
+#[test]
+fn strict_arguments_turn_coercion_off() {
+    let t = compiled(
+        "name: t\ndescription: d\ncommand: [x]\nstrict_arguments: true\nparameters: [{name: n, type: integer, required: false}]",
+    );
+    expect![[r#"
+        /n: "5" is not an integer
+    "#]]
+    .assert_eq(&run(&t, json!({"n": "5"})));
+    expect![[r#"
+        /n: null is not an integer
+    "#]]
+    .assert_eq(&run(&t, json!({"n": null})));
+}
+
+#[test]
+fn the_error_result_quotes_the_parameters() {
+    let t = compiled(
+        "name: t\ndescription: d\ncommand: [x]\nparameters: [{name: n, type: integer, description: How many.}, {name: tag, default: x}]",
+    );
+    let problems = t.prepare(json!({"n": "many"})).expect_err("invalid");
+    let result = t.invalid_arguments(problems).to_json();
+    expect![[r#"
+        {
+          "success": false,
+          "error": {
+            "kind": "invalid_arguments",
+            "message": "invalid arguments for tool `t`: /n: \"many\" is not an integer. Parameters: n (integer, required): How many; tag (string, optional, default \"x\")",
+            "details": [
+              {
+                "pointer": "/n",
+                "message": "\"many\" is not an integer"
+              }
+            ]
+          },
+          "meta": {
+            "tool": "t",
+            "version": 1,
+            "coerced": []
+          }
+        }"#]]
+    .assert_eq(&serde_json::to_string_pretty(&result).expect("json"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Any i64 written as text becomes that integer, and is recorded.
+    #[test]
+    fn integer_text_round_trips(i in any::<i64>()) {
+        let t = typed();
+        let p = t.prepare(json!({"i": i.to_string()})).expect("valid");
+        prop_assert_eq!(&p.arguments["i"], &json!(i));
+        prop_assert_eq!(p.coerced, vec!["i: string→integer".to_string()]);
+    }
+
+    /// Any finite f64 written as text becomes that number.
+    #[test]
+    fn number_text_round_trips(f in any::<f64>().prop_filter("finite", |f| f.is_finite())) {
+        let t = typed();
+        let p = t.prepare(json!({"n": f.to_string()})).expect("valid");
+        prop_assert_eq!(p.arguments["n"].as_f64(), Some(f));
+    }
+
+    /// A string parameter keeps any string exactly, however it looks.
+    #[test]
+    fn strings_stay_strings(s in ".*") {
+        let t = typed();
+        let p = t.prepare(json!({"s": s.clone()})).expect("valid");
+        prop_assert_eq!(&p.arguments["s"], &json!(s));
+        prop_assert!(p.coerced.is_empty());
+    }
+
+    /// Text that is not an integer never becomes one: it fails validation instead.
+    #[test]
+    fn non_integer_text_is_refused(s in "[^0-9+\\-\\s]+[0-9]*|[0-9]+[.eE][0-9]+|[0-9]+[a-z]+") {
+        let t = typed();
+        let result = t.prepare(json!({"i": s}));
+        prop_assert!(result.is_err());
+    }
+
+    /// Booleans: only true/false in any case.
+    #[test]
+    fn boolean_text(s in "[A-Za-z01]{1,6}") {
+        let t = typed();
+        let lower = s.to_ascii_lowercase();
+        let result = t.prepare(json!({"b": s}));
+        match lower.as_str() {
+            "true" | "false" => prop_assert_eq!(&result.expect("valid").arguments["b"], &json!(lower == "true")),
+            _ => prop_assert!(result.is_err()),
+        }
+    }
+
+    /// A JSON array of integers sent as text equals the same array sent as JSON.
+    #[test]
+    fn array_text_equals_array(items in proptest::collection::vec(any::<i32>(), 0..20)) {
+        let t = typed();
+        let as_text = t.prepare(json!({"a": serde_json::to_string(&items).expect("json")})).expect("valid");
+        let as_json = t.prepare(json!({"a": items})).expect("valid");
+        prop_assert_eq!(as_text.arguments, as_json.arguments);
+        prop_assert_eq!(as_text.coerced, vec!["a: string→array".to_string()]);
+    }
+}
