@@ -588,7 +588,8 @@ impl Loader<'_> {
                         Value::String(s) if !s.is_empty() && !s.contains('\0') => {
                             argv.push(s.clone())
                         }
-                        Value::Number(n) => argv.push(n.to_string()),
+                        // YAML reads `[true]` or `[7z]`-like words as scalars; a command word is text.
+                        Value::Number(_) | Value::Bool(_) => argv.push(item.to_string()),
                         other => e.push(
                             &format!("{at}[{i}]"),
                             format!("expected a non-empty string, got {other}"),

@@ -62,7 +62,8 @@ fn strict_node(node: &mut Value) {
         }
     }
     if is_type(map, "object") {
-        let free_form = !map.contains_key("properties");
+        let free_form = !map.contains_key("properties")
+            && map.get("additionalProperties") != Some(&json!(false));
         if free_form {
             let nullable = is_type(map, "null");
             map.clear();
@@ -77,6 +78,8 @@ fn strict_node(node: &mut Value) {
             notes.push("a JSON object, written as a string".into());
         } else {
             let required: Vec<String> = names(map.get("required"));
+            // Strict mode wants `properties` and `required` present even when empty.
+            map.entry("properties").or_insert_with(|| json!({}));
             if let Some(Value::Object(props)) = map.get_mut("properties") {
                 for (name, prop) in props.iter_mut() {
                     strict_node(prop);
@@ -223,8 +226,8 @@ fn note(key: &str, v: &Value) -> String {
     };
     match key {
         "default" => format!("default: {v}"),
-        "minLength" => format!("at least {plain} characters"),
-        "maxLength" => format!("at most {plain} characters"),
+        "minLength" => format!("at least {plain} character{}", plural(v)),
+        "maxLength" => format!("at most {plain} character{}", plural(v)),
         "uniqueItems" => "items must be unique".into(),
         "format" => format!("format: {plain}"),
         "exclusiveMinimum" => format!("greater than {plain}"),
@@ -232,6 +235,10 @@ fn note(key: &str, v: &Value) -> String {
         "multipleOf" => format!("a multiple of {plain}"),
         other => format!("{other}: {v}"),
     }
+}
+
+fn plural(v: &Value) -> &'static str {
+    if v.as_u64() == Some(1) { "" } else { "s" }
 }
 
 fn add_notes(map: &mut Map<String, Value>, notes: Vec<String>) {
