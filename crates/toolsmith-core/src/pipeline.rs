@@ -64,12 +64,13 @@ impl ParamSet {
             coerced: Vec::new(),
             problems: Vec::new(),
             lenient,
+            noun: self.noun,
         };
-        walk.object(params, &mut args, "");
+        walk.object(params, &mut args, "", false);
         let value = Value::Object(args);
         let mut problems = walk.problems;
         for error in self.validator.iter_errors(&value) {
-            problems.extend(describe(params, &error, self.noun));
+            problems.extend(describe(&error, self.noun));
         }
         if !problems.is_empty() {
             return Err(problems);
@@ -236,10 +237,49 @@ struct Walk {
     coerced: Vec<String>,
     problems: Vec<Problem>,
     lenient: bool,
+    noun: &'static str,
 }
 
 impl Walk {
-    fn object(&mut self, params: &[Parameter], map: &mut Map<String, Value>, path: &str) {
+    fn object(
+        &mut self,
+        params: &[Parameter],
+        map: &mut Map<String, Value>,
+        path: &str,
+        additional: bool,
+    ) {
+        if !additional {
+            // Unknown keys are reported here, with the keys that are known, rather than by
+            // the validator, whose message for a closed object without properties is bare.
+            for key in map.keys().filter(|k| !params.iter().any(|p| &p.name == *k)) {
+                let what = if path.is_empty() {
+                    self.noun
+                } else {
+                    "property"
+                };
+                let known = if params.is_empty() {
+                    "this takes none".to_string()
+                } else {
+                    format!(
+                        "known: {}",
+                        params
+                            .iter()
+                            .map(|p| p.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                };
+                let at = if path.is_empty() {
+                    String::new()
+                } else {
+                    pointer_of(path)
+                };
+                self.problems.push(Problem::new(
+                    format!("{at}/{}", escape_pointer(key)),
+                    format!("unknown {what} {key:?} ({known})"),
+                ));
+            }
+        }
         for p in params {
             let child = if path.is_empty() {
                 p.name.clone()
@@ -295,7 +335,8 @@ impl Walk {
                 }
             }
             Value::Object(map) if p.ty == ParamType::Object => {
-                self.object(&p.properties, map, path)
+                let additional = p.additional_properties.unwrap_or(p.properties.is_empty());
+                self.object(&p.properties, map, path, additional)
             }
             _ => {}
         }
@@ -363,11 +404,7 @@ fn pointer_of(path: &str) -> String {
 }
 
 /// Step 4's messages: plain, with the pointer of the offending value.
-fn describe(
-    params: &[Parameter],
-    error: &jsonschema::ValidationError<'_>,
-    noun: &str,
-) -> Vec<Problem> {
+fn describe(error: &jsonschema::ValidationError<'_>, noun: &str) -> Vec<Problem> {
     let at = error.instance_path().as_str().to_string();
     let instance = error.instance();
     match error.kind() {
@@ -387,37 +424,15 @@ fn describe(
         }
         ValidationErrorKind::Required { property } => {
             let name = property.as_str().unwrap_or_default();
-            let what = if at.is_empty() {
-                "argument"
-            } else {
-                "property"
-            };
+            let what = if at.is_empty() { noun } else { "property" };
             vec![Problem::new(
                 format!("{at}/{}", escape_pointer(name)),
                 format!("missing required {what} {property}"),
             )]
         }
-        ValidationErrorKind::AdditionalProperties { unexpected } => {
-            let known = known_properties(params, &at);
-            let what = if at.is_empty() {
-                "argument"
-            } else {
-                "property"
-            };
-            unexpected
-                .iter()
-                .map(|name| {
-                    let list = if known.is_empty() {
-                        "this takes none".to_string()
-                    } else {
-                        format!("known: {}", known.join(", "))
-                    };
-                    Problem::new(
-                        format!("{at}/{}", escape_pointer(name)),
-                        format!("unknown {what} {name:?} ({list})"),
-                    )
-                })
-                .collect()
+        // Reported by the walk, with the known keys.
+        ValidationErrorKind::AdditionalProperties { .. } | ValidationErrorKind::FalseSchema => {
+            Vec::new()
         }
         ValidationErrorKind::Enum { options } => {
             let list = options
@@ -436,17 +451,6 @@ fn describe(
         }
         _ => vec![Problem::new(at, error.to_string())],
     }
-}
-
-fn known_properties(params: &[Parameter], pointer: &str) -> Vec<String> {
-    let mut current = params;
-    for seg in pointer.split('/').skip(1) {
-        let Some(p) = current.iter().find(|p| p.name == seg) else {
-            return Vec::new();
-        };
-        current = &p.properties;
-    }
-    current.iter().map(|p| p.name.clone()).collect()
 }
 
 fn escape_pointer(s: &str) -> String {

@@ -49,7 +49,10 @@ pub fn render<'t>(
     }
     let list: Vec<Value> = tools.iter().map(|t| render_one(t, format, opts)).collect();
     match format {
-        Format::Gemini => Rendered::Json(json!([{ "functionDeclarations": list }])),
+        Format::Gemini => Rendered::Json(Value::Array(vec![Value::Object(object([(
+            "functionDeclarations",
+            Value::Array(list),
+        )]))])),
         _ => Rendered::Json(Value::Array(list)),
     }
 }
@@ -61,16 +64,17 @@ pub fn render_one(tool: &Tool, format: Format, opts: RenderOptions) -> Value {
     let name = exported_name(tool.name.as_str(), format);
     match format {
         Format::Openai => {
-            let mut function = Map::new();
-            function.insert("name".into(), json!(name));
-            function.insert("description".into(), json!(description));
+            let mut function = object([("name", json!(name)), ("description", json!(description))]);
             if opts.strict {
                 function.insert("parameters".into(), transform::openai_strict(schema));
                 function.insert("strict".into(), json!(true));
             } else {
                 function.insert("parameters".into(), schema);
             }
-            json!({ "type": "function", "function": function })
+            Value::Object(object([
+                ("type", json!("function")),
+                ("function", Value::Object(function)),
+            ]))
         }
         Format::OpenaiResponses => {
             let parameters = if opts.strict {
@@ -79,15 +83,21 @@ pub fn render_one(tool: &Tool, format: Format, opts: RenderOptions) -> Value {
                 schema
             };
             // The Responses API treats functions as strict unless told otherwise.
-            json!({ "type": "function", "name": name, "description": description, "parameters": parameters, "strict": opts.strict })
+            Value::Object(object([
+                ("type", json!("function")),
+                ("name", json!(name)),
+                ("description", json!(description)),
+                ("parameters", parameters),
+                ("strict", json!(opts.strict)),
+            ]))
         }
-        Format::Anthropic => {
-            json!({ "name": name, "description": description, "input_schema": schema })
-        }
+        Format::Anthropic => Value::Object(object([
+            ("name", json!(name)),
+            ("description", json!(description)),
+            ("input_schema", schema),
+        ])),
         Format::Gemini => {
-            let mut decl = Map::new();
-            decl.insert("name".into(), json!(name));
-            decl.insert("description".into(), json!(description));
+            let mut decl = object([("name", json!(name)), ("description", json!(description))]);
             if !tool.parameters.is_empty() {
                 decl.insert("parameters".into(), transform::gemini(schema));
             }
@@ -95,6 +105,12 @@ pub fn render_one(tool: &Tool, format: Format, opts: RenderOptions) -> Value {
         }
         Format::Mcp | Format::Xml => mcp_tool(tool, schema, description),
     }
+}
+
+/// A JSON object from pairs, in order. (`json!` would copy non-literal values through
+/// `to_value`, which for a schema tree is a deep clone.)
+fn object<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
+    pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
 }
 
 /// An MCP `Tool` object.

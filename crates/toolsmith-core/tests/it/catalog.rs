@@ -510,7 +510,7 @@ tools:
     check(
         "tools: [{name: t, description: d, command: [ls], config: {unknown: 1}}]",
         expect![[r#"
-            tools[0].config: False schema does not allow 1
+            tools[0].config.unknown: unknown config field "unknown" (this takes none)
         "#]],
     );
 }

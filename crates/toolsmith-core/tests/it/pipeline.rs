@@ -278,12 +278,12 @@ parameters:
         coerced []"#]]
     .assert_eq(&run(&t, json!({"path": "a", "opts": {"name": "x"}})));
     expect![[r#"
+        /verbose: unknown argument "verbose" (known: path, timeout_ms, mode, opts)
+        /opts/extra: unknown property "extra" (known: level, name)
         /timeout_ms: "two thousand" is not an integer
         /mode: "medium" is not one of "fast", "slow"
         /opts/level: "-1.5" is not an integer
-        /opts/extra: unknown property "extra" (known: level, name)
         /opts/name: missing required property "name"
-        /verbose: unknown argument "verbose" (known: path, timeout_ms, mode, opts)
         /path: missing required argument "path"
     "#]]
     .assert_eq(&run(&t, json!({"timeout_ms": "two thousand", "mode": "medium", "verbose": true, "opts": {"level": "-1.5", "extra": 1}})));

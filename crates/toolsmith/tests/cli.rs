@@ -1,0 +1,332 @@
+//! The `toolsmith` binary, run for real: catalog files in, exit codes and output checked.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs the binary from the repository root (so `examples/catalog.yaml` is the default).
+fn toolsmith(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json_out(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}{}", stdout(o), stderr(o)))
+}
+
+#[test]
+fn check_succeeds_on_every_example_with_a_summary() {
+    let o = toolsmith(&["check", "examples/catalog.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "ok: examples/catalog.yaml — 13 tools (13 enabled; 6 command, 2 script, 5 builtin) from 2 files\n"
+    );
+    for f in ["examples/delta.yaml", "examples/minimal.json"] {
+        assert_eq!(toolsmith(&["check", f]).status.code(), Some(0), "{f}");
+    }
+    let o = toolsmith(&["check", "examples/catalog.yaml", "--json"]);
+    assert_eq!(
+        json_out(&o)["files"],
+        json!(["catalog.yaml", "more/text.yaml"])
+    );
+}
+
+#[test]
+fn check_fails_with_every_error_and_exit_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("bad.yaml");
+    std::fs::write(&file, "tools:\n  - {name: a, description: d, command: [ls], parameters: [{name: x, type: numbr}]}\n  - {name: b, command: [ls]}\n").expect("write");
+    let o = toolsmith(&["check", file.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stdout(&o), "");
+    assert_eq!(
+        stderr(&o),
+        "error: 2 problems in the catalog:\n  \
+         bad.yaml: tools[0].parameters[0].type: unknown type \"numbr\" (expected one of string, integer, number, boolean, enum, array, object)\n  \
+         bad.yaml: tools[1].description: missing or empty; describe what the tool does, for the model\n"
+    );
+    let o = toolsmith(&["check", "no/such/file.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).starts_with("error: cannot open catalog no/such/file.yaml:"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn symlinks_out_of_the_catalog_folder_are_refused() {
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::write(outside.path().join("secret.py"), "print('{}')").expect("write");
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::os::unix::fs::symlink(outside.path().join("secret.py"), dir.path().join("link.py"))
+        .expect("symlink");
+    std::fs::write(
+        dir.path().join("c.yaml"),
+        "tools: [{name: s, description: d, script: {path: link.py}}]",
+    )
+    .expect("write");
+    let o = toolsmith(&["check", dir.path().join("c.yaml").to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("outside the catalog's folder"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn list_and_show() {
+    let o = toolsmith(&["list", "--json"]);
+    let rows = json_out(&o);
+    assert_eq!(rows.as_array().map(Vec::len), Some(13));
+    assert_eq!(
+        rows[3],
+        json!({"name": "write_file", "title": null, "description": "Write text to a file inside the workspace, creating it or replacing its content.", "executor": "builtin", "danger": "dangerous", "enabled": true, "tags": ["files"]})
+    );
+    let table = stdout(&toolsmith(&["list"]));
+    assert!(table.starts_with("NAME "), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("remove_files") && l.contains("dangerous")),
+        "{table}"
+    );
+
+    let o = toolsmith(&["show", "git_log", "--json"]);
+    let shown = json_out(&o);
+    assert_eq!(
+        shown["definition"]["command"],
+        json!(["git", "log", "--oneline", "--no-color"])
+    );
+    assert_eq!(shown["input_schema"]["properties"]["limit"]["maximum"], 200);
+    let o = toolsmith(&["show", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no tool named \"nope\" in the catalog (tools: read_file, list_dir,"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn show_never_prints_a_secret() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("c.yaml");
+    std::fs::write(&file, "tools: [{name: t, description: d, command: [curl], config_schema: [{name: token, secret: true}], config: {token: \"${TS_TEST_TOKEN}\"}}]").expect("write");
+    let path = file.to_str().expect("utf-8");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+            .args(args)
+            .env("TS_TEST_TOKEN", "hunter2")
+            .output()
+            .expect("runs")
+    };
+    for args in [
+        vec!["show", "t", "-c", path],
+        vec!["show", "t", "-c", path, "--json"],
+        vec!["call", "t", "-c", path, "--dry-run", "--json"],
+        vec!["export", "-c", path, "-f", "mcp"],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(
+            !stdout(&o).contains("hunter2"),
+            "{args:?} leaked the secret: {}",
+            stdout(&o)
+        );
+    }
+    let o = run(&["call", "t", "-c", path, "--dry-run", "--json"]);
+    assert_eq!(json_out(&o)["data"]["env"], json!({"TOKEN": "***"}));
+    let o = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .args(["check", path])
+        .env_remove("TS_TEST_TOKEN")
+        .output()
+        .expect("runs");
+    assert!(
+        stderr(&o)
+            .contains("tools[0].config.token: environment variable \"TS_TEST_TOKEN\" is not set"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn export_every_format_matches_the_golden_files() {
+    let golden = repo().join("crates/toolsmith-core/tests/golden/examples");
+    for (format, strict, file) in [
+        ("openai", false, "openai.json"),
+        ("openai", true, "openai-strict.json"),
+        ("openai-responses", false, "openai-responses.json"),
+        ("openai-responses", true, "openai-responses-strict.json"),
+        ("anthropic", false, "anthropic.json"),
+        ("gemini", false, "gemini.json"),
+        ("mcp", false, "mcp.json"),
+        ("xml", false, "xml.xml"),
+    ] {
+        let mut args = vec!["export", "--format", format];
+        if strict {
+            args.push("--strict");
+        }
+        let o = toolsmith(&args);
+        assert_eq!(o.status.code(), Some(0), "{format}: {}", stderr(&o));
+        let expected = std::fs::read_to_string(golden.join(file)).expect("golden file");
+        assert_eq!(stdout(&o), expected, "{format} strict={strict}");
+    }
+    let o = toolsmith(&["export", "-f", "anthropic", "--tag", "git", "--tag", "math"]);
+    let names: Vec<String> = json_out(&o)
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(names, ["git_log", "convert_temperature"]);
+    let o = toolsmith(&["export", "-f", "claude"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown format \"claude\" (expected one of openai, openai-responses, anthropic, gemini, mcp, xml)"), "{}", stderr(&o));
+}
+
+#[test]
+fn call_dry_run_prints_the_tool_result() {
+    let o = toolsmith(&[
+        "call",
+        "git_log",
+        "-a",
+        "limit=3",
+        "-a",
+        "paths=src",
+        "-a",
+        "paths=-odd",
+        "--dry-run",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        json_out(&o),
+        json!({
+            "success": true,
+            "data": {
+                "arguments": {"limit": 3, "paths": ["src", "-odd"]},
+                "argv": ["git", "log", "--oneline", "--no-color", "--max-count=3", "--", "src", "-odd"],
+                "stdin": null,
+                "env": {}
+            },
+            "meta": {"tool": "git_log", "version": 1, "coerced": ["limit: string→integer"]}
+        })
+    );
+    // --args with a JSON object, and raw JSON values with :=
+    let o = toolsmith(&[
+        "call",
+        "sort_lines",
+        "--args",
+        r#"{"text": "b\na", "numeric": "true"}"#,
+        "--dry-run",
+        "--json",
+    ]);
+    assert_eq!(
+        json_out(&o)["data"]["argv"],
+        json!(["sort", "--numeric-sort"])
+    );
+    assert_eq!(json_out(&o)["data"]["stdin"], "b\na");
+    let o = toolsmith(&[
+        "call",
+        "remove_files",
+        "-a",
+        "paths:=[\"a\", \"b\"]",
+        "--dry-run",
+        "--json",
+    ]);
+    assert_eq!(
+        json_out(&o)["data"]["argv"],
+        json!(["rm", "--force", "--", "a", "b"])
+    );
+    // Human output.
+    let o = toolsmith(&[
+        "call",
+        "current_time",
+        "-a",
+        "timezone=Europe/Paris",
+        "--dry-run",
+    ]);
+    assert_eq!(
+        stdout(&o),
+        "tool:      current_time (version 1)\narguments: {\"timezone\":\"Europe/Paris\"}\nargv:      date --iso-8601=seconds\nstdin:     (empty)\nenv:       TZ=Europe/Paris\n"
+    );
+}
+
+#[test]
+fn call_errors_exit_1_with_every_problem() {
+    let o = toolsmith(&[
+        "call",
+        "search_text",
+        "--args",
+        r#"{"max_count": "lots", "pattern": ""}"#,
+        "--dry-run",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let r = json_out(&o);
+    assert_eq!(r["success"], false);
+    assert_eq!(r["error"]["kind"], "invalid_arguments");
+    assert_eq!(
+        r["error"]["details"],
+        json!([
+            {"pointer": "/max_count", "message": "\"lots\" is not an integer"},
+            {"pointer": "/pattern", "message": "\"\" is shorter than 1 character"},
+        ])
+    );
+    let o = toolsmith(&["call", "search_text", "--args", "{not json", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).starts_with("error (invalid_arguments): invalid arguments for tool `search_text`: arguments are not valid JSON: key must be a string at line 1 column 2."), "{}", stderr(&o));
+    let o = toolsmith(&["call", "search_text", "-a", "oops", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "error: -a oops: expected key=value or key:=json\n"
+    );
+    let o = toolsmith(&[
+        "call",
+        "search_text",
+        "--args",
+        "{}",
+        "-a",
+        "x=1",
+        "--dry-run",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "--args and -a conflict");
+}
+
+#[test]
+fn help_lists_the_commands_and_exit_codes() {
+    let o = toolsmith(&["--help"]);
+    let help = stdout(&o);
+    for word in [
+        "check",
+        "list",
+        "show",
+        "export",
+        "call",
+        "Exit codes: 0 success, 1 the tool call returned an error result, 2 usage or catalog error.",
+    ] {
+        assert!(help.contains(word), "{word} missing from --help:\n{help}");
+    }
+    assert_eq!(toolsmith(&["frobnicate"]).status.code(), Some(2));
+}
