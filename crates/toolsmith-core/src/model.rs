@@ -137,12 +137,12 @@ impl Tool {
             map.remove("parameters");
             map.remove("config_schema");
         }
-        if secrets == Secrets::Redact {
-            if let Some(config) = value.get_mut("config").and_then(Value::as_object_mut) {
-                for p in self.config_schema.iter().filter(|p| p.secret) {
-                    if let Some(v) = config.get_mut(&p.name) {
-                        *v = Value::String(REDACTED.into());
-                    }
+        if secrets == Secrets::Redact
+            && let Some(config) = value.get_mut("config").and_then(Value::as_object_mut)
+        {
+            for p in self.config_schema.iter().filter(|p| p.secret) {
+                if let Some(v) = config.get_mut(&p.name) {
+                    *v = Value::String(REDACTED.into());
                 }
             }
         }

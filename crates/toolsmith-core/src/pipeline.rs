@@ -305,13 +305,12 @@ impl Walk {
     }
 
     fn value(&mut self, p: &Parameter, v: &mut Value, path: &str) {
-        if self.lenient {
-            if let Value::String(s) = v {
-                if let Some((new, to)) = coerce_string(p, s) {
-                    self.coerced.push(format!("{path}: string→{to}"));
-                    *v = new;
-                }
-            }
+        if self.lenient
+            && let Value::String(s) = v
+            && let Some((new, to)) = coerce_string(p, s)
+        {
+            self.coerced.push(format!("{path}: string→{to}"));
+            *v = new;
         }
         match v {
             Value::Number(n) if p.ty == ParamType::Integer || p.is_integer_enum() => {
@@ -419,7 +418,7 @@ fn describe(error: &jsonschema::ValidationError<'_>, noun: &str) -> Vec<Problem>
             };
             vec![Problem::new(
                 at,
-                format!("{} is not {expected}", short(&instance)),
+                format!("{} is not {expected}", short(instance)),
             )]
         }
         ValidationErrorKind::Required { property } => {
@@ -446,7 +445,7 @@ fn describe(error: &jsonschema::ValidationError<'_>, noun: &str) -> Vec<Problem>
                 .unwrap_or_default();
             vec![Problem::new(
                 at,
-                format!("{} is not one of {list}", short(&instance)),
+                format!("{} is not one of {list}", short(instance)),
             )]
         }
         _ => vec![Problem::new(at, error.to_string())],

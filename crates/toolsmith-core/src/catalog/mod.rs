@@ -431,13 +431,13 @@ impl Loader<'_> {
         if parameters.len() == declared {
             check_injection_layout(&parameters, end_of_options, &f, e);
         }
-        if matches!(executor, Some(Executor::Script(_))) {
-            if let Some(i) = parameters.iter().position(|p| p.name == "config") {
-                e.push(
-                    &format!("{}[{i}].name", f.at("parameters")),
-                    "script tools reserve `config` for their config values; rename the parameter",
-                );
-            }
+        if matches!(executor, Some(Executor::Script(_)))
+            && let Some(i) = parameters.iter().position(|p| p.name == "config")
+        {
+            e.push(
+                &format!("{}[{i}].name", f.at("parameters")),
+                "script tools reserve `config` for their config values; rename the parameter",
+            );
         }
 
         let config_schema = match (f.list("config_schema", e), spec) {

@@ -192,26 +192,26 @@ pub(crate) fn parse(v: &Value, path: &str, place: Place, e: &mut Errs) -> Option
     }
 
     // Only a parameter that is otherwise sound gets its default checked against its schema.
-    if e.list.len() == errors_before {
-        if let Some(default) = &p.default {
-            match compile_schema(&schema::parameter_schema(&p)) {
-                Ok(validator) => {
-                    for err in validator.iter_errors(default) {
-                        let at = err.instance_path().as_str();
-                        e.push(
-                            &f.at("default"),
-                            format!(
-                                "default {default} fails its own schema: {at}{}{err}",
-                                if at.is_empty() { "" } else { ": " }
-                            ),
-                        );
-                    }
+    if e.list.len() == errors_before
+        && let Some(default) = &p.default
+    {
+        match compile_schema(&schema::parameter_schema(&p)) {
+            Ok(validator) => {
+                for err in validator.iter_errors(default) {
+                    let at = err.instance_path().as_str();
+                    e.push(
+                        &f.at("default"),
+                        format!(
+                            "default {default} fails its own schema: {at}{}{err}",
+                            if at.is_empty() { "" } else { ": " }
+                        ),
+                    );
                 }
-                Err(msg) => e.push(
-                    path,
-                    format!("cannot build a schema for this parameter: {msg}"),
-                ),
             }
+            Err(msg) => e.push(
+                path,
+                format!("cannot build a schema for this parameter: {msg}"),
+            ),
         }
     }
     Some(p)
@@ -315,13 +315,13 @@ fn parse_constraints(f: &Fields<'_>, p: &mut Parameter, e: &mut Errs) {
     }
     if applies("pattern", &strings, e) {
         c.pattern = f.string("pattern", e);
-        if let Some(pattern) = &c.pattern {
-            if let Err(msg) = compile_schema(&serde_json::json!({ "pattern": pattern })) {
-                e.push(
-                    &f.at("pattern"),
-                    format!("invalid regular expression {pattern:?}: {msg}"),
-                );
-            }
+        if let Some(pattern) = &c.pattern
+            && let Err(msg) = compile_schema(&serde_json::json!({ "pattern": pattern }))
+        {
+            e.push(
+                &f.at("pattern"),
+                format!("invalid regular expression {pattern:?}: {msg}"),
+            );
         }
     }
     if applies("format", &strings, e) {
@@ -484,7 +484,7 @@ fn parse_injection(f: &Fields<'_>, p: &mut Parameter, place: Place, e: &mut Errs
         ),
         (Some(name), true) => {
             let ok = name.starts_with('-')
-                && name.trim_start_matches('-').len() > 0
+                && !name.trim_start_matches('-').is_empty()
                 && !name
                     .chars()
                     .any(|c| c.is_whitespace() || c == '=' || c == '\0');

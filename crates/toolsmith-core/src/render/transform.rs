@@ -55,11 +55,11 @@ fn strict_node(node: &mut Value) {
             notes.push(note(key, &v));
         }
     }
-    if let Some(f) = map.get("format").and_then(Value::as_str) {
-        if !STRICT_FORMATS.contains(&f) {
-            let v = map.remove("format").unwrap_or_default();
-            notes.push(note("format", &v));
-        }
+    if let Some(f) = map.get("format").and_then(Value::as_str)
+        && !STRICT_FORMATS.contains(&f)
+    {
+        let v = map.remove("format").unwrap_or_default();
+        notes.push(note("format", &v));
     }
     if is_type(map, "object") {
         let free_form = !map.contains_key("properties")
@@ -111,10 +111,10 @@ fn make_nullable(node: &mut Value) {
         }
         _ => {}
     }
-    if let Some(Value::Array(values)) = map.get_mut("enum") {
-        if !values.contains(&Value::Null) {
-            values.push(Value::Null);
-        }
+    if let Some(Value::Array(values)) = map.get_mut("enum")
+        && !values.contains(&Value::Null)
+    {
+        values.push(Value::Null);
     }
 }
 

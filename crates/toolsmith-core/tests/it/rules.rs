@@ -105,10 +105,11 @@ fn openai_strict_schema(schema: &Value, at: &str, v: &mut Violations) {
                 }
             }
         }
-        if let Some(values) = node.get("enum").and_then(Value::as_array) {
-            if types_of(node).contains(&"null") && !values.contains(&Value::Null) {
-                v.push(format!("{path}: a nullable enum must list null"));
-            }
+        if let Some(values) = node.get("enum").and_then(Value::as_array)
+            && types_of(node).contains(&"null")
+            && !values.contains(&Value::Null)
+        {
+            v.push(format!("{path}: a nullable enum must list null"));
         }
     }
 }
@@ -259,12 +260,12 @@ pub fn gemini(tools: &Value) -> Violations {
                     v.push(format!("{path}.{k}: not in Gemini's schema subset"));
                 }
             }
-            if let Some(values) = node.get("enum").and_then(Value::as_array) {
-                if node["type"] != "STRING" || !values.iter().all(Value::is_string) {
-                    v.push(format!(
-                        "{path}.enum: Gemini enums are STRING with string values"
-                    ));
-                }
+            if let Some(values) = node.get("enum").and_then(Value::as_array)
+                && (node["type"] != "STRING" || !values.iter().all(Value::is_string))
+            {
+                v.push(format!(
+                    "{path}.enum: Gemini enums are STRING with string values"
+                ));
             }
             if node["type"] == "OBJECT"
                 && node
