@@ -110,6 +110,20 @@ pub struct Tool {
     pub end_of_options: Option<EndOfOptions>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub env_allowlist: Vec<String>,
+    /// Fixed environment variables for command and script tools.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Where the process runs; relative to the workspace. `None`: a fresh temporary folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
+    /// At most this many calls of the tool run at once; more wait in the queue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u32>,
+    #[serde(skip_serializing_if = "Limits::is_empty")]
+    pub limits: Limits,
+    /// How a command tool's stdout becomes `data`.
+    #[serde(skip_serializing_if = "OutputMode::is_text")]
+    pub output: OutputMode,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parameters: Vec<Parameter>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -171,6 +185,68 @@ impl Tool {
 
     pub fn is_dangerous(&self) -> bool {
         self.danger == Danger::Dangerous
+    }
+}
+
+/// Resource limits for the processes of a tool; `None` takes the engine's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Limits {
+    /// Bytes kept of each of stdout and stderr (head and tail).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_bytes: Option<u64>,
+    /// Address space of each process (RLIMIT_AS).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    /// Processes the call may have at once (pids cgroup where available, else RLIMIT_NPROC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u64>,
+    /// Largest file a process may write (RLIMIT_FSIZE).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_size_bytes: Option<u64>,
+    /// CPU time of each process (RLIMIT_CPU).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<u64>,
+}
+
+impl Limits {
+    pub const KEYS: [&'static str; 5] = [
+        "output_bytes",
+        "memory_bytes",
+        "processes",
+        "file_size_bytes",
+        "cpu_seconds",
+    ];
+
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// `self`, with each limit it leaves open taken from `fallback`.
+    pub fn or(self, fallback: Limits) -> Limits {
+        Limits {
+            output_bytes: self.output_bytes.or(fallback.output_bytes),
+            memory_bytes: self.memory_bytes.or(fallback.memory_bytes),
+            processes: self.processes.or(fallback.processes),
+            file_size_bytes: self.file_size_bytes.or(fallback.file_size_bytes),
+            cpu_seconds: self.cpu_seconds.or(fallback.cpu_seconds),
+        }
+    }
+}
+
+/// How a command tool's stdout is returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    /// `{"stdout", "stderr", "exit_code"}`.
+    #[default]
+    Text,
+    /// stdout parsed as one JSON value.
+    Json,
+}
+
+impl OutputMode {
+    fn is_text(&self) -> bool {
+        *self == Self::Text
     }
 }
 

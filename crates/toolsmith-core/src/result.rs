@@ -55,6 +55,9 @@ pub struct ToolError {
     pub message: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub details: Vec<Problem>,
+    /// What the process wrote before it failed (`{"stdout", "stderr"}`), when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
 }
 
 /// What is known about a call besides its outcome.
@@ -69,8 +72,17 @@ pub struct Meta {
     pub duration_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// True when stdout or stderr was cut to the output limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
+    /// The full sizes of stdout and stderr, when a process ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdout_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_bytes: Option<u64>,
+    /// True when output was not valid UTF-8 and was shown with replacement characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lossy: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,9 +118,18 @@ impl ToolResult {
                 kind,
                 message: message.into(),
                 details,
+                output: None,
             }),
             meta,
         }
+    }
+
+    /// Attaches what the process wrote to an error result.
+    pub fn with_output(mut self, output: Value) -> Self {
+        if let Some(e) = &mut self.error {
+            e.output = Some(output);
+        }
+        self
     }
 
     pub fn to_json(&self) -> Value {

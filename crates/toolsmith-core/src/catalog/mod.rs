@@ -20,8 +20,8 @@ pub(crate) use param::{Place, parse_list};
 
 use crate::builtin;
 use crate::model::{
-    Annotations, Danger, EndOfOptions, Executor, Format, FormatOverride, InjectAs, NameRule,
-    Parameter, Script, Tool, ToolName,
+    Annotations, Danger, EndOfOptions, Executor, Format, FormatOverride, InjectAs, Limits,
+    NameRule, OutputMode, Parameter, Script, Tool, ToolName,
 };
 use crate::pipeline::{ParamSet, compile_schema};
 use crate::render::portable_name;
@@ -136,6 +136,7 @@ pub fn parse_tool(value: &Value, src: &dyn CatalogSource) -> Result<Tool, Catalo
 #[derive(Debug, Clone, Default)]
 struct Defaults {
     timeout_ms: Option<u64>,
+    limits: Limits,
     env_allowlist: Vec<String>,
     tool_names: NameRule,
 }
@@ -151,7 +152,7 @@ struct Loader<'s> {
 }
 
 const TOP_KEYS: &[&str] = &["tools", "defaults", "imports"];
-const DEFAULT_KEYS: &[&str] = &["timeout_ms", "env_allowlist", "tool_names"];
+const DEFAULT_KEYS: &[&str] = &["timeout_ms", "env_allowlist", "tool_names", "limits"];
 const TOOL_KEYS: &[&str] = &[
     "name",
     "title",
@@ -472,6 +473,53 @@ impl Loader<'_> {
             }
         }
         let formats = read_formats(&f, e);
+        let process = matches!(
+            executor,
+            Some(Executor::Command(_) | Executor::Script(_)) | None
+        );
+        for key in ["env", "working_dir", "limits", "env_allowlist"] {
+            if f.has(key) && !process {
+                e.push(&f.at(key), format!("`{key}` applies to command and script tools; built-ins run inside toolsmith"));
+            }
+        }
+        let env = read_env(&f, e);
+        let working_dir = f.string("working_dir", e);
+        if let Some(dir) = &working_dir {
+            if dir.starts_with('/') || dir.split('/').any(|s| s == "..") {
+                e.push(
+                    &f.at("working_dir"),
+                    format!("{dir:?} must be relative to the workspace, without `..`"),
+                );
+            }
+        }
+        let max_concurrency = f.uint("max_concurrency", e);
+        if max_concurrency == Some(0) || max_concurrency.is_some_and(|m| m > u64::from(u32::MAX)) {
+            e.push(&f.at("max_concurrency"), "must be at least 1");
+        }
+        let limits = match f.get("limits") {
+            Some(v) => read_limits(v, &f.at("limits"), e),
+            None => Limits::default(),
+        }
+        .or(defaults.limits);
+        let output = f
+            .choice(
+                "output",
+                "output mode",
+                &["text", "json"],
+                |s| match s {
+                    "text" => Some(OutputMode::Text),
+                    "json" => Some(OutputMode::Json),
+                    _ => None,
+                },
+                e,
+            )
+            .unwrap_or_default();
+        if f.has("output") && !matches!(executor, Some(Executor::Command(_)) | None) {
+            e.push(
+                &f.at("output"),
+                "`output` applies to command tools (scripts always return JSON)",
+            );
+        }
 
         if e.list.len() != errors_before {
             return None;
@@ -487,7 +535,13 @@ impl Loader<'_> {
             enabled: f.boolean("enabled", e).unwrap_or(true),
             strict_arguments: f.boolean("strict_arguments", e).unwrap_or(false),
             end_of_options,
-            env_allowlist,
+            // Process settings from `defaults` do not attach to built-ins.
+            env_allowlist: if process { env_allowlist } else { Vec::new() },
+            env,
+            working_dir,
+            max_concurrency: max_concurrency.and_then(|m| u32::try_from(m).ok()),
+            limits: if process { limits } else { Limits::default() },
+            output,
             parameters,
             config_schema,
             config,
@@ -804,7 +858,70 @@ fn read_defaults(v: &Value, inherited: &Defaults, e: &mut Errs) -> Defaults {
                 e,
             )
             .unwrap_or(inherited.tool_names),
+        limits: match f.get("limits") {
+            Some(v) => read_limits(v, &f.at("limits"), e).or(inherited.limits),
+            None => inherited.limits,
+        },
     }
+}
+
+fn read_limits(v: &Value, at: &str, e: &mut Errs) -> Limits {
+    let Some(f) = Fields::new(v, at, &Limits::KEYS, e) else {
+        return Limits::default();
+    };
+    let mut read = |key: &str| {
+        let n = f.uint(key, e);
+        if n == Some(0) {
+            e.push(&f.at(key), "a limit must be at least 1");
+        }
+        n
+    };
+    Limits {
+        output_bytes: read("output_bytes"),
+        memory_bytes: read("memory_bytes"),
+        processes: read("processes"),
+        file_size_bytes: read("file_size_bytes"),
+        cpu_seconds: read("cpu_seconds"),
+    }
+}
+
+fn read_env(f: &Fields<'_>, e: &mut Errs) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Some(v) = f.get("env") else { return out };
+    let Value::Object(map) = v else {
+        e.push(
+            &f.at("env"),
+            "expected a mapping of variable names to values",
+        );
+        return out;
+    };
+    for (name, value) in map {
+        let at = join(&f.at("env"), name);
+        let ok = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ok {
+            e.push(&at, format!("invalid environment variable name {name:?}"));
+        }
+        let text = match value {
+            Value::String(s) => s.clone(),
+            Value::Number(_) | Value::Bool(_) => value.to_string(),
+            other => {
+                e.push(
+                    &at,
+                    format!("expected text, got {}", crate::pipeline::type_phrase(other)),
+                );
+                continue;
+            }
+        };
+        if text.contains('\0') {
+            e.push(&at, "contains a NUL byte");
+        }
+        out.insert(name.clone(), text);
+    }
+    out
 }
 
 fn read_annotations(v: &Value, at: &str, e: &mut Errs) -> Annotations {
