@@ -9,7 +9,10 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{Map, Value};
 use toolsmith_core::model::Format;
 use toolsmith_core::render::{RenderOptions, render};
-use toolsmith_core::{CompiledTool, plan};
+use toolsmith_core::result::ErrorKind;
+use toolsmith_core::{CompiledTool, ToolResult, plan};
+use toolsmith_exec::runtime::Runtime;
+use toolsmith_exec::{CallOptions, Engine, EngineConfig};
 
 use crate::output;
 use crate::source::load_catalog;
@@ -68,8 +71,37 @@ pub enum Command {
         #[arg(long = "tag", value_name = "TAG")]
         tags: Vec<String>,
     },
-    /// Call a tool: run the arguments through the pipeline and print the result.
+    /// Call a tool: run the arguments through the pipeline, run the tool, print the result.
     Call(CallArgs),
+    /// The Python runtime script tools use: a virtual environment with requests, httpx and
+    /// jsonschema.
+    Runtime {
+        #[command(subcommand)]
+        command: RuntimeCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RuntimeCommand {
+    /// Create (or re-create) the runtime and install its packages.
+    Setup {
+        /// Extra packages, comma-separated (for example pandas,numpy).
+        #[arg(long, value_delimiter = ',', value_name = "PACKAGES")]
+        with: Vec<String>,
+        /// The Python that creates the virtual environment.
+        #[arg(long, default_value = "python3")]
+        python: String,
+        /// Where the runtime lives [default: $TOOLSMITH_RUNTIME or ~/.local/share/toolsmith/runtime].
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Say whether the runtime exists and what is installed in it.
+    Status {
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -100,6 +132,12 @@ pub struct CallArgs {
     /// Print what would run (argv, stdin, environment) without running it.
     #[arg(long)]
     pub dry_run: bool,
+    /// Run a dangerous tool without asking (required when stdin is not a terminal).
+    #[arg(long, short)]
+    pub yes: bool,
+    /// The folder file built-ins are confined to and `working_dir`s are relative to.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub workspace: PathBuf,
     /// Print the ToolResult as JSON.
     #[arg(long)]
     pub json: bool,
@@ -152,6 +190,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Call(args) => call(args),
+        Command::Runtime { command } => runtime(command),
     }
 }
 
@@ -168,14 +207,27 @@ fn call(args: CallArgs) -> Result<ExitCode> {
     let Some(tool) = catalog.get(&args.name) else {
         bail!("{}", unknown_tool(&catalog, &args.name))
     };
-    let raw = call_arguments(&args)?;
-    if !args.dry_run {
-        bail!(
-            "running tools arrives with the execution engine; use --dry-run to see what would run"
-        );
-    }
+    let raw = call_arguments(&args, tool)?;
     let compiled = CompiledTool::new(tool.clone(), 1).map_err(anyhow::Error::msg)?;
-    let result = plan::dry_run(&compiled, raw);
+    let result = if args.dry_run {
+        plan::dry_run(&compiled, raw)
+    } else {
+        let confirmed = args.yes || (compiled.tool.is_dangerous() && confirm(&compiled.tool)?);
+        let engine = Engine::new(EngineConfig::new(&args.workspace))
+            .map_err(|e| anyhow::anyhow!("--workspace: {e}"))?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .context("starting the runtime")?;
+        rt.block_on(async {
+            tokio::select! {
+                r = engine.call(&compiled, raw, CallOptions { confirmed }) => r,
+                // Dropping the call kills its process group.
+                _ = tokio::signal::ctrl_c() => ToolResult::err(
+                    ErrorKind::Cancelled, "cancelled by Ctrl-C; the tool's processes were killed", Vec::new(), compiled.meta(Vec::new())),
+            }
+        })
+    };
     output::call_result(&result, args.json);
     Ok(if result.success {
         ExitCode::SUCCESS
@@ -184,8 +236,79 @@ fn call(args: CallArgs) -> Result<ExitCode> {
     })
 }
 
+/// Asks on the terminal whether to run a dangerous tool. Without a terminal the answer is no,
+/// and the result says `needs_confirmation` (use `--yes`).
+fn confirm(tool: &toolsmith_core::Tool) -> Result<bool> {
+    use std::io::{IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        return Ok(false);
+    }
+    eprint!(
+        "`{}` is dangerous: {}\nRun it? [y/N] ",
+        tool.name,
+        tool.description.lines().next().unwrap_or_default()
+    );
+    std::io::stderr().flush().ok();
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .context("reading the answer")?;
+    Ok(matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
+}
+
+fn runtime(command: RuntimeCommand) -> Result<ExitCode> {
+    let at = |dir: Option<PathBuf>| {
+        dir.map(|dir| Runtime { dir })
+            .unwrap_or_else(Runtime::default_location)
+    };
+    match command {
+        RuntimeCommand::Setup { with, python, dir } => {
+            let rt = at(dir);
+            rt.setup(&python, &with, &mut |line| eprintln!("runtime: {line}"))
+                .map_err(anyhow::Error::msg)?;
+            println!("runtime ready: {}", rt.dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        RuntimeCommand::Status { dir, json } => {
+            let rt = at(dir);
+            let packages = rt.packages();
+            if json {
+                let list: Vec<Value> = packages
+                    .as_ref()
+                    .map(|p| {
+                        p.iter()
+                            .map(|(n, v)| serde_json::json!({"name": n, "version": v}))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                println!(
+                    "{}",
+                    serde_json::json!({"dir": rt.dir, "exists": rt.exists(), "packages": list})
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            match packages {
+                Ok(list) => {
+                    println!(
+                        "runtime: {} (used by python3 script tools)",
+                        rt.dir.display()
+                    );
+                    for (name, version) in list {
+                        println!("  {name} {version}");
+                    }
+                }
+                Err(e) => println!("runtime: not set up — {e}"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
 /// `--args JSON`, `--args -` or `-a key=value ...` as one JSON value.
-fn call_arguments(args: &CallArgs) -> Result<Value> {
+fn call_arguments(args: &CallArgs, tool: &toolsmith_core::Tool) -> Result<Value> {
     if let Some(text) = &args.args {
         let text = if text == "-" {
             let mut s = String::new();
@@ -213,7 +336,15 @@ fn call_arguments(args: &CallArgs) -> Result<Value> {
         if key.is_empty() {
             bail!("-a {pair}: the key is empty");
         }
+        let is_array = tool
+            .parameters
+            .iter()
+            .any(|p| p.name == key && p.ty == toolsmith_core::model::ParamType::Array);
         match map.get_mut(key) {
+            // For an array parameter, each -a adds one item (a `:=` JSON array is taken whole).
+            None if is_array && !value.is_array() => {
+                map.insert(key.to_owned(), Value::Array(vec![value]));
+            }
             Some(Value::Array(list)) => list.push(value),
             Some(first) => *first = Value::Array(vec![first.take(), value]),
             None => {

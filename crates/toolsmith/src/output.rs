@@ -192,6 +192,20 @@ pub fn call_result(result: &ToolResult, json: bool) {
         return;
     }
     let data = result.data.clone().unwrap_or_default();
+    if data.get("argv").is_none() {
+        // A real run: the tool's output as it is.
+        match (&data["stdout"], &data["exit_code"]) {
+            (Value::String(out), Value::Number(_)) => {
+                print!("{out}");
+                eprint!("{}", data["stderr"].as_str().unwrap_or_default());
+            }
+            _ => println!(
+                "{}",
+                serde_json::to_string_pretty(&data).unwrap_or_default()
+            ),
+        }
+        return;
+    }
     println!(
         "tool:      {} (version {})",
         result.meta.tool, result.meta.version

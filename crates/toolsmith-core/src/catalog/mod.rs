@@ -174,6 +174,11 @@ const TOOL_KEYS: &[&str] = &[
     "script",
     "builtin",
     "executor",
+    "env",
+    "working_dir",
+    "max_concurrency",
+    "limits",
+    "output",
 ];
 const EXECUTORS: [&str; 3] = ["command", "script", "builtin"];
 

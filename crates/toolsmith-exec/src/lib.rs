@@ -1,0 +1,450 @@
+//! toolsmith-exec: runs tools (SPEC §5). The only crate that spawns processes or touches the
+//! workspace.
+//!
+//! [`Engine::call`] takes a compiled tool and what a model sent, and returns a
+//! [`ToolResult`]: the argument pipeline and injection plan from `toolsmith-core`, then
+//! - `command` tools: the planned argv run directly (no shell), stdin written and closed, an
+//!   environment built only from the allowlist, the tool's `env` and its parameters/config;
+//! - `script` tools: the interpreter (resolved once) running the script with the arguments
+//!   as JSON on stdin, one JSON value expected back;
+//! - `builtin` tools: file tools confined to the workspace, and HTTP.
+//!
+//! Every process runs in its own process group, in a fresh temporary folder (unless the tool
+//! names one), with rlimits, a pids cgroup where available, bounded output, and a deadline;
+//! the group is killed when the process exits, times out, or the caller stops waiting.
+//! Calls queue for a global and a per-tool slot, for a bounded time.
+
+mod builtin;
+mod capture;
+mod limits;
+mod process;
+pub mod runtime;
+mod script;
+mod workspace;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use toolsmith_core::CompiledTool;
+use toolsmith_core::model::{Executor, Limits, OutputMode, Tool};
+use toolsmith_core::plan::{self, Invocation};
+use toolsmith_core::result::{ErrorKind, Meta, ToolResult};
+
+pub use capture::{Capture, Captured};
+pub use workspace::Workspace;
+
+/// How an engine runs tools.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// The folder file built-ins are confined to, and relative `working_dir`s start from.
+    pub workspace: PathBuf,
+    /// Calls running at once, across all tools.
+    pub max_concurrent: usize,
+    /// How long a call waits for a free slot before it fails.
+    pub queue_timeout: Duration,
+    /// Limits for tools that do not set their own.
+    pub default_limits: Limits,
+    /// Where script files are written (once per distinct script).
+    pub script_dir: PathBuf,
+    /// The Python of `toolsmith runtime setup`, used by python3/python script tools.
+    pub runtime_python: Option<PathBuf>,
+}
+
+impl EngineConfig {
+    /// Defaults: 1024 calls at once, 30 s queue, the limits of SPEC §5.5, the runtime if it
+    /// was set up.
+    pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        Self {
+            workspace: workspace.into(),
+            max_concurrent: 1024,
+            queue_timeout: Duration::from_secs(30),
+            default_limits: limits::defaults(),
+            script_dir: std::env::temp_dir().join(format!(
+                "toolsmith-scripts-{}",
+                rustix::process::getuid().as_raw()
+            )),
+            runtime_python: runtime::Runtime::default_location()
+                .python()
+                .filter(|p| p.exists()),
+        }
+    }
+}
+
+/// What the caller says about one call.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallOptions {
+    /// The user confirmed a dangerous tool.
+    pub confirmed: bool,
+}
+
+/// Runs tools. Cheap to share behind an `Arc`; every call is independent.
+#[derive(Debug)]
+pub struct Engine {
+    config: EngineConfig,
+    workspace: Workspace,
+    global: Arc<Semaphore>,
+    per_tool: Mutex<HashMap<String, Arc<Semaphore>>>,
+    scripts: script::Scripts,
+    cgroups: Option<Arc<limits::Cgroups>>,
+}
+
+impl Engine {
+    /// Fails when the workspace does not exist. Raises this process's open-file limit to its
+    /// maximum: each running call holds three pipes.
+    pub fn new(config: EngineConfig) -> Result<Self, String> {
+        let workspace = Workspace::new(&config.workspace)?;
+        raise_nofile();
+        Ok(Self {
+            global: Arc::new(Semaphore::new(config.max_concurrent)),
+            per_tool: Mutex::default(),
+            scripts: script::Scripts::new(config.script_dir.clone(), config.runtime_python.clone()),
+            cgroups: limits::Cgroups::detect().map(Arc::new),
+            workspace,
+            config,
+        })
+    }
+
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// Whether per-call pids cgroups are in use (fork bombs contained, `setsid` escapes
+    /// cleaned up).
+    pub fn has_cgroups(&self) -> bool {
+        self.cgroups.is_some()
+    }
+
+    /// Runs one call from start to result. Dropping the future kills the call's processes.
+    pub async fn call(&self, tool: &CompiledTool, raw: Value, opts: CallOptions) -> ToolResult {
+        let started = Instant::now();
+        let mut result = self.call_inner(tool, raw, opts).await;
+        result.meta.duration_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
+        result
+    }
+
+    async fn call_inner(&self, tool: &CompiledTool, raw: Value, opts: CallOptions) -> ToolResult {
+        let t = &tool.tool;
+        if !t.enabled {
+            return ToolResult::err(
+                ErrorKind::Disabled,
+                format!("tool `{}` is disabled", t.name),
+                Vec::new(),
+                tool.meta(Vec::new()),
+            );
+        }
+        let prepared = match tool.prepare(raw) {
+            Ok(p) => p,
+            Err(problems) => return tool.invalid_arguments(problems),
+        };
+        let meta = tool.meta(prepared.coerced.clone());
+        if t.is_dangerous() && !opts.confirmed {
+            return ToolResult::err(
+                ErrorKind::NeedsConfirmation,
+                format!(
+                    "tool `{}` is dangerous: it runs only after the user confirms this call",
+                    t.name
+                ),
+                Vec::new(),
+                meta,
+            );
+        }
+        let invocation = match plan::plan(t, &prepared.arguments) {
+            Ok(i) => i,
+            Err(problems) => return tool.invalid_arguments(problems),
+        };
+        let _permits = match self.acquire(t).await {
+            Ok(p) => p,
+            Err(message) => return ToolResult::err(ErrorKind::Timeout, message, Vec::new(), meta),
+        };
+        match &t.executor {
+            Executor::Builtin(name) => self.builtin(t, name, prepared.arguments, meta).await,
+            Executor::Command(_) | Executor::Script(_) => self.process(t, invocation, meta).await,
+        }
+    }
+
+    /// A global slot, then the tool's own, waiting at most `queue_timeout` in all.
+    async fn acquire(&self, t: &Tool) -> Result<Vec<OwnedSemaphorePermit>, String> {
+        let wait = self.config.queue_timeout;
+        let tool_sem = t.max_concurrency.map(|n| {
+            let mut map = self.per_tool.lock().unwrap_or_else(|e| e.into_inner());
+            map.entry(t.name.to_string())
+                .or_insert_with(|| Arc::new(Semaphore::new(n as usize)))
+                .clone()
+        });
+        let acquire = async {
+            let mut permits = Vec::with_capacity(2);
+            if let Some(s) = tool_sem {
+                permits.push(s.acquire_owned().await.map_err(|e| e.to_string())?);
+            }
+            permits.push(
+                self.global
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .map_err(|e| e.to_string())?,
+            );
+            Ok::<_, String>(permits)
+        };
+        match tokio::time::timeout(wait, acquire).await {
+            Ok(r) => r,
+            Err(_) => Err(format!(
+                "tool `{}` waited {} ms for a free slot (at most {} calls at once{}); try again later",
+                t.name,
+                wait.as_millis(),
+                self.config.max_concurrent,
+                t.max_concurrency
+                    .map(|n| format!(", {n} of this tool"))
+                    .unwrap_or_default()
+            )),
+        }
+    }
+
+    async fn builtin(
+        &self,
+        t: &Tool,
+        name: &str,
+        args: serde_json::Map<String, Value>,
+        meta: Meta,
+    ) -> ToolResult {
+        let ws = self.workspace.clone();
+        let config = t.config.clone();
+        let name_owned = name.to_owned();
+        let task =
+            tokio::task::spawn_blocking(move || builtin::run(&name_owned, &args, &config, &ws));
+        match tokio::time::timeout(Duration::from_millis(t.timeout_ms), task).await {
+            Ok(Ok(Ok(data))) => ToolResult::ok(data, meta),
+            Ok(Ok(Err(e))) => ToolResult::err(
+                ErrorKind::InvalidArguments,
+                format!("{name}: {}", e.message),
+                Vec::new(),
+                meta,
+            ),
+            Ok(Err(e)) => ToolResult::err(
+                ErrorKind::Internal,
+                format!("{name} failed: {e}"),
+                Vec::new(),
+                meta,
+            ),
+            Err(_) => ToolResult::err(
+                ErrorKind::Timeout,
+                format!("{name} did not finish within {} ms", t.timeout_ms),
+                Vec::new(),
+                meta,
+            ),
+        }
+    }
+
+    async fn process(&self, t: &Tool, invocation: Invocation, mut meta: Meta) -> ToolResult {
+        let mut argv = invocation.argv;
+        if let Executor::Script(s) = &t.executor {
+            let interpreter = match self.scripts.interpreter(&s.interpreter) {
+                Ok(p) => p,
+                Err(e) => return ToolResult::err(ErrorKind::SpawnFailed, e, Vec::new(), meta),
+            };
+            let file = match self.scripts.file(&s.source, &s.interpreter) {
+                Ok(p) => p,
+                Err(e) => {
+                    return ToolResult::err(
+                        ErrorKind::Internal,
+                        format!("writing the script: {e}"),
+                        Vec::new(),
+                        meta,
+                    );
+                }
+            };
+            argv = vec![
+                interpreter.to_string_lossy().into_owned(),
+                file.to_string_lossy().into_owned(),
+            ];
+        }
+        // Only allowlisted variables of the server's environment, then the tool's own.
+        let mut env: BTreeMap<String, String> = t
+            .env_allowlist
+            .iter()
+            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+            .collect();
+        env.extend(t.env.clone());
+        env.extend(invocation.env.into_iter().map(|v| (v.name, v.value)));
+
+        let (cwd, _temp) = match &t.working_dir {
+            Some(dir) => match self.workspace.resolve(dir, true) {
+                Ok(p) => (p, None),
+                Err(e) => {
+                    return ToolResult::err(
+                        ErrorKind::SpawnFailed,
+                        format!("working_dir: {e}"),
+                        Vec::new(),
+                        meta,
+                    );
+                }
+            },
+            None => match tempfile::Builder::new().prefix("toolsmith-call-").tempdir() {
+                Ok(d) => (d.path().to_path_buf(), Some(d)),
+                Err(e) => {
+                    return ToolResult::err(
+                        ErrorKind::Internal,
+                        format!("creating a working folder: {e}"),
+                        Vec::new(),
+                        meta,
+                    );
+                }
+            },
+        };
+        let limits = t.limits.or(self.config.default_limits);
+        let spec = process::Spec {
+            argv: &argv,
+            stdin: invocation.stdin.as_deref(),
+            env,
+            cwd,
+            timeout: Duration::from_millis(t.timeout_ms),
+            limits,
+        };
+        let done = match process::run(spec, self.cgroups.as_ref()).await {
+            Ok(d) => d,
+            Err(process::SpawnError::NotFound(program)) => {
+                let path = std::env::var("PATH").unwrap_or_default();
+                return ToolResult::err(
+                    ErrorKind::SpawnFailed,
+                    format!(
+                        "cannot run `{}`: program {program:?} not found (PATH={path})",
+                        t.name
+                    ),
+                    Vec::new(),
+                    meta,
+                );
+            }
+            Err(process::SpawnError::Other(e)) => {
+                return ToolResult::err(
+                    ErrorKind::SpawnFailed,
+                    format!("cannot run `{}`: {e}", t.name),
+                    Vec::new(),
+                    meta,
+                );
+            }
+        };
+        meta.exit_code = done.exit_code;
+        meta.stdout_bytes = Some(done.stdout.total);
+        meta.stderr_bytes = Some(done.stderr.total);
+        meta.truncated = Some(done.stdout.truncated || done.stderr.truncated);
+        meta.lossy = (done.stdout.lossy || done.stderr.lossy).then_some(true);
+        finish(t, done, meta, limits)
+    }
+}
+
+/// The result of a process run, by the executor's contract.
+fn finish(t: &Tool, done: process::Finished, meta: Meta, limits: Limits) -> ToolResult {
+    let output = json!({"stdout": done.stdout.text, "stderr": done.stderr.text});
+    if done.timed_out {
+        return ToolResult::err(
+            ErrorKind::Timeout,
+            format!(
+                "tool `{}` did not finish within {} ms; its processes were killed",
+                t.name, t.timeout_ms
+            ),
+            Vec::new(),
+            meta,
+        )
+        .with_output(output);
+    }
+    let status = match (done.exit_code, done.signal) {
+        (Some(0), _) => None,
+        (Some(code), _) => Some(format!("exited with status {code}")),
+        (None, Some(sig)) => Some(format!("was killed by signal {sig}{}", signal_hint(sig))),
+        (None, None) => Some("ended without a status".to_string()),
+    };
+    let json_output = matches!(t.executor, Executor::Script(_)) || t.output == OutputMode::Json;
+    if let Some(status) = status {
+        let tail = tail(&done.stderr.text, 2000);
+        let message = if tail.is_empty() {
+            format!("tool `{}` {status}", t.name)
+        } else {
+            format!("tool `{}` {status}; stderr: {tail}", t.name)
+        };
+        return ToolResult::err(ErrorKind::ExitStatus, message, Vec::new(), meta)
+            .with_output(output);
+    }
+    if !json_output {
+        let data = json!({"stdout": done.stdout.text, "stderr": done.stderr.text, "exit_code": done.exit_code});
+        return ToolResult::ok(data, meta);
+    }
+    if done.stdout.truncated {
+        return ToolResult::err(
+            ErrorKind::OutputLimit,
+            format!(
+                "tool `{}` wrote {} bytes of JSON, over its output limit of {} bytes",
+                t.name,
+                done.stdout.total,
+                limits.output_bytes.unwrap_or(0)
+            ),
+            Vec::new(),
+            meta,
+        )
+        .with_output(output);
+    }
+    match serde_json::from_str::<Value>(done.stdout.text.trim()) {
+        Ok(data) => ToolResult::ok(data, meta),
+        Err(e) => {
+            let head: String = done.stdout.text.chars().take(200).collect();
+            ToolResult::err(
+                ErrorKind::BadOutput,
+                format!(
+                    "tool `{}` did not print one JSON value on stdout ({e}); it printed: {head:?}",
+                    t.name
+                ),
+                Vec::new(),
+                meta,
+            )
+            .with_output(output)
+        }
+    }
+}
+
+fn signal_hint(sig: i32) -> &'static str {
+    match sig {
+        9 => " (killed: a limit was reached, or the call was cancelled)",
+        11 => " (segmentation fault)",
+        24 => " (CPU time limit)",
+        25 => " (file size limit)",
+        _ => "",
+    }
+}
+
+/// The last `max` characters of `s`.
+fn tail(s: &str, max: usize) -> String {
+    let s = s.trim_end();
+    let n = s.chars().count();
+    if n <= max {
+        s.to_owned()
+    } else {
+        format!("…{}", s.chars().skip(n - max).collect::<String>())
+    }
+}
+
+fn raise_nofile() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let current = getrlimit(Resource::Nofile);
+    if current.maximum != current.current {
+        let _ = setrlimit(
+            Resource::Nofile,
+            rustix::process::Rlimit {
+                current: current.maximum,
+                maximum: current.maximum,
+            },
+        );
+    }
+}
+
+/// The working directory of a relative path, for callers that resolve user paths.
+pub fn absolute(path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
+    }
+}

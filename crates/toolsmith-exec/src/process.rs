@@ -1,0 +1,172 @@
+//! Running one process: spawn (never through a shell), feed stdin, capture bounded output,
+//! enforce the deadline, and kill the whole process group whatever happens — on exit, on
+//! timeout, and when the caller goes away (the [`GroupGuard`] runs on drop).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+use tokio::time::Instant;
+use toolsmith_core::model::Limits;
+
+use crate::capture::{Captured, read_capped};
+use crate::limits::{self, CallCgroup, Cgroups};
+
+/// What to run.
+pub struct Spec<'a> {
+    pub argv: &'a [String],
+    pub stdin: Option<&'a str>,
+    pub env: BTreeMap<String, String>,
+    pub cwd: PathBuf,
+    pub timeout: Duration,
+    pub limits: Limits,
+}
+
+/// How a process ended.
+#[derive(Debug)]
+pub struct Finished {
+    pub stdout: Captured,
+    pub stderr: Captured,
+    /// `None` when killed by a signal.
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+}
+
+#[derive(Debug)]
+pub enum SpawnError {
+    NotFound(String),
+    Other(String),
+}
+
+/// Kills the call's process group (and empties its cgroup) when dropped.
+struct GroupGuard {
+    pgid: u32,
+    cgroup: Option<CallCgroup>,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        limits::kill_group(self.pgid);
+        if let Some(cg) = self.cgroup.take() {
+            cg.kill_and_remove();
+        }
+    }
+}
+
+/// How long output readers may run on after the process exited, at least: they also get the
+/// rest of the call's deadline. (Pipes close when the group dies, so readers normally end at
+/// once; only a process that left the group with `setsid`, where no cgroup catches it, can
+/// hold them open, and then the call ends at its deadline.)
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finished, SpawnError> {
+    let cap = spec.limits.output_bytes.unwrap_or(1024 * 1024) as usize;
+    let Some((program, args)) = spec.argv.split_first() else {
+        return Err(SpawnError::Other("empty command".into()));
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env_clear()
+        .envs(&spec.env)
+        .current_dir(&spec.cwd)
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let limits = spec.limits;
+    let cgroup = cgroups.and_then(|c| c.create(limits.processes));
+    // The guard is made where the child is, so whoever drops the result kills the group —
+    // even a caller that went away while the spawn was in flight.
+    let start = move |cmd: &mut Command, cgroup: Option<CallCgroup>, groups: Option<&Cgroups>| {
+        let child = match (groups, &cgroup) {
+            (Some(groups), Some(cg)) => groups.spawn_inside(cg, || cmd.spawn(), |c| c.id())?,
+            _ => cmd.spawn()?,
+        };
+        let pid = child.id().unwrap_or(0);
+        let guard = GroupGuard { pgid: pid, cgroup };
+        let _ = limits::apply_rlimits(pid, &limits);
+        Ok::<_, std::io::Error>((child, guard))
+    };
+    let spawned = match cgroups {
+        // Spawn from a blocking-pool thread that steps into the call's cgroup.
+        Some(groups) if cgroup.is_some() => {
+            let groups = groups.clone();
+            tokio::task::spawn_blocking(move || start(&mut cmd, cgroup, Some(&groups)))
+                .await
+                .map_err(|e| SpawnError::Other(format!("{program}: {e}")))?
+        }
+        _ => start(&mut cmd, cgroup, None),
+    };
+    let (mut child, guard) = spawned.map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => SpawnError::NotFound(program.clone()),
+        _ => SpawnError::Other(format!("{program}: {e}")),
+    })?;
+    let pid = guard.pgid;
+
+    if let (Some(text), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
+        let bytes = text.as_bytes().to_vec();
+        tokio::spawn(async move {
+            // A tool that does not read its stdin closes the pipe; that is not an error.
+            let _ = stdin.write_all(&bytes).await;
+        });
+    }
+    let stdout = child
+        .stdout
+        .take()
+        .map(|s| tokio::spawn(read_capped(s, cap)));
+    let stderr = child
+        .stderr
+        .take()
+        .map(|s| tokio::spawn(read_capped(s, cap)));
+
+    let deadline = Instant::now() + spec.timeout;
+    let (status, timed_out) = match tokio::time::timeout_at(deadline, child.wait()).await {
+        Ok(status) => (status.ok(), false),
+        Err(_) => {
+            limits::kill_group(pid);
+            (child.wait().await.ok(), true)
+        }
+    };
+    // Whatever the tool left running in its group goes with it.
+    drop(guard);
+    let drain_until = deadline.max(Instant::now() + DRAIN_GRACE);
+    let stdout = join_capture(stdout, drain_until).await;
+    let stderr = join_capture(stderr, drain_until).await;
+    use std::os::unix::process::ExitStatusExt;
+    Ok(Finished {
+        stdout,
+        stderr,
+        exit_code: status.and_then(|s| s.code()),
+        signal: status.and_then(|s| s.signal()),
+        timed_out,
+    })
+}
+
+async fn join_capture(task: Option<tokio::task::JoinHandle<Captured>>, until: Instant) -> Captured {
+    let empty = || Captured {
+        text: String::new(),
+        total: 0,
+        truncated: false,
+        lossy: false,
+    };
+    let Some(mut task) = task else { return empty() };
+    match tokio::time::timeout_at(until, &mut task).await {
+        Ok(Ok(c)) => c,
+        _ => {
+            task.abort();
+            let mut c = empty();
+            c.text =
+                "[output not collected: a process outside the tool's group kept it open]".into();
+            c
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! Script tools (SPEC §5.3): the interpreter resolved once to its real executable, and each
+//! script's source written once to a content-addressed file that every call reuses.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Resolved interpreters and written scripts, shared by every call of an engine.
+#[derive(Debug)]
+pub struct Scripts {
+    dir: PathBuf,
+    /// The Python of `toolsmith runtime setup`, used for `python3`/`python` when present.
+    runtime_python: Option<PathBuf>,
+    interpreters: Mutex<HashMap<String, Result<PathBuf, String>>>,
+    files: Mutex<HashMap<u64, PathBuf>>,
+}
+
+impl Scripts {
+    pub fn new(dir: PathBuf, runtime_python: Option<PathBuf>) -> Self {
+        Self {
+            dir,
+            runtime_python,
+            interpreters: Mutex::default(),
+            files: Mutex::default(),
+        }
+    }
+
+    /// The executable for `name`: the runtime's Python for python3/python when set up;
+    /// otherwise found on PATH, symlinks followed, and a shim (a script standing in for the
+    /// interpreter, as pyenv installs) asked for the real executable — once.
+    pub fn interpreter(&self, name: &str) -> Result<PathBuf, String> {
+        if let Some(p) = self
+            .runtime_python
+            .as_ref()
+            .filter(|_| matches!(name, "python3" | "python"))
+        {
+            return Ok(p.clone());
+        }
+        let mut cache = self.interpreters.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(name.to_owned())
+            .or_insert_with(|| resolve(name))
+            .clone()
+    }
+
+    /// The path of a file holding `source`, written on first use.
+    pub fn file(&self, source: &str, interpreter: &str) -> Result<PathBuf, String> {
+        let hash = fnv(source.as_bytes()) ^ fnv(interpreter.as_bytes()).rotate_left(1);
+        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = files.get(&hash).filter(|p| p.exists()) {
+            return Ok(p.clone());
+        }
+        std::fs::create_dir_all(&self.dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
+        let ext = match Path::new(interpreter)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+        {
+            n if n.starts_with("python") => ".py",
+            n if n.starts_with("node") => ".js",
+            "bash" | "sh" | "zsh" => ".sh",
+            "ruby" => ".rb",
+            "perl" => ".pl",
+            _ => "",
+        };
+        let path = self.dir.join(format!("{hash:016x}{ext}"));
+        // Write then rename, so a concurrent reader never sees half a script.
+        let tmp = self
+            .dir
+            .join(format!(".{hash:016x}.{}", std::process::id()));
+        std::fs::write(&tmp, source)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        files.insert(hash, path.clone());
+        Ok(path)
+    }
+}
+
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+fn resolve(name: &str) -> Result<PathBuf, String> {
+    let found = if name.contains('/') {
+        PathBuf::from(name)
+    } else {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(name))
+            .find(|p| is_executable(p))
+            .ok_or_else(|| format!("interpreter {name:?} not found on PATH"))?
+    };
+    let real = found
+        .canonicalize()
+        .map_err(|e| format!("interpreter {}: {e}", found.display()))?;
+    if !is_shim(&real) {
+        return Ok(real);
+    }
+    // A shell script standing in for the interpreter: ask the interpreter where it lives.
+    let base = real
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let probe: &[&str] = if base.starts_with("python") {
+        &["-c", "import sys; print(sys.executable)"]
+    } else if base.starts_with("node") {
+        &["-p", "process.execPath"]
+    } else {
+        return Ok(real);
+    };
+    let out = std::process::Command::new(&real)
+        .args(probe)
+        .output()
+        .map_err(|e| format!("interpreter {}: {e}", real.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    if out.status.success() && !text.is_empty() && Path::new(&text).is_absolute() {
+        Ok(PathBuf::from(text))
+    } else {
+        Ok(real)
+    }
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// A text file starting with `#!`: a launcher, not the interpreter itself.
+fn is_shim(p: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 2];
+    std::fs::File::open(p)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && &head == b"#!"
+}

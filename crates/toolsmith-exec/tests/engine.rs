@@ -1,0 +1,664 @@
+//! The execution engine with real processes: every fault of SPEC §5.5 is a test.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolsmith_core::catalog::{self, CatalogSource};
+use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
+use toolsmith_exec::{CallOptions, Engine, EngineConfig};
+
+struct Text(String);
+
+impl CatalogSource for Text {
+    fn read(&self, _: &str) -> Result<String, String> {
+        Ok(self.0.clone())
+    }
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+}
+
+/// One tool from YAML (a mapping, without the leading `- `).
+fn tool(yaml: &str) -> CompiledTool {
+    let text = format!(
+        "defaults: {{env_allowlist: [PATH]}}\ntools:\n  - {}",
+        yaml.trim().replace('\n', "\n    ")
+    );
+    let c = catalog::load("c.yaml", &Text(text)).unwrap_or_else(|e| panic!("{e}"));
+    CompiledTool::new(c.tools.into_iter().next().expect("one tool"), 1).expect("compiles")
+}
+
+fn engine_in(dir: &Path) -> Engine {
+    let mut config = EngineConfig::new(dir);
+    config.runtime_python = None;
+    Engine::new(config).expect("engine")
+}
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    engine: Engine,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = engine_in(dir.path());
+    Fixture { dir, engine }
+}
+
+impl Fixture {
+    async fn call(&self, t: &CompiledTool, args: Value) -> ToolResult {
+        self.engine
+            .call(t, args, CallOptions { confirmed: true })
+            .await
+    }
+}
+
+fn kind(r: &ToolResult) -> Option<ErrorKind> {
+    r.error.as_ref().map(|e| e.kind)
+}
+
+/// Processes whose environment holds `marker` (a unique string set for one test).
+fn processes_with(marker: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(env) = std::fs::read(entry.path().join("environ")) {
+            if env.split(|b| *b == 0).any(|v| v == marker.as_bytes()) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+async fn wait_until_gone(marker: &str) -> Vec<u32> {
+    for _ in 0..100 {
+        let left = processes_with(marker);
+        if left.is_empty() {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    processes_with(marker)
+}
+
+#[tokio::test]
+async fn a_command_runs_with_its_argv_and_stdin() {
+    let f = fixture();
+    let t = tool(
+        "{name: t, description: d, command: [sh, -c, 'cat; echo \" $0 $1\"', x], parameters: [{name: input, inject_as: stdin}, {name: word}]}",
+    );
+    let r = f
+        .call(&t, json!({"input": "from stdin", "word": "$(rm -rf /)"}))
+        .await;
+    assert!(r.success, "{r:?}");
+    let data = r.data.expect("data");
+    assert_eq!(
+        data["stdout"], "from stdin x $(rm -rf /)\n",
+        "arguments are never interpreted by a shell"
+    );
+    assert_eq!(data["exit_code"], 0);
+    assert_eq!(r.meta.stdout_bytes, Some(25));
+}
+
+#[tokio::test]
+async fn a_hung_tool_times_out_and_its_whole_group_dies() {
+    let f = fixture();
+    let marker = format!("TS_MARK=hang{}", std::process::id());
+    let t = tool(&format!(
+        "{{name: t, description: d, timeout_ms: 500, env: {{TS_MARK: hang{}}}, command: [sh, -c, 'echo started; sleep 30 & sleep 30 & sleep 30']}}",
+        std::process::id()
+    ));
+    let started = Instant::now();
+    let r = f.call(&t, json!({})).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Timeout), "{r:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+    let out = r.error.and_then(|e| e.output).expect("partial output");
+    assert_eq!(out["stdout"], "started\n", "the partial output is kept");
+    assert_eq!(
+        wait_until_gone(&marker).await,
+        Vec::<u32>::new(),
+        "no process of the group survives"
+    );
+}
+
+#[tokio::test]
+async fn background_grandchildren_are_killed_when_the_tool_exits() {
+    let f = fixture();
+    let id = std::process::id();
+    let t = tool(&format!(
+        "{{name: t, description: d, env: {{TS_MARK: bg{id}}}, command: [sh, -c, '(sleep 30 &) ; sleep 30 > /dev/null 2>&1 & echo done']}}"
+    ));
+    let r = f.call(&t, json!({})).await;
+    assert!(r.success, "{r:?}");
+    assert_eq!(r.data.expect("data")["stdout"], "done\n");
+    assert_eq!(
+        wait_until_gone(&format!("TS_MARK=bg{id}")).await,
+        Vec::<u32>::new()
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_call_kills_its_processes() {
+    let f = Arc::new(fixture());
+    let id = std::process::id();
+    let t = Arc::new(tool(&format!(
+        "{{name: t, description: d, env: {{TS_MARK: cancel{id}}}, command: [sh, -c, 'sleep 30 & sleep 30']}}"
+    )));
+    let (f2, t2) = (f.clone(), t.clone());
+    let call = tokio::spawn(async move { f2.call(&t2, json!({})).await });
+    let marker = format!("TS_MARK=cancel{id}");
+    for _ in 0..100 {
+        if processes_with(&marker).len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(processes_with(&marker).len() >= 2, "the tool started");
+    call.abort();
+    let _ = call.await;
+    assert_eq!(
+        wait_until_gone(&marker).await,
+        Vec::<u32>::new(),
+        "the caller went away: the group is gone"
+    );
+}
+
+#[tokio::test]
+async fn output_is_capped_keeping_head_and_tail() {
+    let f = fixture();
+    let t = tool(
+        "{name: t, description: d, limits: {output_bytes: 1000}, command: [sh, -c, 'echo BEGIN; head -c 5000000 /dev/zero | tr \"\\\\0\" x; echo; echo END']}",
+    );
+    let r = f.call(&t, json!({})).await;
+    assert!(r.success, "{r:?}");
+    assert_eq!(r.meta.truncated, Some(true));
+    assert_eq!(r.meta.stdout_bytes, Some(6 + 5_000_000 + 1 + 4));
+    let out = r.data.expect("data")["stdout"]
+        .as_str()
+        .expect("text")
+        .to_owned();
+    assert!(out.starts_with("BEGIN\nxxx"), "{}", &out[..20]);
+    assert!(out.ends_with("xxx\nEND\n"), "{}", &out[out.len() - 20..]);
+    assert!(out.contains("bytes omitted]"));
+    assert!(out.len() < 1100, "{} bytes kept", out.len());
+}
+
+#[tokio::test]
+async fn binary_output_is_kept_lossily_and_flagged() {
+    let f = fixture();
+    let t = tool("{name: t, description: d, command: [printf, '\\377\\376ok']}");
+    let r = f.call(&t, json!({})).await;
+    assert!(r.success, "{r:?}");
+    assert_eq!(r.meta.lossy, Some(true));
+    assert_eq!(r.data.expect("data")["stdout"], "\u{FFFD}\u{FFFD}ok");
+}
+
+#[tokio::test]
+async fn missing_programs_and_failing_commands() {
+    let f = fixture();
+    let r = f
+        .call(
+            &tool("{name: t, description: d, command: [no-such-program-ts]}"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(kind(&r), Some(ErrorKind::SpawnFailed));
+    let msg = r.error.expect("error").message;
+    assert!(
+        msg.contains("program \"no-such-program-ts\" not found"),
+        "{msg}"
+    );
+
+    let r = f
+        .call(
+            &tool(
+                "{name: t, description: d, command: [sh, -c, 'echo out; echo oops >&2; exit 3']}",
+            ),
+            json!({}),
+        )
+        .await;
+    assert_eq!(kind(&r), Some(ErrorKind::ExitStatus));
+    assert_eq!(r.meta.exit_code, Some(3));
+    let e = r.error.expect("error");
+    assert_eq!(e.message, "tool `t` exited with status 3; stderr: oops");
+    assert_eq!(e.output.expect("output")["stdout"], "out\n");
+}
+
+#[tokio::test]
+async fn the_environment_is_only_the_allowlist() {
+    // Cargo runs tests with CARGO_* variables set: they are in the gateway's environment and
+    // not in the allowlist, so none may reach the tool.
+    let gateway: Vec<String> = std::env::vars()
+        .map(|(k, _)| k)
+        .filter(|k| k.starts_with("CARGO"))
+        .collect();
+    assert!(!gateway.is_empty(), "cargo sets CARGO_* for tests");
+    let f = fixture();
+    let t = tool(
+        "{name: t, description: d, env: {FIXED: yes}, command: [env], parameters: [{name: level, type: integer, inject_as: env}]}",
+    );
+    let r = f.call(&t, json!({"level": "3"})).await;
+    let out = r.data.expect("data")["stdout"]
+        .as_str()
+        .expect("text")
+        .to_owned();
+    let mut names: Vec<&str> = out.lines().filter_map(|l| l.split('=').next()).collect();
+    names.sort();
+    assert_eq!(names, ["FIXED", "LEVEL", "PATH"], "{out}");
+    assert!(out.contains("LEVEL=3\n") && out.contains("FIXED=yes\n"));
+}
+
+#[tokio::test]
+async fn every_call_gets_a_fresh_working_folder_removed_afterwards() {
+    let f = fixture();
+    let t = tool("{name: t, description: d, command: [sh, -c, 'pwd; touch here']}");
+    let a = f.call(&t, json!({})).await.data.expect("data")["stdout"]
+        .as_str()
+        .expect("text")
+        .trim()
+        .to_owned();
+    let b = f.call(&t, json!({})).await.data.expect("data")["stdout"]
+        .as_str()
+        .expect("text")
+        .trim()
+        .to_owned();
+    assert_ne!(a, b);
+    assert!(a.contains("toolsmith-call-"), "{a}");
+    assert!(!Path::new(&a).exists(), "{a} was removed");
+    std::fs::create_dir(f.dir.path().join("sub")).expect("mkdir");
+    let t = tool("{name: t, description: d, working_dir: sub, command: [pwd]}");
+    let r = f.call(&t, json!({})).await;
+    let expected = f.dir.path().canonicalize().expect("canonical").join("sub");
+    assert_eq!(
+        r.data.expect("data")["stdout"],
+        format!("{}\n", expected.display())
+    );
+}
+
+#[tokio::test]
+async fn scripts_get_json_in_and_must_print_json() {
+    let f = fixture();
+    let ok = tool(
+        "{name: s, description: d, script: {source: 'import json,sys; a=json.load(sys.stdin); print(json.dumps({\"twice\": a[\"n\"]*2, \"cfg\": a[\"config\"][\"k\"]}))'}, config_schema: [{name: k, default: v}], parameters: [{name: n, type: integer}]}",
+    );
+    let r = f.call(&ok, json!({"n": "21"})).await;
+    assert!(r.success, "{r:?}");
+    assert_eq!(r.data, Some(json!({"twice": 42, "cfg": "v"})));
+
+    let bad = tool("{name: s, description: d, script: {source: 'print(\"not json at all\")'}}");
+    let r = f.call(&bad, json!({})).await;
+    assert_eq!(kind(&r), Some(ErrorKind::BadOutput));
+    assert!(
+        r.error
+            .expect("error")
+            .message
+            .contains("it printed: \"not json at all\\n\"")
+    );
+
+    let fails = tool(
+        "{name: s, description: d, script: {source: 'import sys; sys.stderr.write(\"line1\\nTraceback: boom\\n\"); sys.exit(2)'}}",
+    );
+    let r = f.call(&fails, json!({})).await;
+    assert_eq!(kind(&r), Some(ErrorKind::ExitStatus));
+    assert_eq!(
+        r.error.expect("error").message,
+        "tool `s` exited with status 2; stderr: line1\nTraceback: boom"
+    );
+
+    let node_like = tool("{name: s, description: d, script: {interpreter: sh, source: 'cat'}}");
+    let r = f.call(&node_like, json!({})).await;
+    assert_eq!(
+        r.data,
+        Some(json!({})),
+        "any interpreter; the JSON on stdin came back"
+    );
+
+    let missing =
+        tool("{name: s, description: d, script: {interpreter: no-such-interp, source: x}}");
+    let r = f.call(&missing, json!({})).await;
+    assert_eq!(kind(&r), Some(ErrorKind::SpawnFailed));
+}
+
+#[tokio::test]
+async fn dangerous_tools_need_confirmation_and_disabled_tools_do_not_run() {
+    let f = fixture();
+    let t = tool(
+        "{name: t, description: d, danger: dangerous, command: [touch, made], working_dir: .}",
+    );
+    let r = f
+        .engine
+        .call(&t, json!({}), CallOptions { confirmed: false })
+        .await;
+    assert_eq!(kind(&r), Some(ErrorKind::NeedsConfirmation));
+    assert!(!f.dir.path().join("made").exists(), "nothing ran");
+    let r = f.call(&t, json!({})).await;
+    assert!(r.success, "{r:?}");
+    assert!(f.dir.path().join("made").exists());
+    let off = tool("{name: t, description: d, enabled: false, command: [true]}");
+    assert_eq!(
+        kind(&f.call(&off, json!({})).await),
+        Some(ErrorKind::Disabled)
+    );
+}
+
+#[tokio::test]
+async fn option_injection_is_refused_before_anything_runs() {
+    let f = fixture();
+    let t = tool(
+        "{name: t, description: d, command: [touch], working_dir: ., parameters: [{name: file}]}",
+    );
+    let r = f.call(&t, json!({"file": "--help"})).await;
+    assert_eq!(kind(&r), Some(ErrorKind::InvalidArguments));
+    assert!(r.meta.exit_code.is_none(), "no process ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_concurrent_short_calls_all_succeed() {
+    let f = Arc::new(fixture());
+    let t = Arc::new(tool(
+        "{name: t, description: d, command: [echo], parameters: [{name: n, type: integer}]}",
+    ));
+    let calls: Vec<_> = (0..1000)
+        .map(|i| {
+            let (f, t) = (f.clone(), t.clone());
+            tokio::spawn(async move { f.call(&t, json!({"n": i})).await })
+        })
+        .collect();
+    let mut ok = 0;
+    for (i, c) in calls.into_iter().enumerate() {
+        let r = c.await.expect("joined");
+        assert!(r.success, "call {i}: {:?}", r.error);
+        assert_eq!(r.data.expect("data")["stdout"], format!("{i}\n"));
+        ok += 1;
+    }
+    assert_eq!(ok, 1000);
+}
+
+#[tokio::test]
+async fn the_queue_is_bounded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = EngineConfig::new(dir.path());
+    config.queue_timeout = Duration::from_millis(200);
+    let engine = Arc::new(Engine::new(config).expect("engine"));
+    let t = Arc::new(tool(
+        "{name: slow, description: d, max_concurrency: 1, command: [sleep, '1']}",
+    ));
+    let (e2, t2) = (engine.clone(), t.clone());
+    let first = tokio::spawn(async move { e2.call(&t2, json!({}), CallOptions::default()).await });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let second = engine.call(&t, json!({}), CallOptions::default()).await;
+    assert_eq!(kind(&second), Some(ErrorKind::Timeout));
+    assert_eq!(
+        second.error.expect("error").message,
+        "tool `slow` waited 200 ms for a free slot (at most 1024 calls at once, 1 of this tool); try again later"
+    );
+    assert!(first.await.expect("joined").success);
+}
+
+#[tokio::test]
+async fn a_memory_bomb_fails_inside_the_tool() {
+    let f = fixture();
+    let t = tool(
+        "{name: t, description: d, limits: {memory_bytes: 268435456}, script: {source: 'x = bytearray(2 * 1024 ** 3); print(\"{}\")'}}",
+    );
+    let r = f.call(&t, json!({})).await;
+    assert_eq!(kind(&r), Some(ErrorKind::ExitStatus), "{r:?}");
+    assert!(r.error.expect("error").message.contains("MemoryError"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_bomb_is_contained() {
+    let f = fixture();
+    let id = std::process::id();
+    let marker = format!("TS_MARK=bomb{id}");
+    // A real bomb only where a pids cgroup can cap it; elsewhere a bounded tree of forks,
+    // to check the group kill without endangering the machine.
+    let script = if f.engine.has_cgroups() {
+        "b() { b | b & }; b; sleep 2"
+    } else {
+        "for i in 1 2 3 4 5 6 7 8; do sleep 30 & done; sleep 2"
+    };
+    let t = tool(&format!(
+        "{{name: t, description: d, timeout_ms: 3000, env: {{TS_MARK: bomb{id}}}, limits: {{processes: 50}}, command: [sh, -c, '{script}']}}"
+    ));
+    // Watch the bomb's processes while it runs.
+    let watching = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let (w, m) = (watching.clone(), marker.clone());
+    let peak = tokio::task::spawn_blocking(move || {
+        let mut peak = 0;
+        while w.load(std::sync::atomic::Ordering::Relaxed) {
+            peak = peak.max(processes_with(&m).len());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        peak
+    });
+    let started = Instant::now();
+    let r = f.call(&t, json!({})).await;
+    watching.store(false, std::sync::atomic::Ordering::Relaxed);
+    let peak = peak.await.expect("joined");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        wait_until_gone(&marker).await,
+        Vec::<u32>::new(),
+        "every process of the bomb is gone"
+    );
+    if f.engine.has_cgroups() {
+        // The cap bound: forks were refused (the shell says so), and never more than 50 ran.
+        let stderr = r.data.as_ref().map(|d| d["stderr"].clone()).or_else(|| {
+            r.error
+                .as_ref()
+                .and_then(|e| e.output.as_ref())
+                .map(|o| o["stderr"].clone())
+        });
+        let stderr = stderr
+            .and_then(|s| s.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        assert!(stderr.contains("Cannot fork"), "{r:?}");
+        assert!(peak <= 50, "peak {peak} processes");
+    } else {
+        // Without a pids cgroup the process cap cannot bind (RLIMIT_NPROC counts the whole
+        // user and root ignores it): the README documents this gap. The deadline and the
+        // group kill still end the bomb, as checked above.
+        eprintln!("no pids cgroup here: peak {peak} processes, ended by the group kill");
+    }
+    // The machine kept working: processes still start.
+    let ok = f
+        .call(
+            &tool("{name: t, description: d, command: [true]}"),
+            json!({}),
+        )
+        .await;
+    assert!(ok.success);
+}
+
+#[tokio::test]
+async fn file_builtins_are_confined_to_the_workspace() {
+    let f = fixture();
+    let ws = f.dir.path();
+    std::fs::write(ws.join("inside.txt"), "one\ntwo\nthree\n").expect("write");
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::write(outside.path().join("secret.txt"), "secret").expect("write");
+    std::os::unix::fs::symlink(outside.path(), ws.join("escape_dir")).expect("symlink");
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), ws.join("escape_file"))
+        .expect("symlink");
+    let read = tool("{name: r, builtin: read_file}");
+    let write = tool("{name: w, builtin: write_file}");
+    let list = tool("{name: l, builtin: list_dir}");
+    let glob = tool("{name: g, builtin: glob}");
+    let secret = outside.path().join("secret.txt").display().to_string();
+    let cases: Vec<(&CompiledTool, Value, &str)> = vec![
+        (&read, json!({"path": "../x"}), "rule: no parent references"),
+        (
+            &read,
+            json!({"path": secret}),
+            "rule: absolute paths must be inside the workspace",
+        ),
+        (
+            &read,
+            json!({"path": "escape_file"}),
+            "rule: symlinks may not leave the workspace",
+        ),
+        (
+            &read,
+            json!({"path": "escape_dir/secret.txt"}),
+            "rule: symlinks may not leave the workspace",
+        ),
+        (
+            &write,
+            json!({"path": "../x", "content": "x"}),
+            "rule: no parent references",
+        ),
+        (
+            &write,
+            json!({"path": "escape_dir/new.txt", "content": "x"}),
+            "rule: symlinks may not leave the workspace",
+        ),
+        (
+            &write,
+            json!({"path": "escape_file", "content": "x"}),
+            "rule: symlinks may not leave the workspace",
+        ),
+        (
+            &list,
+            json!({"path": "escape_dir"}),
+            "rule: symlinks may not leave the workspace",
+        ),
+        (
+            &list,
+            json!({"path": "/"}),
+            "rule: absolute paths must be inside the workspace",
+        ),
+        (
+            &glob,
+            json!({"pattern": "*", "base": "escape_dir"}),
+            "rule: symlinks may not leave the workspace",
+        ),
+        (
+            &glob,
+            json!({"pattern": "*", "base": "a/../.."}),
+            "rule: no parent references",
+        ),
+    ];
+    for (t, args, rule) in cases {
+        let r = f.call(t, args.clone()).await;
+        let msg = r.error.map(|e| e.message).unwrap_or_default();
+        assert!(msg.contains(rule), "{} {args}: {msg}", t.tool.name);
+    }
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("secret.txt")).expect("read"),
+        "secret",
+        "nothing outside changed"
+    );
+    assert!(!outside.path().join("new.txt").exists());
+
+    let r = f
+        .call(
+            &read,
+            json!({"path": "inside.txt", "offset": 2, "limit": 1}),
+        )
+        .await;
+    assert_eq!(r.data.expect("data")["content"], "two\n");
+    let abs = ws
+        .canonicalize()
+        .expect("canonical")
+        .join("inside.txt")
+        .display()
+        .to_string();
+    assert!(
+        f.call(&read, json!({"path": abs})).await.success,
+        "absolute paths inside are fine"
+    );
+    let r = f
+        .call(
+            &write,
+            json!({"path": "new/deep/file.txt", "content": "hi"}),
+        )
+        .await;
+    assert_eq!(r.data.expect("data")["created"], true);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("new/deep/file.txt")).expect("read"),
+        "hi"
+    );
+}
+
+#[tokio::test]
+async fn glob_respects_gitignore_and_list_dir_describes_entries() {
+    let f = fixture();
+    let ws = f.dir.path();
+    std::fs::create_dir_all(ws.join("src/deep")).expect("mkdir");
+    std::fs::create_dir_all(ws.join("target")).expect("mkdir");
+    for p in ["src/a.rs", "src/deep/b.rs", "src/c.txt", "target/gen.rs"] {
+        std::fs::write(ws.join(p), "x").expect("write");
+    }
+    std::fs::write(ws.join(".gitignore"), "target/\n").expect("write");
+    let glob = tool("{name: g, builtin: glob}");
+    let r = f.call(&glob, json!({"pattern": "**/*.rs"})).await;
+    assert_eq!(
+        r.data.expect("data")["paths"],
+        json!(["src/a.rs", "src/deep/b.rs"])
+    );
+    let r = f
+        .call(&glob, json!({"pattern": "*.rs", "base": "src"}))
+        .await;
+    assert_eq!(
+        r.data.expect("data")["paths"],
+        json!(["src/a.rs"]),
+        "`*` does not cross folders"
+    );
+    let list = tool("{name: l, builtin: list_dir}");
+    let r = f.call(&list, json!({"path": "src"})).await;
+    assert_eq!(
+        r.data.expect("data")["entries"],
+        json!([
+            {"name": "a.rs", "kind": "file", "size": 1},
+            {"name": "c.txt", "kind": "file", "size": 1},
+            {"name": "deep", "kind": "dir"},
+        ])
+    );
+}
+
+#[tokio::test]
+async fn http_request_talks_to_a_local_server() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.expect("accept");
+        let mut buf = vec![0u8; 4096];
+        let n = sock.read(&mut buf).await.expect("read");
+        let request = String::from_utf8_lossy(&buf[..n]).to_string();
+        let body = format!(
+            "{{\"saw_header\": {}}}",
+            request.to_ascii_lowercase().contains("x-test: yes")
+        );
+        let reply = format!(
+            "HTTP/1.1 201 Created\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        sock.write_all(reply.as_bytes()).await.expect("write");
+    });
+    let f = fixture();
+    let t = tool("{name: h, builtin: http_request}");
+    let r = f.call(&t, json!({"url": format!("http://{addr}/x"), "method": "POST", "headers": {"X-Test": "yes"}, "body": "hi"})).await;
+    assert!(r.success, "{r:?}");
+    let data = r.data.expect("data");
+    assert_eq!(data["status"], 201);
+    assert_eq!(data["body"], "{\"saw_header\": true}");
+    let r = f.call(&t, json!({"url": "file:///etc/passwd"})).await;
+    assert!(!r.success);
+}
