@@ -1,1 +1,261 @@
-fn main() {}
+//! Execution benchmarks (SPEC §5.5, §10), each side by side with its baseline in one run.
+//! Run with `cargo bench -p toolsmith-exec --bench exec`; figures go to bench/README.md.
+//!
+//! 1. Gateway overhead: a `true` command tool through the engine vs a bare spawn + wait of
+//!    /bin/true — with std's `posix_spawn` path and with the `fork` path that a `pre_exec`
+//!    hook would force, from a small and from a large (512 MiB) parent.
+//! 2. 1000 concurrent `sleep 1` tool calls: wall time and failures.
+//! 3. A Python script tool (JSON in, JSON out) vs `python3 script.py < in.json` run directly
+//!    with the same interpreter binary.
+
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolsmith_core::CompiledTool;
+use toolsmith_core::catalog::{self, CatalogSource};
+use toolsmith_exec::{CallOptions, Engine, EngineConfig};
+
+struct Text(String);
+
+impl CatalogSource for Text {
+    fn read(&self, _: &str) -> Result<String, String> {
+        Ok(self.0.clone())
+    }
+    fn var(&self, _: &str) -> Option<String> {
+        None
+    }
+}
+
+fn tool(yaml: &str) -> CompiledTool {
+    let c = catalog::load(
+        "c.yaml",
+        &Text(format!(
+            "defaults: {{env_allowlist: [PATH]}}\ntools:\n  - {yaml}"
+        )),
+    )
+    .expect("bench catalog");
+    CompiledTool::new(c.tools.into_iter().next().expect("tool"), 1).expect("compiles")
+}
+
+struct Stats {
+    p50: Duration,
+    p99: Duration,
+}
+
+fn stats(mut v: Vec<Duration>) -> Stats {
+    v.sort();
+    Stats {
+        p50: v[v.len() / 2],
+        p99: v[(v.len() * 99 / 100).min(v.len() - 1)],
+    }
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.0} µs", d.as_secs_f64() * 1e6)
+}
+
+fn row(name: &str, s: &Stats) {
+    println!("| {name} | {} | {} |", us(s.p50), us(s.p99));
+}
+
+fn time(n: usize, mut f: impl FnMut()) -> Stats {
+    for _ in 0..n / 10 {
+        f();
+    }
+    stats(
+        (0..n)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .collect(),
+    )
+}
+
+fn bare(fork_path: bool) -> impl FnMut() {
+    move || {
+        let mut c = Command::new("/bin/true");
+        if fork_path {
+            // Setting the uid (to our own) makes std use fork+exec, as a pre_exec hook would.
+            c.uid(rustix::process::getuid().as_raw());
+        }
+        let s = c.status().expect("spawn /bin/true");
+        assert!(s.success());
+    }
+}
+
+fn main() {
+    let n: usize = std::env::var("BENCH_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let ws = tempfile::tempdir().expect("tempdir");
+    let mut config = EngineConfig::new(ws.path());
+    config.runtime_python = None;
+    config.use_cgroups = std::env::var("BENCH_NO_CGROUP").is_err();
+    if let Some(n) = std::env::var("BENCH_NICE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        config.tool_niceness = n;
+    }
+    let engine = Arc::new(Engine::new(config).expect("engine"));
+    println!("cgroups in use: {}", engine.has_cgroups());
+
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+    let skip = |section: &str| !only.is_empty() && only != section;
+    // 1. Gateway overhead.
+    let t = tool("{name: t, description: d, command: [true]}");
+    let through_engine = |engine: &Engine| {
+        let r = rt.block_on(engine.call(&t, json!({}), CallOptions::default()));
+        assert!(r.success, "{r:?}");
+    };
+    if !skip("1") {
+        println!("\n## 1. a `true` tool, {n} sequential calls");
+        println!("| what | p50 | p99 |\n|---|---|---|");
+        let spawn_small = time(n, bare(false));
+        row("bare posix_spawn + wait of /bin/true", &spawn_small);
+        let fork_small = time(n, bare(true));
+        row("bare fork + exec + wait (the pre_exec path)", &fork_small);
+        let eng = time(n, || through_engine(&engine));
+        row(
+            "toolsmith engine: pipeline, plan, spawn, limits, cgroup, capture",
+            &eng,
+        );
+        println!(
+            "\nengine vs bare posix_spawn: +{} at p50 ({:.2}×), +{} at p99 ({:.2}×)",
+            us(eng.p50.saturating_sub(spawn_small.p50)),
+            eng.p50.as_secs_f64() / spawn_small.p50.as_secs_f64(),
+            us(eng.p99.saturating_sub(spawn_small.p99)),
+            eng.p99.as_secs_f64() / spawn_small.p99.as_secs_f64()
+        );
+        // The same from a large parent: fork copies its page tables, posix_spawn does not.
+        let ballast: Vec<u8> = vec![1u8; 512 << 20];
+        std::hint::black_box(&ballast);
+        let big_spawn = time(n / 4, bare(false));
+        let big_fork = time(n / 4, bare(true));
+        let big_eng = time(n / 4, || through_engine(&engine));
+        println!("\nfrom a parent with 512 MiB resident:");
+        println!("| what | p50 | p99 |\n|---|---|---|");
+        row("bare posix_spawn + wait", &big_spawn);
+        row("bare fork + exec + wait", &big_fork);
+        row("toolsmith engine", &big_eng);
+        drop(ballast);
+    }
+
+    // 2. 1000 concurrent sleep 1.
+    if !skip("2") {
+        let sleep = Arc::new(tool("{name: s, description: d, command: [sleep, '1']}"));
+        let started = Instant::now();
+        let failures = rt.block_on(async {
+            let calls: Vec<_> = (0..1000)
+                .map(|_| {
+                    let (e, t) = (engine.clone(), sleep.clone());
+                    tokio::spawn(async move { e.call(&t, json!({}), CallOptions::default()).await })
+                })
+                .collect();
+            let mut failures = 0;
+            for c in calls {
+                if !c.await.map(|r| r.success).unwrap_or(false) {
+                    failures += 1;
+                }
+            }
+            failures
+        });
+        println!(
+            "\n## 2. 1000 concurrent `sleep 1` calls: wall {:.2} s, failures {failures}",
+            started.elapsed().as_secs_f64()
+        );
+    }
+
+    // 3. Python script tool vs the same script run directly.
+    let source = "import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({'sum': sum(args['numbers'])}))\n";
+    let allow = std::env::var("BENCH_ALLOW").unwrap_or_else(|_| "PATH".into());
+    let script = tool(&format!(
+        "{{name: py, description: d, env_allowlist: [{allow}], script: {{source: {}}}, parameters: [{{name: numbers, type: array, items: number}}]}}",
+        serde_json::to_string(source).expect("json")
+    ));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("script.py");
+    std::fs::write(&path, source).expect("write script");
+    let input = json!({"numbers": [1, 2, 3.5]}).to_string();
+    let real_python = String::from_utf8(
+        Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3")
+            .stdout,
+    )
+    .expect("utf-8")
+    .trim()
+    .to_owned();
+    let direct = |python: &str| {
+        let python = python.to_owned();
+        let (path, input) = (path.clone(), input.clone());
+        move || {
+            let mut child = Command::new(&python)
+                .arg(&path)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("python");
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(input.as_bytes())
+                .expect("write");
+            let out = child.wait_with_output().expect("wait");
+            assert!(out.status.success());
+        }
+    };
+    let m = (n / 20).max(30);
+    println!("\n## 3. a Python script tool, {m} calls of each, interleaved");
+    println!("| what | p50 | p99 |\n|---|---|---|");
+    let (mut run_direct, mut run_shim) = (direct(&real_python), direct("python3"));
+    let mut run_engine = || {
+        let r = rt.block_on(engine.call(
+            &script,
+            json!({"numbers": [1, 2, 3.5]}),
+            CallOptions::default(),
+        ));
+        assert_eq!(r.data, Some(json!({"sum": 6.5})), "{r:?}");
+    };
+    let (mut d, mut s, mut e) = (Vec::new(), Vec::new(), Vec::new());
+    run_engine();
+    for _ in 0..m {
+        for (f, out) in [
+            (&mut run_direct as &mut dyn FnMut(), &mut d),
+            (&mut run_shim, &mut s),
+            (&mut run_engine, &mut e),
+        ] {
+            let t = Instant::now();
+            f();
+            out.push(t.elapsed());
+        }
+    }
+    let (py_direct, py_shim, py_engine) = (stats(d), stats(s), stats(e));
+    row(
+        &format!("python3 script.py < in.json, directly ({real_python})"),
+        &py_direct,
+    );
+    row(
+        "python3 script.py < in.json through PATH (a pyenv shim here)",
+        &py_shim,
+    );
+    row("toolsmith script tool", &py_engine);
+    println!(
+        "\nscript tool vs direct: {:.2}× at p50",
+        py_engine.p50.as_secs_f64() / py_direct.p50.as_secs_f64()
+    );
+}

@@ -52,6 +52,10 @@ pub struct EngineConfig {
     pub script_dir: PathBuf,
     /// The Python of `toolsmith runtime setup`, used by python3/python script tools.
     pub runtime_python: Option<PathBuf>,
+    /// The nice level of tool processes: above 0 they yield the CPU to the gateway.
+    pub tool_niceness: i32,
+    /// Put each call in its own pids cgroup when the machine allows it.
+    pub use_cgroups: bool,
 }
 
 impl EngineConfig {
@@ -70,6 +74,8 @@ impl EngineConfig {
             runtime_python: runtime::Runtime::default_location()
                 .python()
                 .filter(|p| p.exists()),
+            tool_niceness: limits::TOOL_NICENESS,
+            use_cgroups: true,
         }
     }
 }
@@ -102,7 +108,11 @@ impl Engine {
             global: Arc::new(Semaphore::new(config.max_concurrent)),
             per_tool: Mutex::default(),
             scripts: script::Scripts::new(config.script_dir.clone(), config.runtime_python.clone()),
-            cgroups: limits::Cgroups::detect().map(Arc::new),
+            cgroups: if config.use_cgroups {
+                limits::Cgroups::detect().map(Arc::new)
+            } else {
+                None
+            },
             workspace,
             config,
         })
@@ -302,6 +312,7 @@ impl Engine {
             cwd,
             timeout: Duration::from_millis(t.timeout_ms),
             limits,
+            niceness: self.config.tool_niceness,
         };
         let done = match process::run(spec, self.cgroups.as_ref()).await {
             Ok(d) => d,

@@ -32,7 +32,7 @@ pub fn defaults() -> Limits {
 
 /// Applies the rlimits to a started process. Failures are returned for the log; the call
 /// still runs (the timeout and the group kill still hold).
-pub fn apply_rlimits(pid: u32, limits: &Limits) -> Result<(), String> {
+pub fn apply_rlimits(pid: u32, limits: &Limits, niceness: i32) -> Result<(), String> {
     let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
         return Err(format!("invalid pid {pid}"));
     };
@@ -53,8 +53,10 @@ pub fn apply_rlimits(pid: u32, limits: &Limits) -> Result<(), String> {
     };
     // Tools yield the CPU to the gateway: a tool that saturates the machine (a contained fork
     // bomb, a busy loop) must not delay the gateway's timers and kills.
-    rustix::process::setpriority_process(Some(pid), TOOL_NICENESS)
-        .map_err(|e| format!("setpriority: {e}"))?;
+    if niceness != 0 {
+        rustix::process::setpriority_process(Some(pid), niceness)
+            .map_err(|e| format!("setpriority: {e}"))?;
+    }
     set(Resource::As, limits.memory_bytes)?;
     set(Resource::Fsize, limits.file_size_bytes)?;
     set(Resource::Cpu, limits.cpu_seconds)?;
@@ -124,11 +126,11 @@ impl Cgroups {
             self.next.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir(&dir).ok()?;
-        if let Some(max) = max {
-            if std::fs::write(dir.join("pids.max"), max.to_string()).is_err() {
-                let _ = std::fs::remove_dir(&dir);
-                return None;
-            }
+        if let Some(max) = max
+            && std::fs::write(dir.join("pids.max"), max.to_string()).is_err()
+        {
+            let _ = std::fs::remove_dir(&dir);
+            return None;
         }
         Some(CallCgroup { dir })
     }

@@ -24,6 +24,7 @@ pub struct Spec<'a> {
     pub cwd: PathBuf,
     pub timeout: Duration,
     pub limits: Limits,
+    pub niceness: i32,
 }
 
 /// How a process ended.
@@ -69,7 +70,13 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
     let Some((program, args)) = spec.argv.split_first() else {
         return Err(SpawnError::Other("empty command".into()));
     };
-    let mut cmd = Command::new(program);
+    // A program given by name is looked up here, in the tool's own PATH: std spawns with
+    // `posix_spawn` only for a program given as a path once PATH is set, and falls back to
+    // `fork` otherwise — far slower from a large gateway (bench/README.md).
+    let resolved = resolve_program(program, spec.env.get("PATH").map(String::as_str))
+        .ok_or_else(|| SpawnError::NotFound(program.clone()))?;
+    let mut cmd = Command::new(&resolved);
+    cmd.arg0(program);
     cmd.args(args)
         .env_clear()
         .envs(&spec.env)
@@ -82,7 +89,7 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let limits = spec.limits;
+    let (limits, niceness) = (spec.limits, spec.niceness);
     let cgroup = cgroups.and_then(|c| c.create(limits.processes));
     // The guard is made where the child is, so whoever drops the result kills the group —
     // even a caller that went away while the spawn was in flight.
@@ -93,7 +100,7 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
         };
         let pid = child.id().unwrap_or(0);
         let guard = GroupGuard { pgid: pid, cgroup };
-        let _ = limits::apply_rlimits(pid, &limits);
+        let _ = limits::apply_rlimits(pid, &limits, niceness);
         Ok::<_, std::io::Error>((child, guard))
     };
     let spawned = match cgroups {
@@ -149,6 +156,23 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
         signal: status.and_then(|s| s.signal()),
         timed_out,
     })
+}
+
+/// The file `program` names: itself when it holds a `/`, else the first executable of that
+/// name in `path` (the tool's PATH; `/usr/local/bin:/usr/bin:/bin` when it has none).
+pub fn resolve_program(program: &str, path: Option<&str>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    if program.contains('/') {
+        return Some(PathBuf::from(program));
+    }
+    path.unwrap_or("/usr/local/bin:/usr/bin:/bin")
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| std::path::Path::new(d).join(program))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 async fn join_capture(task: Option<tokio::task::JoinHandle<Captured>>, until: Instant) -> Captured {

@@ -66,10 +66,10 @@ fn processes_with(marker: &str) -> Vec<u32> {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        if let Ok(env) = std::fs::read(entry.path().join("environ")) {
-            if env.split(|b| *b == 0).any(|v| v == marker.as_bytes()) {
-                out.push(pid);
-            }
+        if let Ok(env) = std::fs::read(entry.path().join("environ"))
+            && env.split(|b| *b == 0).any(|v| v == marker.as_bytes())
+        {
+            out.push(pid);
         }
     }
     out

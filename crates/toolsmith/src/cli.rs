@@ -138,6 +138,10 @@ pub struct CallArgs {
     /// The folder file built-ins are confined to and `working_dir`s are relative to.
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub workspace: PathBuf,
+    /// Do not put each call in its own pids cgroup (faster for long-lived tools such as
+    /// Python scripts; fork bombs are then only stopped by the timeout).
+    #[arg(long)]
+    pub no_cgroups: bool,
     /// Print the ToolResult as JSON.
     #[arg(long)]
     pub json: bool,
@@ -213,8 +217,9 @@ fn call(args: CallArgs) -> Result<ExitCode> {
         plan::dry_run(&compiled, raw)
     } else {
         let confirmed = args.yes || (compiled.tool.is_dangerous() && confirm(&compiled.tool)?);
-        let engine = Engine::new(EngineConfig::new(&args.workspace))
-            .map_err(|e| anyhow::anyhow!("--workspace: {e}"))?;
+        let mut config = EngineConfig::new(&args.workspace);
+        config.use_cgroups = !args.no_cgroups;
+        let engine = Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()

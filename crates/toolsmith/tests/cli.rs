@@ -330,3 +330,195 @@ fn help_lists_the_commands_and_exit_codes() {
     }
     assert_eq!(toolsmith(&["frobnicate"]).status.code(), Some(2));
 }
+
+/// Runs the binary with stdin closed (not a terminal), from `dir`.
+fn toolsmith_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolsmith"));
+    cmd.args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("runs")
+}
+
+#[test]
+fn call_runs_tools_for_real() {
+    let catalog = repo().join("examples/catalog.yaml");
+    let c = catalog.to_str().expect("utf-8");
+    let ws = tempfile::tempdir().expect("tempdir");
+    std::fs::write(ws.path().join("notes.txt"), "alpha\nbeta\n").expect("write");
+    let o = toolsmith_in(
+        ws.path(),
+        &[
+            "call",
+            "read_file",
+            "-c",
+            c,
+            "-a",
+            "path=notes.txt",
+            "-a",
+            "offset=2",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(json_out(&o)["data"]["content"], "beta\n");
+    let o = toolsmith_in(
+        ws.path(),
+        &[
+            "call",
+            "sort_lines",
+            "-c",
+            c,
+            "-a",
+            "text=b\na",
+            "--workspace",
+            ".",
+        ],
+        &[],
+    );
+    assert_eq!(stdout(&o), "a\nb\n");
+    let o = toolsmith_in(
+        ws.path(),
+        &[
+            "call",
+            "word_stats",
+            "-c",
+            c,
+            "-a",
+            "text=a b a",
+            "-a",
+            "top=1",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(
+        json_out(&o)["data"]["top_words"],
+        json!([{"word": "a", "count": 2}]),
+        "{}",
+        stderr(&o)
+    );
+    // A failing tool: exit 1 with the error kind.
+    let o = toolsmith_in(
+        ws.path(),
+        &["call", "read_file", "-c", c, "-a", "path=../../etc/passwd"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("error (invalid_arguments): read_file: \"../../etc/passwd\" refused: `..` is not allowed"), "{}", stderr(&o));
+    let o = toolsmith_in(
+        ws.path(),
+        &[
+            "call",
+            "read_file",
+            "-c",
+            c,
+            "-a",
+            "path=x",
+            "--workspace",
+            "no/such/dir",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--workspace: workspace no/such/dir:"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn dangerous_tools_need_yes_without_a_terminal() {
+    let catalog = repo().join("examples/catalog.yaml");
+    let c = catalog.to_str().expect("utf-8");
+    let ws = tempfile::tempdir().expect("tempdir");
+    let o = toolsmith_in(
+        ws.path(),
+        &[
+            "call",
+            "write_file",
+            "-c",
+            c,
+            "-a",
+            "path=out.txt",
+            "-a",
+            "content=hi",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(json_out(&o)["error"]["kind"], "needs_confirmation");
+    assert!(!ws.path().join("out.txt").exists(), "nothing was written");
+    let o = toolsmith_in(
+        ws.path(),
+        &[
+            "call",
+            "write_file",
+            "-c",
+            c,
+            "-a",
+            "path=out.txt",
+            "-a",
+            "content=hi",
+            "--yes",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("out.txt")).expect("written"),
+        "hi"
+    );
+}
+
+#[test]
+fn runtime_setup_installs_the_curated_packages_and_script_tools_use_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rt = dir.path().join("rt");
+    let rt_s = rt.to_str().expect("utf-8");
+    let o = toolsmith_in(
+        dir.path(),
+        &["runtime", "status", "--dir", rt_s, "--json"],
+        &[],
+    );
+    assert_eq!(json_out(&o)["exists"], false);
+    let o = toolsmith_in(dir.path(), &["runtime", "setup", "--dir", rt_s], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("runtime: installing requests, httpx, jsonschema"),
+        "{}",
+        stderr(&o)
+    );
+    let o = toolsmith_in(
+        dir.path(),
+        &["runtime", "status", "--dir", rt_s, "--json"],
+        &[],
+    );
+    let status = json_out(&o);
+    assert_eq!(status["exists"], true);
+    let names: Vec<String> = status["packages"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|p| p["name"].as_str().unwrap_or_default().to_lowercase())
+        .collect();
+    for p in ["requests", "httpx", "jsonschema"] {
+        assert!(names.contains(&p.to_string()), "{p} missing from {names:?}");
+    }
+    // A script tool importing httpx runs with the runtime's Python.
+    std::fs::write(dir.path().join("c.yaml"), "tools: [{name: v, description: d, script: {source: \"import httpx, json, sys; json.load(sys.stdin); print(json.dumps({'prefix': sys.prefix}))\"}}]").expect("write");
+    let o = toolsmith_in(
+        dir.path(),
+        &["call", "v", "-c", "c.yaml", "--json"],
+        &[("TOOLSMITH_RUNTIME", rt_s)],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(json_out(&o)["data"]["prefix"], rt_s);
+}

@@ -489,13 +489,13 @@ impl Loader<'_> {
         }
         let env = read_env(&f, e);
         let working_dir = f.string("working_dir", e);
-        if let Some(dir) = &working_dir {
-            if dir.starts_with('/') || dir.split('/').any(|s| s == "..") {
-                e.push(
-                    &f.at("working_dir"),
-                    format!("{dir:?} must be relative to the workspace, without `..`"),
-                );
-            }
+        if let Some(dir) = &working_dir
+            && (dir.starts_with('/') || dir.split('/').any(|s| s == ".."))
+        {
+            e.push(
+                &f.at("working_dir"),
+                format!("{dir:?} must be relative to the workspace, without `..`"),
+            );
         }
         let max_concurrency = f.uint("max_concurrency", e);
         if max_concurrency == Some(0) || max_concurrency.is_some_and(|m| m > u64::from(u32::MAX)) {
