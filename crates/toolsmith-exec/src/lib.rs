@@ -23,7 +23,7 @@ mod script;
 mod workspace;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -446,16 +446,5 @@ fn raise_nofile() {
                 maximum: current.maximum,
             },
         );
-    }
-}
-
-/// The working directory of a relative path, for callers that resolve user paths.
-pub fn absolute(path: &Path) -> PathBuf {
-    if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir()
-            .map(|d| d.join(path))
-            .unwrap_or_else(|_| path.to_path_buf())
     }
 }

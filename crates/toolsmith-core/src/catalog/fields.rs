@@ -29,6 +29,14 @@ impl Errs {
     }
 }
 
+/// A valid environment variable name: letters, digits and `_`, not starting with a digit.
+pub(crate) fn is_env_name(name: &str) -> bool {
+    name.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// `parent.key`, or `key` at the top.
 pub(crate) fn join(parent: &str, key: &str) -> String {
     if parent.is_empty() {

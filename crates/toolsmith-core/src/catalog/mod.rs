@@ -902,13 +902,8 @@ fn read_env(f: &Fields<'_>, e: &mut Errs) -> BTreeMap<String, String> {
     };
     for (name, value) in map {
         let at = join(&f.at("env"), name);
-        let ok = name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !ok {
-            e.push(&at, format!("invalid environment variable name {name:?}"));
+        if !fields::is_env_name(name) {
+            e.push(&at, format!("invalid environment variable name {name:?}: use letters, digits and `_`, not starting with a digit"));
         }
         let text = match value {
             Value::String(s) => s.clone(),

@@ -604,12 +604,7 @@ fn parse_injection(f: &Fields<'_>, p: &mut Parameter, place: Place, e: &mut Errs
 
 fn env_name(f: &Fields<'_>, e: &mut Errs) -> Option<String> {
     let name = f.string("env_name", e)?;
-    let ok = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !ok {
+    if !super::fields::is_env_name(&name) {
         e.push(&f.at("env_name"), format!("invalid environment variable name {name:?}: use letters, digits and `_`, not starting with a digit"));
     }
     Some(name)

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::workspace::Workspace;
 
-/// A built-in's failure: a message for the model, and whether it was the caller's fault.
+/// A built-in's failure, as a message for the model.
 #[derive(Debug)]
 pub struct BuiltinError {
     pub message: String,
