@@ -37,9 +37,10 @@ impl Scripts {
             return Ok(p.clone());
         }
         let mut cache = self.interpreters.lock().unwrap_or_else(|e| e.into_inner());
+        let path = std::env::var("PATH").unwrap_or_default();
         cache
             .entry(name.to_owned())
-            .or_insert_with(|| resolve(name))
+            .or_insert_with(|| resolve(name, &path))
             .clone()
     }
 
@@ -82,12 +83,12 @@ fn fnv(bytes: &[u8]) -> u64 {
     })
 }
 
-fn resolve(name: &str) -> Result<PathBuf, String> {
+/// `name` found on `path`, symlinks followed, and a shim replaced by what it launches.
+fn resolve(name: &str, path: &str) -> Result<PathBuf, String> {
     let found = if name.contains('/') {
         PathBuf::from(name)
     } else {
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        std::env::split_paths(&path)
+        std::env::split_paths(path)
             .map(|dir| dir.join(name))
             .find(|p| is_executable(p))
             .ok_or_else(|| format!("interpreter {name:?} not found on PATH"))?
@@ -136,4 +137,34 @@ fn is_shim(p: &Path) -> bool {
         .and_then(|mut f| f.read_exact(&mut head))
         .is_ok()
         && &head == b"#!"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shim_resolves_to_the_interpreter_it_launches() {
+        // The real interpreter, as the machine's python3 (itself possibly a shim) reports it.
+        let real = resolve("python3", &std::env::var("PATH").unwrap_or_default())
+            .expect("python3 on PATH");
+        assert!(
+            !is_shim(&real),
+            "{} is still a launcher script",
+            real.display()
+        );
+        // A pyenv-style shim in front of it is seen through.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let shim = dir.path().join("python3");
+        std::fs::write(
+            &shim,
+            format!("#!/bin/sh\nexec {} \"$@\"\n", real.display()),
+        )
+        .expect("write");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let resolved = resolve("python3", &dir.path().display().to_string()).expect("resolves");
+        assert_eq!(resolved.canonicalize().ok(), real.canonicalize().ok());
+        assert!(resolve("no-such-interpreter", "/nonexistent").is_err());
+    }
 }

@@ -522,3 +522,52 @@ fn runtime_setup_installs_the_curated_packages_and_script_tools_use_it() {
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert_eq!(json_out(&o)["data"]["prefix"], rt_s);
 }
+
+#[test]
+fn ctrl_c_cancels_the_call_and_kills_its_processes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = std::process::id();
+    std::fs::write(dir.path().join("c.yaml"), format!("tools: [{{name: hang, description: d, env: {{TS_MARK: ctrlc{id}}}, command: [sh, -c, 'sleep 30 & sleep 30']}}]")).expect("write");
+    let child = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .args(["call", "hang", "-c", "c.yaml", "--json"])
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let marker = format!("TS_MARK=ctrlc{id}");
+    let running = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                std::fs::read(e.path().join("environ"))
+                    .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()))
+            })
+            .count()
+    };
+    for _ in 0..200 {
+        if running() >= 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(running() >= 2, "the tool started");
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let o = child.wait_with_output().expect("wait");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(json_out(&o)["error"]["kind"], "cancelled");
+    for _ in 0..100 {
+        if running() == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(running(), 0, "no process of the cancelled call survives");
+}
