@@ -13,6 +13,8 @@ use toolsmith_core::result::ErrorKind;
 use toolsmith_core::{CompiledTool, ToolResult, plan};
 use toolsmith_exec::runtime::Runtime;
 use toolsmith_exec::{CallOptions, Engine, EngineConfig};
+use toolsmith_store::sqlite::SqliteStore;
+use toolsmith_store::{Change, Store, StoreExt};
 
 use crate::output;
 use crate::source::load_catalog;
@@ -73,6 +75,46 @@ pub enum Command {
     },
     /// Call a tool: run the arguments through the pipeline, run the tool, print the result.
     Call(CallArgs),
+    /// Import a catalog into the registry: new tools are created, changed ones get a new
+    /// version, unchanged ones keep theirs.
+    Import {
+        /// The catalog file.
+        file: PathBuf,
+        #[command(flatten)]
+        db: DbArg,
+        /// Also delete (softly) registry tools the catalog does not have.
+        #[arg(long)]
+        prune: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the versions of a registry tool, oldest first.
+    History {
+        name: String,
+        #[command(flatten)]
+        db: DbArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Save an old version of a registry tool as its newest version.
+    Restore {
+        name: String,
+        version: u64,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Enable a registry tool (a new version).
+    Enable {
+        name: String,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Disable a registry tool: it is no longer listed to models or callable (a new version).
+    Disable {
+        name: String,
+        #[command(flatten)]
+        db: DbArg,
+    },
     /// The Python runtime script tools use: a virtual environment with requests, httpx and
     /// jsonschema.
     Runtime {
@@ -102,6 +144,16 @@ pub enum RuntimeCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct DbArg {
+    /// The registry file [default: $TOOLSMITH_DB, else ~/.local/share/toolsmith/registry.db].
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// Recorded as the author of the change [default: $USER].
+    #[arg(long)]
+    pub author: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -195,7 +247,101 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Call(args) => call(args),
         Command::Runtime { command } => runtime(command),
+        Command::Import {
+            file,
+            db,
+            prune,
+            json,
+        } => registry(&db, |store, author| async move {
+            let catalog = load_catalog(&file)?;
+            let report = store.import(&catalog.tools, prune, &author).await?;
+            output::import_report(&file, &report, json);
+            Ok(ExitCode::SUCCESS)
+        }),
+        Command::History { name, db, json } => registry(&db, |store, _| async move {
+            output::history(&store.history(&name).await?, json);
+            Ok(ExitCode::SUCCESS)
+        }),
+        Command::Restore { name, version, db } => registry(&db, |store, author| async move {
+            let r = store
+                .restore(
+                    &name,
+                    version,
+                    Change {
+                        author: &author,
+                        summary: "",
+                    },
+                )
+                .await?;
+            println!(
+                "{name}: version {version} restored as version {}",
+                r.version
+            );
+            Ok(ExitCode::SUCCESS)
+        }),
+        Command::Enable { name, db } => set_enabled(name, db, true),
+        Command::Disable { name, db } => set_enabled(name, db, false),
     }
+}
+
+fn set_enabled(name: String, db: DbArg, enabled: bool) -> Result<ExitCode> {
+    registry(&db, |store, author| async move {
+        let r = store
+            .set_enabled(
+                &name,
+                enabled,
+                Change {
+                    author: &author,
+                    summary: "",
+                },
+            )
+            .await?;
+        println!(
+            "{name}: {} (version {})",
+            if enabled { "enabled" } else { "disabled" },
+            r.version
+        );
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Opens the registry and runs `f` with it and the author's name.
+fn registry<F, Fut>(db: &DbArg, f: F) -> Result<ExitCode>
+where
+    F: FnOnce(SqliteStore, String) -> Fut,
+    Fut: std::future::Future<Output = Result<ExitCode>>,
+{
+    let path = db.db.clone().unwrap_or_else(default_db);
+    let author = db
+        .author
+        .clone()
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| "cli".into());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(async move {
+        let store = SqliteStore::open(&path)
+            .await
+            .with_context(|| format!("opening the registry {}", path.display()))?;
+        f(store, author).await
+    })
+}
+
+/// `$TOOLSMITH_DB`, else `$XDG_DATA_HOME/toolsmith/registry.db`, else
+/// `~/.local/share/toolsmith/registry.db`.
+pub fn default_db() -> PathBuf {
+    if let Some(p) = std::env::var_os("TOOLSMITH_DB") {
+        return PathBuf::from(p);
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into()))
+                .join(".local/share")
+        });
+    data.join("toolsmith/registry.db")
 }
 
 fn unknown_tool(catalog: &toolsmith_core::Catalog, name: &str) -> String {

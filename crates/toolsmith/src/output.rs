@@ -255,3 +255,85 @@ fn first_line(s: &str, max: usize) -> String {
         line.to_owned()
     }
 }
+
+pub fn import_report(file: &Path, r: &toolsmith_store::ImportReport, json: bool) {
+    if json {
+        println!("{}", serde_json::to_value(r).unwrap_or_default());
+        return;
+    }
+    println!(
+        "imported {}: {} created, {} updated, {} unchanged, {} deleted",
+        file.display(),
+        r.created.len(),
+        r.updated.len(),
+        r.unchanged.len(),
+        r.deleted.len()
+    );
+    for (what, names) in [
+        ("created", &r.created),
+        ("updated", &r.updated),
+        ("deleted", &r.deleted),
+    ] {
+        if !names.is_empty() {
+            println!("  {what}: {}", names.join(", "));
+        }
+    }
+}
+
+pub fn history(versions: &[toolsmith_store::VersionRecord], json: bool) {
+    if json {
+        // Secret config values never leave through a view.
+        let rows: Vec<Value> = versions
+            .iter()
+            .map(|v| {
+                let definition = toolsmith_store::definition_to_tool(&v.definition)
+                    .map(|t| t.to_catalog_value(Secrets::Redact))
+                    .unwrap_or(Value::Null);
+                json!({"version": v.version, "created_at_ms": v.created_at_ms, "author": v.author, "summary": v.summary, "definition": definition})
+            })
+            .collect();
+        println!("{}", Value::Array(rows));
+        return;
+    }
+    for v in versions {
+        println!(
+            "v{:<4} {}  {:<12} {}",
+            v.version,
+            utc(v.created_at_ms),
+            v.author,
+            v.summary
+        );
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS` (UTC) of Unix milliseconds.
+fn utc(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_dates() {
+        assert_eq!(super::utc(0), "1970-01-01 00:00:00");
+        assert_eq!(super::utc(1_795_000_000_000), "2026-11-18 11:06:40");
+        assert_eq!(super::utc(951_782_400_000), "2000-02-29 00:00:00");
+    }
+}

@@ -571,3 +571,80 @@ fn ctrl_c_cancels_the_call_and_kills_its_processes() {
     }
     assert_eq!(running(), 0, "no process of the cancelled call survives");
 }
+
+#[test]
+fn registry_import_history_restore_enable_disable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("reg.db");
+    let db_s = db.to_str().expect("utf-8");
+    let catalog = repo().join("examples/catalog.yaml");
+    let c = catalog.to_str().expect("utf-8");
+    let run = |args: &[&str]| {
+        toolsmith_in(
+            dir.path(),
+            args,
+            &[("TOOLSMITH_DB", db_s), ("USER", "tester")],
+        )
+    };
+    let o = run(&["import", c, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(json_out(&o)["created"].as_array().map(Vec::len), Some(13));
+    let o = run(&["import", c, "--json"]);
+    assert_eq!(
+        json_out(&o)["unchanged"].as_array().map(Vec::len),
+        Some(13),
+        "unchanged tools keep their version"
+    );
+    assert_eq!(
+        stdout(&run(&["disable", "git_log"])),
+        "git_log: disabled (version 2)\n"
+    );
+    assert_eq!(
+        stdout(&run(&["enable", "git_log", "--author", "ops"])),
+        "git_log: enabled (version 3)\n"
+    );
+    assert_eq!(
+        stdout(&run(&["restore", "git_log", "2"])),
+        "git_log: version 2 restored as version 4\n"
+    );
+    let o = run(&["history", "git_log", "--json"]);
+    let h = json_out(&o);
+    let rows: Vec<(u64, String, String, bool)> = h
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|v| {
+            (
+                v["version"].as_u64().unwrap_or(0),
+                v["author"].as_str().unwrap_or_default().to_owned(),
+                v["summary"].as_str().unwrap_or_default().to_owned(),
+                v["definition"]["enabled"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (1, "tester".into(), "imported from catalog".into(), true),
+            (2, "tester".into(), "disabled".into(), false),
+            (3, "ops".into(), "enabled".into(), true),
+            (4, "tester".into(), "restored version 2".into(), false),
+        ]
+    );
+    let o = run(&["restore", "git_log", "99"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "error: version 99 of tool \"git_log\" not found\n"
+    );
+    // --prune deletes what the catalog no longer has.
+    std::fs::write(
+        dir.path().join("one.yaml"),
+        "tools: [{name: git_log, description: Only this one., command: [git, log]}]",
+    )
+    .expect("write");
+    let o = run(&["import", "one.yaml", "--prune", "--json"]);
+    let r = json_out(&o);
+    assert_eq!(r["updated"], json!(["git_log"]));
+    assert_eq!(r["deleted"].as_array().map(Vec::len), Some(12));
+}

@@ -1,0 +1,328 @@
+//! toolsmith-store: the registry (SPEC §6). Tools with integer versions, each save an
+//! immutable snapshot of the whole definition, behind one [`Store`] trait.
+//!
+//! - Every save increments the tool's `version` and writes a [`VersionRecord`] (definition,
+//!   time, author, one-line summary). Restoring version `v` saves a new version equal to it.
+//! - Updates name the version they were based on; a stale one is refused with
+//!   [`StoreError::Conflict`] and nothing is written (optimistic concurrency).
+//! - Definitions are stored in the catalog form (`Tool::to_catalog_value` with secrets kept)
+//!   and read back through the catalog loader, so the registry holds nothing the loader would
+//!   refuse. Views that leave the process redact secrets; the store itself does not.
+//! - Deleting is soft: the history stays, and importing or creating the name again continues
+//!   its version numbers.
+//!
+//! [`sqlite::SqliteStore`] is the embedded default.
+
+pub mod sqlite;
+
+use serde::Serialize;
+use serde_json::Value;
+use toolsmith_core::Tool;
+use toolsmith_core::catalog::{self, CatalogSource};
+use toolsmith_core::model::Secrets;
+
+/// Why a store operation failed, in terms a caller can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0} not found")]
+    NotFound(String),
+    /// The update was based on a version that is no longer the current one.
+    #[error(
+        "tool {name:?} is at version {current_version}; the change was based on version {based_on}"
+    )]
+    Conflict {
+        name: String,
+        current_version: u64,
+        based_on: u64,
+    },
+    /// The name is taken by a live tool.
+    #[error("tool {0:?} already exists")]
+    Exists(String),
+    /// A stored definition the loader refuses (the database was edited by hand?).
+    #[error("invalid definition: {0}")]
+    Invalid(String),
+    #[error("database: {0}")]
+    Backend(String),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Backend(e.to_string())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// A tool as the registry holds it now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolRecord {
+    pub tool: Tool,
+    pub version: u64,
+    pub updated_at_ms: i64,
+    pub updated_by: String,
+}
+
+/// One immutable snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VersionRecord {
+    pub name: String,
+    pub version: u64,
+    /// The catalog form, secrets kept: redact before showing it.
+    pub definition: Value,
+    pub created_at_ms: i64,
+    pub author: String,
+    pub summary: String,
+}
+
+/// Who makes a change and why.
+#[derive(Debug, Clone)]
+pub struct Change<'a> {
+    pub author: &'a str,
+    pub summary: &'a str,
+}
+
+/// A search over name, description and tags.
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    /// Case-insensitive substring of the name, description or a tag.
+    pub text: Option<String>,
+    pub tag: Option<String>,
+    pub include_disabled: bool,
+    /// Page size (1..=1000; 50 when 0).
+    pub limit: usize,
+    /// From the previous page's `next_cursor`.
+    pub cursor: Option<String>,
+}
+
+/// One page of results, in name order; `next_cursor` is `None` on the last page.
+#[derive(Debug, Clone)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ImportReport {
+    pub created: Vec<String>,
+    pub updated: Vec<String>,
+    pub unchanged: Vec<String>,
+    pub deleted: Vec<String>,
+}
+
+/// The registry's operations. Every write is one transaction.
+pub trait Store: Send + Sync {
+    /// Creates `tool` at version 1 (or, for a deleted name, the next version of its history).
+    fn create(
+        &self,
+        tool: &Tool,
+        change: Change<'_>,
+    ) -> impl Future<Output = Result<ToolRecord>> + Send;
+    /// Saves `tool` as the next version, if the current version is `base_version`.
+    fn update(
+        &self,
+        tool: &Tool,
+        base_version: u64,
+        change: Change<'_>,
+    ) -> impl Future<Output = Result<ToolRecord>> + Send;
+    fn get(&self, name: &str) -> impl Future<Output = Result<ToolRecord>> + Send;
+    fn version(
+        &self,
+        name: &str,
+        version: u64,
+    ) -> impl Future<Output = Result<VersionRecord>> + Send;
+    /// Every version, oldest first.
+    fn history(&self, name: &str) -> impl Future<Output = Result<Vec<VersionRecord>>> + Send;
+    /// Soft delete: the tool leaves listings and calls; its history stays.
+    fn delete(&self, name: &str, change: Change<'_>) -> impl Future<Output = Result<()>> + Send;
+    fn search(&self, query: &Query) -> impl Future<Output = Result<Page<ToolRecord>>> + Send;
+}
+
+/// Operations built from the trait's primitives, the same for every backend.
+pub trait StoreExt: Store {
+    /// Saves version `version` again as the next version.
+    fn restore(
+        &self,
+        name: &str,
+        version: u64,
+        change: Change<'_>,
+    ) -> impl Future<Output = Result<ToolRecord>> + Send {
+        async move {
+            let old = self.version(name, version).await?;
+            let current = self.get(name).await?;
+            let tool = definition_to_tool(&old.definition)?;
+            let summary = if change.summary.is_empty() {
+                format!("restored version {version}")
+            } else {
+                change.summary.to_owned()
+            };
+            self.update(
+                &tool,
+                current.version,
+                Change {
+                    author: change.author,
+                    summary: &summary,
+                },
+            )
+            .await
+        }
+    }
+
+    /// Enables or disables a tool (a new version, since `enabled` is part of the snapshot);
+    /// no change when it already is.
+    fn set_enabled(
+        &self,
+        name: &str,
+        enabled: bool,
+        change: Change<'_>,
+    ) -> impl Future<Output = Result<ToolRecord>> + Send {
+        async move {
+            let current = self.get(name).await?;
+            if current.tool.enabled == enabled {
+                return Ok(current);
+            }
+            let mut tool = current.tool.clone();
+            tool.enabled = enabled;
+            let summary = if change.summary.is_empty() {
+                if enabled { "enabled" } else { "disabled" }
+            } else {
+                change.summary
+            };
+            self.update(
+                &tool,
+                current.version,
+                Change {
+                    author: change.author,
+                    summary,
+                },
+            )
+            .await
+        }
+    }
+
+    /// Catalog sync: creates new tools, saves changed ones, leaves unchanged ones at their
+    /// version; with `prune`, deletes live tools the catalog does not have.
+    fn import(
+        &self,
+        tools: &[Tool],
+        prune: bool,
+        author: &str,
+    ) -> impl Future<Output = Result<ImportReport>> + Send {
+        async move {
+            let mut report = ImportReport::default();
+            for tool in tools {
+                let name = tool.name.to_string();
+                match self.get(&name).await {
+                    Ok(current) if same_definition(&current.tool, tool) => {
+                        report.unchanged.push(name)
+                    }
+                    Ok(current) => {
+                        self.update(
+                            tool,
+                            current.version,
+                            Change {
+                                author,
+                                summary: "imported from catalog",
+                            },
+                        )
+                        .await?;
+                        report.updated.push(name);
+                    }
+                    Err(StoreError::NotFound(_)) => {
+                        self.create(
+                            tool,
+                            Change {
+                                author,
+                                summary: "imported from catalog",
+                            },
+                        )
+                        .await?;
+                        report.created.push(name);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            if prune {
+                let mut cursor = None;
+                loop {
+                    let page = self
+                        .search(&Query {
+                            include_disabled: true,
+                            limit: 1000,
+                            cursor,
+                            ..Query::default()
+                        })
+                        .await?;
+                    for record in &page.items {
+                        if !tools.iter().any(|t| t.name == record.tool.name) {
+                            let name = record.tool.name.to_string();
+                            self.delete(
+                                &name,
+                                Change {
+                                    author,
+                                    summary: "not in the catalog (pruned)",
+                                },
+                            )
+                            .await?;
+                            report.deleted.push(name);
+                        }
+                    }
+                    match page.next_cursor {
+                        Some(c) => cursor = Some(c),
+                        None => break,
+                    }
+                }
+            }
+            Ok(report)
+        }
+    }
+}
+
+impl<S: Store> StoreExt for S {}
+
+/// Two definitions are the same when their catalog forms (secrets included) are equal.
+pub fn same_definition(a: &Tool, b: &Tool) -> bool {
+    a.to_catalog_value(Secrets::Keep) == b.to_catalog_value(Secrets::Keep)
+}
+
+/// A stored definition back into a `Tool`, through the catalog loader.
+pub fn definition_to_tool(definition: &Value) -> Result<Tool> {
+    catalog::parse_tool(definition, &NoFiles).map_err(|e| StoreError::Invalid(e.to_string()))
+}
+
+/// Stored definitions are self-contained: no files to read, no variables to expand.
+struct NoFiles;
+
+impl CatalogSource for NoFiles {
+    fn read(&self, path: &str) -> std::result::Result<String, String> {
+        Err(format!("stored definitions cannot read files ({path})"))
+    }
+    fn var(&self, _: &str) -> Option<String> {
+        None
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Cursors are opaque to callers: the hex of the last name of the previous page.
+pub(crate) fn encode_cursor(name: &str) -> String {
+    name.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+pub(crate) fn decode_cursor(cursor: &str) -> Result<String> {
+    let bad = || StoreError::Invalid(format!("invalid cursor {cursor:?}"));
+    if !cursor.len().is_multiple_of(2) {
+        return Err(bad());
+    }
+    let bytes: std::result::Result<Vec<u8>, _> = (0..cursor.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(cursor.get(i..i + 2).unwrap_or("zz"), 16))
+        .collect();
+    String::from_utf8(bytes.map_err(|_| bad())?).map_err(|_| bad())
+}

@@ -1,0 +1,317 @@
+//! The embedded registry: one SQLite file in WAL mode.
+//!
+//! Writes run in `BEGIN IMMEDIATE` transactions, so the version check and the write happen
+//! under SQLite's single writer lock: two clients racing on the same version cannot both
+//! win. A committed transaction is in the WAL before `commit` returns, so a killed process
+//! loses nothing it acknowledged. Migrations are compiled in and tracked with
+//! `PRAGMA user_version`.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+use sqlx::{AssertSqlSafe, Row};
+use toolsmith_core::Tool;
+use toolsmith_core::model::Secrets;
+
+use crate::{
+    Change, Page, Query, Result, Store, StoreError, ToolRecord, VersionRecord, decode_cursor,
+    definition_to_tool, encode_cursor, now_ms,
+};
+
+/// The schema, in order; `PRAGMA user_version` is the number applied.
+const MIGRATIONS: &[&str] = &[include_str!("../migrations/sqlite/0001_registry.sql")];
+
+/// The SQLite registry.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the registry file and brings its schema up to date.
+    pub async fn open(path: &Path) -> Result<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| StoreError::Backend(format!("{}: {e}", dir.display())))?;
+        }
+        let options = SqliteConnectOptions::from_str("sqlite://")
+            .map_err(|e| StoreError::Backend(e.to_string()))?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await?;
+        let store = Self { pool };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    async fn migrate(&self) -> Result<()> {
+        let applied: i64 = sqlx::query_scalar("PRAGMA user_version")
+            .fetch_one(&self.pool)
+            .await?;
+        if applied as usize > MIGRATIONS.len() {
+            return Err(StoreError::Backend(format!(
+                "the registry's schema is version {applied}, newer than this toolsmith knows ({}); upgrade toolsmith",
+                MIGRATIONS.len()
+            )));
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(applied as usize) {
+            let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+            // The migrations are compiled-in constants.
+            sqlx::raw_sql(AssertSqlSafe(*sql)).execute(&mut *tx).await?;
+            sqlx::raw_sql(AssertSqlSafe(format!("PRAGMA user_version = {}", i + 1)))
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+        }
+        Ok(())
+    }
+
+    /// Saves `tool` as version `version` in an open transaction.
+    async fn write(
+        conn: &mut sqlx::SqliteConnection,
+        tool: &Tool,
+        version: u64,
+        exists: bool,
+        change: &Change<'_>,
+    ) -> Result<ToolRecord> {
+        let definition = tool.to_catalog_value(Secrets::Keep);
+        let text = definition.to_string();
+        let now = now_ms();
+        let tags = format!(" {} ", tool.tags.join(" ").to_lowercase());
+        let sql = if exists {
+            "UPDATE tools SET version = ?2, enabled = ?3, deleted = 0, description = ?4, tags = ?5, definition = ?6, updated_at = ?7, updated_by = ?8 WHERE name = ?1"
+        } else {
+            "INSERT INTO tools (name, version, enabled, deleted, description, tags, definition, updated_at, updated_by) VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8)"
+        };
+        sqlx::query(sql)
+            .bind(tool.name.as_str())
+            .bind(version as i64)
+            .bind(tool.enabled)
+            .bind(&tool.description)
+            .bind(&tags)
+            .bind(&text)
+            .bind(now)
+            .bind(change.author)
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query("INSERT INTO tool_versions (name, version, definition, created_at, author, summary) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+            .bind(tool.name.as_str())
+            .bind(version as i64)
+            .bind(&text)
+            .bind(now)
+            .bind(change.author)
+            .bind(change.summary)
+            .execute(&mut *conn)
+            .await?;
+        Ok(ToolRecord {
+            tool: tool.clone(),
+            version,
+            updated_at_ms: now,
+            updated_by: change.author.to_owned(),
+        })
+    }
+}
+
+/// `(version, deleted)` of a name, live or not.
+async fn state(conn: &mut sqlx::SqliteConnection, name: &str) -> Result<Option<(u64, bool)>> {
+    let row = sqlx::query("SELECT version, deleted FROM tools WHERE name = ?1")
+        .bind(name)
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(row.map(|r| {
+        (
+            r.get::<i64, _>("version") as u64,
+            r.get::<bool, _>("deleted"),
+        )
+    }))
+}
+
+fn record(row: &SqliteRow) -> Result<ToolRecord> {
+    let text: String = row.get("definition");
+    let definition = serde_json::from_str(&text).map_err(|e| StoreError::Invalid(e.to_string()))?;
+    Ok(ToolRecord {
+        tool: definition_to_tool(&definition)?,
+        version: row.get::<i64, _>("version") as u64,
+        updated_at_ms: row.get("updated_at"),
+        updated_by: row.get("updated_by"),
+    })
+}
+
+fn version_record(row: &SqliteRow) -> Result<VersionRecord> {
+    let text: String = row.get("definition");
+    Ok(VersionRecord {
+        name: row.get("name"),
+        version: row.get::<i64, _>("version") as u64,
+        definition: serde_json::from_str(&text).map_err(|e| StoreError::Invalid(e.to_string()))?,
+        created_at_ms: row.get("created_at"),
+        author: row.get("author"),
+        summary: row.get("summary"),
+    })
+}
+
+/// `%text%` for LIKE, with the pattern characters escaped (`\` is the escape).
+fn like(text: &str) -> String {
+    let escaped = text
+        .to_lowercase()
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
+const RECORD_COLUMNS: &str = "name, version, definition, updated_at, updated_by";
+
+impl Store for SqliteStore {
+    async fn create(&self, tool: &Tool, change: Change<'_>) -> Result<ToolRecord> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let record = match state(&mut tx, tool.name.as_str()).await? {
+            Some((_, false)) => return Err(StoreError::Exists(tool.name.to_string())),
+            // A deleted name continues its history.
+            Some((version, true)) => Self::write(&mut tx, tool, version + 1, true, &change).await?,
+            None => Self::write(&mut tx, tool, 1, false, &change).await?,
+        };
+        tx.commit().await?;
+        Ok(record)
+    }
+
+    async fn update(
+        &self,
+        tool: &Tool,
+        base_version: u64,
+        change: Change<'_>,
+    ) -> Result<ToolRecord> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let record = match state(&mut tx, tool.name.as_str()).await? {
+            None | Some((_, true)) => {
+                return Err(StoreError::NotFound(format!(
+                    "tool {:?}",
+                    tool.name.as_str()
+                )));
+            }
+            Some((current, false)) if current != base_version => {
+                return Err(StoreError::Conflict {
+                    name: tool.name.to_string(),
+                    current_version: current,
+                    based_on: base_version,
+                });
+            }
+            Some((current, false)) => {
+                Self::write(&mut tx, tool, current + 1, true, &change).await?
+            }
+        };
+        tx.commit().await?;
+        Ok(record)
+    }
+
+    async fn get(&self, name: &str) -> Result<ToolRecord> {
+        let row = sqlx::query(AssertSqlSafe(format!(
+            "SELECT {RECORD_COLUMNS} FROM tools WHERE name = ?1 AND deleted = 0"
+        )))
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref()
+            .map(record)
+            .unwrap_or_else(|| Err(StoreError::NotFound(format!("tool {name:?}"))))
+    }
+
+    async fn version(&self, name: &str, version: u64) -> Result<VersionRecord> {
+        let row = sqlx::query("SELECT * FROM tool_versions WHERE name = ?1 AND version = ?2")
+            .bind(name)
+            .bind(version as i64)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(version_record).unwrap_or_else(|| {
+            Err(StoreError::NotFound(format!(
+                "version {version} of tool {name:?}"
+            )))
+        })
+    }
+
+    async fn history(&self, name: &str) -> Result<Vec<VersionRecord>> {
+        let rows = sqlx::query("SELECT * FROM tool_versions WHERE name = ?1 ORDER BY version")
+            .bind(name)
+            .fetch_all(&self.pool)
+            .await?;
+        if rows.is_empty() {
+            return Err(StoreError::NotFound(format!("tool {name:?}")));
+        }
+        rows.iter().map(version_record).collect()
+    }
+
+    async fn delete(&self, name: &str, change: Change<'_>) -> Result<()> {
+        let done = sqlx::query("UPDATE tools SET deleted = 1, updated_at = ?2, updated_by = ?3 WHERE name = ?1 AND deleted = 0")
+            .bind(name)
+            .bind(now_ms())
+            .bind(change.author)
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("tool {name:?}")));
+        }
+        Ok(())
+    }
+
+    async fn search(&self, query: &Query) -> Result<Page<ToolRecord>> {
+        let limit = match query.limit {
+            0 => 50,
+            n => n.min(1000),
+        };
+        let mut sql = format!("SELECT {RECORD_COLUMNS} FROM tools WHERE deleted = 0");
+        if !query.include_disabled {
+            sql.push_str(" AND enabled = 1");
+        }
+        let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
+        if after.is_some() {
+            sql.push_str(" AND name > ?1");
+        }
+        if query.text.is_some() {
+            sql.push_str(" AND (lower(name) LIKE ?2 ESCAPE '\\' OR lower(description) LIKE ?2 ESCAPE '\\' OR tags LIKE ?2 ESCAPE '\\')");
+        }
+        if query.tag.is_some() {
+            sql.push_str(" AND tags LIKE ?3 ESCAPE '\\'");
+        }
+        sql.push_str(" ORDER BY name LIMIT ?4");
+        // Built only from constant fragments; every value is bound.
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(after.unwrap_or_default())
+            .bind(query.text.as_deref().map(like).unwrap_or_default())
+            .bind(
+                query
+                    .tag
+                    .as_deref()
+                    .map(|t| {
+                        format!(
+                            "% {} %",
+                            t.to_lowercase().replace('%', "\\%").replace('_', "\\_")
+                        )
+                    })
+                    .unwrap_or_default(),
+            )
+            .bind((limit + 1) as i64)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut items = rows
+            .iter()
+            .take(limit)
+            .map(record)
+            .collect::<Result<Vec<_>>>()?;
+        let next_cursor = (rows.len() > limit)
+            .then(|| items.last().map(|r| encode_cursor(r.tool.name.as_str())))
+            .flatten();
+        items.shrink_to_fit();
+        Ok(Page { items, next_cursor })
+    }
+}

@@ -1,0 +1,391 @@
+//! One scenario suite for every backend: each test is generic over `Store` and run here
+//! against SQLite (a real file). PostgreSQL joins when its implementation lands.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use toolsmith_core::Tool;
+use toolsmith_core::catalog::{self, CatalogSource};
+use toolsmith_store::sqlite::SqliteStore;
+use toolsmith_store::{Change, Query, Store, StoreError, StoreExt, same_definition};
+
+struct Text(String);
+
+impl CatalogSource for Text {
+    fn read(&self, path: &str) -> Result<String, String> {
+        let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+        if path == "c.yaml" {
+            Ok(self.0.clone())
+        } else {
+            std::fs::read_to_string(examples.join(path)).map_err(|e| e.to_string())
+        }
+    }
+    fn var(&self, _: &str) -> Option<String> {
+        None
+    }
+}
+
+fn tool(name: &str, description: &str) -> Tool {
+    let yaml = format!(
+        "tools: [{{name: {name}, description: {description:?}, tags: [t{}], command: [echo], parameters: [{{name: x, required: false}}]}}]",
+        name.len() % 3
+    );
+    catalog::load("c.yaml", &Text(yaml))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .tools
+        .remove(0)
+}
+
+fn examples() -> Vec<Tool> {
+    catalog::load("catalog.yaml", &Text(String::new()))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .tools
+}
+
+const ALICE: Change<'static> = Change {
+    author: "alice",
+    summary: "",
+};
+
+async fn sqlite() -> (tempfile::TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(&dir.path().join("registry.db"))
+        .await
+        .expect("open");
+    (dir, store)
+}
+
+async fn versions_history_and_restore(s: &impl Store) {
+    let v1 = s
+        .create(
+            &tool("greet", "Say hello."),
+            Change {
+                author: "alice",
+                summary: "first",
+            },
+        )
+        .await
+        .expect("create");
+    assert_eq!(v1.version, 1);
+    assert!(matches!(
+        s.create(&tool("greet", "again"), ALICE).await,
+        Err(StoreError::Exists(_))
+    ));
+    let v2 = s
+        .update(
+            &tool("greet", "Say hello, loudly."),
+            1,
+            Change {
+                author: "bob",
+                summary: "louder",
+            },
+        )
+        .await
+        .expect("update");
+    assert_eq!(v2.version, 2);
+    // A stale update is refused and writes nothing.
+    match s.update(&tool("greet", "lost update"), 1, ALICE).await {
+        Err(StoreError::Conflict {
+            current_version: 2,
+            based_on: 1,
+            ..
+        }) => {}
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(
+        s.get("greet").await.expect("get").tool.description,
+        "Say hello, loudly."
+    );
+    let history = s.history("greet").await.expect("history");
+    let summary: Vec<(u64, &str, &str)> = history
+        .iter()
+        .map(|v| (v.version, v.author.as_str(), v.summary.as_str()))
+        .collect();
+    assert_eq!(summary, [(1, "alice", "first"), (2, "bob", "louder")]);
+    assert_eq!(
+        s.version("greet", 1).await.expect("v1").definition["description"],
+        "Say hello."
+    );
+    // Restoring makes a new version equal to the old one.
+    let v3 = s.restore("greet", 1, ALICE).await.expect("restore");
+    assert_eq!(v3.version, 3);
+    assert!(same_definition(&v3.tool, &v1.tool));
+    assert_eq!(
+        s.history("greet").await.expect("history")[2].summary,
+        "restored version 1"
+    );
+    assert!(matches!(
+        s.version("greet", 9).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(matches!(s.get("nope").await, Err(StoreError::NotFound(_))));
+}
+
+async fn enable_disable_delete(s: &impl Store) {
+    s.create(&tool("svc", "A service."), ALICE)
+        .await
+        .expect("create");
+    let off = s.set_enabled("svc", false, ALICE).await.expect("disable");
+    assert_eq!((off.version, off.tool.enabled), (2, false));
+    assert_eq!(
+        s.set_enabled("svc", false, ALICE)
+            .await
+            .expect("again")
+            .version,
+        2,
+        "no change, no version"
+    );
+    assert!(
+        s.search(&Query::default())
+            .await
+            .expect("search")
+            .items
+            .is_empty(),
+        "disabled tools are not listed"
+    );
+    assert_eq!(
+        s.search(&Query {
+            include_disabled: true,
+            ..Query::default()
+        })
+        .await
+        .expect("search")
+        .items
+        .len(),
+        1
+    );
+    s.delete("svc", ALICE).await.expect("delete");
+    assert!(matches!(s.get("svc").await, Err(StoreError::NotFound(_))));
+    assert!(matches!(
+        s.delete("svc", ALICE).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(s.history("svc").await.expect("history kept").len(), 2);
+    // The name can be used again; its history continues.
+    assert_eq!(
+        s.create(&tool("svc", "Back."), ALICE)
+            .await
+            .expect("recreate")
+            .version,
+        3
+    );
+}
+
+async fn search_and_pagination(s: &impl Store) {
+    for i in 0..120 {
+        let name = format!("tool_{i:03}");
+        let description = if i % 10 == 0 {
+            "Fetches WEATHER data."
+        } else {
+            "Does things."
+        };
+        s.create(&tool(&name, description), ALICE)
+            .await
+            .expect("create");
+    }
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = s
+            .search(&Query {
+                limit: 25,
+                cursor: cursor.clone(),
+                ..Query::default()
+            })
+            .await
+            .expect("page");
+        assert!(page.items.len() <= 25);
+        seen.extend(page.items.iter().map(|r| r.tool.name.to_string()));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..120).map(|i| format!("tool_{i:03}")).collect();
+    assert_eq!(seen, expected, "every tool once, in a stable order");
+    let weather = s
+        .search(&Query {
+            text: Some("weather".into()),
+            ..Query::default()
+        })
+        .await
+        .expect("search");
+    assert_eq!(weather.items.len(), 12);
+    let by_name = s
+        .search(&Query {
+            text: Some("TOOL_11".into()),
+            ..Query::default()
+        })
+        .await
+        .expect("search");
+    assert_eq!(
+        by_name
+            .items
+            .iter()
+            .map(|r| r.tool.name.to_string())
+            .collect::<Vec<_>>(),
+        [
+            "tool_110", "tool_111", "tool_112", "tool_113", "tool_114", "tool_115", "tool_116",
+            "tool_117", "tool_118", "tool_119"
+        ]
+    );
+    let wild = s
+        .search(&Query {
+            text: Some("%".into()),
+            ..Query::default()
+        })
+        .await
+        .expect("search");
+    assert!(wild.items.is_empty(), "% is a character, not a wildcard");
+    let tagged = s
+        .search(&Query {
+            tag: Some("t2".into()),
+            limit: 1000,
+            ..Query::default()
+        })
+        .await
+        .expect("search");
+    assert_eq!(
+        tagged.items.len(),
+        120,
+        "every name tool_NNN has 8 characters: tag t2"
+    );
+    assert!(matches!(
+        s.search(&Query {
+            cursor: Some("zz".into()),
+            ..Query::default()
+        })
+        .await,
+        Err(StoreError::Invalid(_))
+    ));
+}
+
+async fn catalog_sync(s: &impl Store) {
+    let tools = examples();
+    let first = s.import(&tools, false, "ci").await.expect("import");
+    assert_eq!(first.created.len(), tools.len());
+    let again = s.import(&tools, false, "ci").await.expect("import");
+    assert_eq!(
+        again.unchanged.len(),
+        tools.len(),
+        "an unchanged tool keeps its version"
+    );
+    assert!(again.created.is_empty() && again.updated.is_empty());
+    assert_eq!(s.get("git_log").await.expect("get").version, 1);
+    // Change one, drop one, keep the rest.
+    let mut changed: Vec<Tool> = tools
+        .iter()
+        .filter(|t| t.name.as_str() != "current_time")
+        .cloned()
+        .collect();
+    changed
+        .iter_mut()
+        .find(|t| t.name.as_str() == "git_log")
+        .expect("git_log")
+        .description = "Changed.".into();
+    let without_prune = s.import(&changed, false, "ci").await.expect("import");
+    assert_eq!(without_prune.updated, ["git_log"]);
+    assert!(without_prune.deleted.is_empty());
+    assert!(
+        s.get("current_time").await.is_ok(),
+        "left alone without --prune"
+    );
+    let pruned = s.import(&changed, true, "ci").await.expect("import");
+    assert_eq!(pruned.deleted, ["current_time"]);
+    assert!(matches!(
+        s.get("current_time").await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(s.get("git_log").await.expect("get").version, 2);
+    // Secrets are kept by the store (views redact them).
+    assert_eq!(
+        s.version("http_get", 1).await.expect("v1").definition["config"],
+        json!({"timeout_ms": 5000, "max_bytes": 1048576})
+    );
+}
+
+/// Two writers, 100 read-modify-write updates each, retrying on conflict: none lost, no
+/// version number twice.
+async fn racing_writers(s: Arc<impl Store + 'static>) {
+    s.create(&tool("counter", "0"), ALICE)
+        .await
+        .expect("create");
+    let writer = |who: &'static str| {
+        let s = s.clone();
+        tokio::spawn(async move {
+            let mut done = 0;
+            while done < 100 {
+                let current = s.get("counter").await.expect("get");
+                let n: u64 = current.tool.description.parse().expect("a number");
+                match s
+                    .update(
+                        &tool("counter", &(n + 1).to_string()),
+                        current.version,
+                        Change {
+                            author: who,
+                            summary: "+1",
+                        },
+                    )
+                    .await
+                {
+                    Ok(_) => done += 1,
+                    Err(StoreError::Conflict { .. }) => {}
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        })
+    };
+    let (a, b) = (writer("a"), writer("b"));
+    a.await.expect("a");
+    b.await.expect("b");
+    let last = s.get("counter").await.expect("get");
+    assert_eq!((last.version, last.tool.description.as_str()), (201, "200"));
+    let history = s.history("counter").await.expect("history");
+    let versions: Vec<u64> = history.iter().map(|v| v.version).collect();
+    assert_eq!(versions, (1..=201).collect::<Vec<_>>());
+    assert_eq!(history.iter().filter(|v| v.author == "a").count(), 100);
+}
+
+#[tokio::test]
+async fn sqlite_versions_history_and_restore() {
+    let (_d, s) = sqlite().await;
+    versions_history_and_restore(&s).await;
+}
+
+#[tokio::test]
+async fn sqlite_enable_disable_delete() {
+    let (_d, s) = sqlite().await;
+    enable_disable_delete(&s).await;
+}
+
+#[tokio::test]
+async fn sqlite_search_and_pagination() {
+    let (_d, s) = sqlite().await;
+    search_and_pagination(&s).await;
+}
+
+#[tokio::test]
+async fn sqlite_catalog_sync() {
+    let (_d, s) = sqlite().await;
+    catalog_sync(&s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_racing_writers() {
+    let (_d, s) = sqlite().await;
+    racing_writers(Arc::new(s)).await;
+}
+
+#[tokio::test]
+async fn sqlite_reopens_with_its_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("nested/registry.db");
+    {
+        let s = SqliteStore::open(&path).await.expect("open");
+        s.create(&tool("kept", "Kept."), ALICE)
+            .await
+            .expect("create");
+    }
+    let s = SqliteStore::open(&path).await.expect("reopen");
+    assert_eq!(s.get("kept").await.expect("get").tool.description, "Kept.");
+}
