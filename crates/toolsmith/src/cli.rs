@@ -7,12 +7,14 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Map, Value};
+use std::sync::Arc;
 use toolsmith_core::model::Format;
 use toolsmith_core::render::{RenderOptions, render};
 use toolsmith_core::result::ErrorKind;
 use toolsmith_core::{CompiledTool, ToolResult, plan};
 use toolsmith_exec::runtime::Runtime;
 use toolsmith_exec::{CallOptions, Engine, EngineConfig};
+use toolsmith_server::Token;
 use toolsmith_store::sqlite::SqliteStore;
 use toolsmith_store::{Change, Store, StoreExt};
 
@@ -33,6 +35,8 @@ const EXIT_CODES: &str =
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Serve the registry over HTTP: the REST API under /v1, on 127.0.0.1:7700 by default.
+    Serve(ServeArgs),
     /// Check a catalog file and everything it imports; print every problem at once.
     Check {
         /// The catalog file (YAML, or JSON when it ends in .json).
@@ -147,6 +151,34 @@ pub enum RuntimeCommand {
 }
 
 #[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where to listen. Anything but a loopback address needs a token.
+    #[arg(long, default_value = "127.0.0.1:7700")]
+    pub addr: std::net::SocketAddr,
+    /// Import this catalog at start [default: examples/catalog.yaml when it exists].
+    #[arg(long, value_name = "FILE")]
+    pub catalog: Option<PathBuf>,
+    /// Start without importing any catalog.
+    #[arg(long, conflicts_with = "catalog")]
+    pub no_catalog: bool,
+    /// With --catalog: delete registry tools the catalog does not have.
+    #[arg(long)]
+    pub prune: bool,
+    /// A bearer token: NAME=SECRET (admin) or NAME:ROLE=SECRET with ROLE read, call or admin.
+    /// Repeatable; TOOLSMITH_TOKEN adds an admin token named "env".
+    #[arg(long = "token", value_name = "NAME[:ROLE]=SECRET")]
+    pub tokens: Vec<String>,
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The folder file built-ins are confined to.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub workspace: PathBuf,
+    /// Do not put each call in its own pids cgroup.
+    #[arg(long)]
+    pub no_cgroups: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct DbArg {
     /// The registry file [default: $TOOLSMITH_DB, else ~/.local/share/toolsmith/registry.db].
     #[arg(long, value_name = "FILE")]
@@ -247,6 +279,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Call(args) => call(args),
         Command::Runtime { command } => runtime(command),
+        Command::Serve(args) => serve(args),
         Command::Import {
             file,
             db,
@@ -281,6 +314,99 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }),
         Command::Enable { name, db } => set_enabled(name, db, true),
         Command::Disable { name, db } => set_enabled(name, db, false),
+    }
+}
+
+fn serve(args: ServeArgs) -> Result<ExitCode> {
+    let mut tokens = args
+        .tokens
+        .iter()
+        .map(|t| Token::parse(t))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    if let Ok(secret) = std::env::var("TOOLSMITH_TOKEN") {
+        tokens.push(
+            Token::parse(&format!("env={secret}"))
+                .map_err(|e| anyhow::anyhow!("TOOLSMITH_TOKEN: {e}"))?,
+        );
+    }
+    toolsmith_server::check_bind(args.addr, &tokens).map_err(anyhow::Error::msg)?;
+    let catalog = match (&args.catalog, args.no_catalog) {
+        (_, true) => None,
+        (Some(file), _) => Some(file.clone()),
+        (None, false) => Some(PathBuf::from("examples/catalog.yaml")).filter(|p| p.exists()),
+    };
+    let catalog = catalog
+        .map(|file| load_catalog(&file).map(|c| (file, c)))
+        .transpose()?;
+    let mut config = EngineConfig::new(&args.workspace);
+    config.use_cgroups = !args.no_cgroups;
+    let engine = Arc::new(Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?);
+    let path = args.db.db.clone().unwrap_or_else(default_db);
+    let author = args
+        .db
+        .author
+        .clone()
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| "serve".into());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(async move {
+        let store = SqliteStore::open(&path)
+            .await
+            .with_context(|| format!("opening the registry {}", path.display()))?;
+        if let Some((file, catalog)) = catalog {
+            let r = store.import(&catalog.tools, args.prune, &author).await?;
+            eprintln!(
+                "toolsmith: imported {}: {} created, {} updated, {} unchanged, {} deleted",
+                file.display(),
+                r.created.len(),
+                r.updated.len(),
+                r.unchanged.len(),
+                r.deleted.len()
+            );
+        }
+        let listener = tokio::net::TcpListener::bind(args.addr)
+            .await
+            .with_context(|| format!("listening on {}", args.addr))?;
+        let local = listener.local_addr()?;
+        eprintln!(
+            "toolsmith: registry {}; REST API on http://{local}/v1 ({})",
+            path.display(),
+            if tokens.is_empty() {
+                "no token: loopback only".to_string()
+            } else {
+                format!("{} token(s)", tokens.len())
+            }
+        );
+        let app = toolsmith_server::app(toolsmith_server::AppState::new(store, engine, tokens));
+        toolsmith_server::serve(
+            listener,
+            app,
+            shutdown_signal(),
+            std::time::Duration::from_secs(30),
+        )
+        .await?;
+        eprintln!("toolsmith: stopped");
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
     }
 }
 

@@ -1,0 +1,136 @@
+//! Bearer tokens with roles (SPEC §8): `read` lists, shows, exports and validates; `call`
+//! also calls; `admin` also edits. With no token configured (loopback only), every caller is
+//! an admin named `local`.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    Read,
+    Call,
+    Admin,
+}
+
+impl Role {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "read" => Some(Self::Read),
+            "call" => Some(Self::Call),
+            "admin" => Some(Self::Admin),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Token {
+    pub name: String,
+    pub secret: String,
+    pub role: Role,
+}
+
+impl Token {
+    /// `NAME=SECRET` (admin) or `NAME:ROLE=SECRET`.
+    pub fn parse(spec: &str) -> Result<Self, String> {
+        let (who, secret) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("token {spec:?}: expected NAME=SECRET or NAME:ROLE=SECRET"))?;
+        let (name, role) = match who.split_once(':') {
+            Some((n, r)) => (
+                n,
+                Role::parse(r).ok_or_else(|| {
+                    format!("token {n:?}: unknown role {r:?} (expected read, call or admin)")
+                })?,
+            ),
+            None => (who, Role::Admin),
+        };
+        if name.is_empty() || secret.len() < 8 {
+            return Err(format!(
+                "token {name:?}: a name and a secret of at least 8 characters are needed"
+            ));
+        }
+        Ok(Self {
+            name: name.to_owned(),
+            secret: secret.to_owned(),
+            role,
+        })
+    }
+}
+
+/// Who is calling; put in the request's extensions by [`require`].
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub name: String,
+}
+
+/// The role a request needs: reads and validation `read`, calls `call`, other writes `admin`.
+fn needed(method: &Method, path: &str) -> Role {
+    if path.ends_with("/call") {
+        Role::Call
+    } else if method == Method::GET || method == Method::HEAD || path.ends_with("/validate") {
+        Role::Read
+    } else {
+        Role::Admin
+    }
+}
+
+pub async fn require(
+    State(state): State<Arc<AppState>>,
+    mut req: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let caller = if state.tokens.is_empty() {
+        Caller {
+            name: "local".into(),
+        }
+    } else {
+        let presented = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        let token = presented.and_then(|p| {
+            state
+                .tokens
+                .iter()
+                .find(|t| constant_time_eq(t.secret.as_bytes(), p.as_bytes()))
+        });
+        let Some(token) = token else {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "a valid bearer token is required (Authorization: Bearer ...)",
+            ));
+        };
+        let need = needed(req.method(), req.uri().path());
+        if token.role < need {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                format!(
+                    "token {:?} has role {:?}; this needs {need:?}",
+                    token.name, token.role
+                ),
+            ));
+        }
+        Caller {
+            name: token.name.clone(),
+        }
+    };
+    req.extensions_mut().insert(caller);
+    Ok(next.run(req).await)
+}
+
+/// Compares secrets without an early exit on the first difference.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

@@ -1,0 +1,376 @@
+//! The REST API over real HTTP: a server on port 0, a real client (ureq), a real SQLite file
+//! and real tool processes.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolsmith_exec::{Engine, EngineConfig};
+use toolsmith_server::{AppState, Token, app, check_bind};
+use toolsmith_store::sqlite::SqliteStore;
+
+struct Server {
+    base: String,
+    _dir: tempfile::TempDir,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+async fn start(tokens: &[&str]) -> Server {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(&dir.path().join("reg.db"))
+        .await
+        .expect("store");
+    let mut config = EngineConfig::new(dir.path());
+    config.runtime_python = None;
+    let engine = Arc::new(Engine::new(config).expect("engine"));
+    let tokens = tokens
+        .iter()
+        .map(|t| Token::parse(t).expect("token"))
+        .collect();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let router = app(AppState::new(store, engine, tokens));
+    tokio::spawn(toolsmith_server::serve(
+        listener,
+        router,
+        async move {
+            let _ = rx.await;
+        },
+        std::time::Duration::from_secs(5),
+    ));
+    Server {
+        base,
+        _dir: dir,
+        stop: Some(tx),
+    }
+}
+
+/// One request: (status, JSON body). Runs the blocking client off the runtime.
+async fn req(
+    method: &str,
+    url: String,
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+    body: Option<String>,
+) -> (u16, Value) {
+    let (method, token) = (method.to_owned(), token.map(str::to_owned));
+    let headers: Vec<(String, String)> = headers
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut b = ureq::http::Request::builder()
+            .method(method.as_str())
+            .uri(&url)
+            .header("content-type", "application/json");
+        if let Some(t) = token {
+            b = b.header("authorization", format!("Bearer {t}"));
+        }
+        for (k, v) in headers {
+            b = b.header(k, v);
+        }
+        let mut resp = agent
+            .run(
+                b.body(body.unwrap_or_default().into_bytes())
+                    .expect("request"),
+            )
+            .expect("send");
+        let status = resp.status().as_u16();
+        let text = resp.body_mut().read_to_string().unwrap_or_default();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    })
+    .await
+    .expect("joined")
+}
+
+async fn get(s: &Server, path: &str) -> (u16, Value) {
+    req("GET", format!("{}{path}", s.base), None, &[], None).await
+}
+
+async fn send(
+    s: &Server,
+    method: &str,
+    path: &str,
+    body: Value,
+    headers: &[(&str, &str)],
+) -> (u16, Value) {
+    req(
+        method,
+        format!("{}{path}", s.base),
+        None,
+        headers,
+        Some(body.to_string()),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_walkthrough() {
+    let s = start(&[]).await;
+    let (st, _) = get(&s, "/health").await;
+    assert_eq!(st, 200);
+    let tool = json!({"name": "hello", "description": "Say hello.", "command": ["echo", "hello"], "parameters": [{"name": "who"}]});
+    let (st, v) = send(&s, "POST", "/tools", tool.clone(), &[]).await;
+    assert_eq!((st, v["version"].clone()), (201, json!(1)), "{v}");
+    let (st, _) = send(&s, "POST", "/tools", tool, &[]).await;
+    assert_eq!(st, 409);
+    let (_, r) = send(
+        &s,
+        "POST",
+        "/tools/hello/call",
+        json!({"arguments": {"who": "world"}}),
+        &[],
+    )
+    .await;
+    assert_eq!(r["data"]["stdout"], "hello world\n");
+    // Two edits, each based on the version it read.
+    let edit = |d: &str| json!({"description": d, "command": ["echo", d], "parameters": [{"name": "who"}]});
+    let (st, v) = send(
+        &s,
+        "PUT",
+        "/tools/hello",
+        edit("hi"),
+        &[("if-match", "\"1\"")],
+    )
+    .await;
+    assert_eq!((st, v["version"].clone()), (200, json!(2)));
+    let (st, v) = send(&s, "PUT", "/tools/hello?base_version=2", edit("hey"), &[]).await;
+    assert_eq!((st, v["version"].clone()), (200, json!(3)));
+    let (st, v) = send(
+        &s,
+        "PUT",
+        "/tools/hello",
+        edit("stale"),
+        &[("if-match", "2")],
+    )
+    .await;
+    assert_eq!(
+        (
+            st,
+            v["error"]["code"].clone(),
+            v["error"]["current_version"].clone()
+        ),
+        (409, json!("conflict"), json!(3))
+    );
+    let (st, v) = send(&s, "PUT", "/tools/hello", edit("no base"), &[]).await;
+    assert_eq!(
+        (st, v["error"]["code"].clone()),
+        (428, json!("base_version_required"))
+    );
+    let (_, v) = get(&s, "/tools/hello/versions").await;
+    assert_eq!(v["versions"].as_array().map(Vec::len), Some(3));
+    let (_, v) = get(&s, "/tools/hello/versions/1").await;
+    assert_eq!(v["definition"]["description"], "Say hello.");
+    let (st, v) = send(&s, "POST", "/tools/hello/restore/1", json!(null), &[]).await;
+    assert_eq!(
+        (
+            st,
+            v["version"].clone(),
+            v["definition"]["description"].clone()
+        ),
+        (200, json!(4), json!("Say hello."))
+    );
+    // Pin a version in a call.
+    let (_, r) = send(
+        &s,
+        "POST",
+        "/tools/hello/call",
+        json!({"arguments": {"who": "x"}, "version": 2}),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        (r["data"]["stdout"].clone(), r["meta"]["version"].clone()),
+        (json!("hi x\n"), json!(2))
+    );
+    let (st, _) = send(&s, "POST", "/tools/hello/disable", json!(null), &[]).await;
+    assert_eq!(st, 200);
+    let (_, r) = send(
+        &s,
+        "POST",
+        "/tools/hello/call",
+        json!({"arguments": {"who": "x"}}),
+        &[],
+    )
+    .await;
+    assert_eq!(r["error"]["kind"], "disabled");
+    let (_, list) = get(&s, "/tools").await;
+    assert_eq!(list["tools"], json!([]), "disabled tools are not listed");
+    let (st, _) = send(&s, "DELETE", "/tools/hello", json!(null), &[]).await;
+    assert_eq!(st, 204);
+    let (st, v) = get(&s, "/tools/hello").await;
+    assert_eq!((st, v["error"]["code"].clone()), (404, json!("not_found")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_have_one_shape() {
+    let s = start(&[]).await;
+    let (st, v) = get(&s, "/nope").await;
+    assert_eq!((st, v["error"]["code"].clone()), (404, json!("not_found")));
+    let (st, v) = req(
+        "POST",
+        format!("{}/tools", s.base),
+        None,
+        &[],
+        Some("{not json".into()),
+    )
+    .await;
+    assert_eq!(
+        (st, v["error"]["code"].clone()),
+        (400, json!("bad_request"))
+    );
+    let (st, v) = send(
+        &s,
+        "POST",
+        "/tools",
+        json!({"name": "x", "command": ["ls"], "parameters": [{"name": "a", "type": "numbr"}]}),
+        &[],
+    )
+    .await;
+    assert_eq!((st, v["error"]["code"].clone()), (422, json!("invalid")));
+    assert_eq!(
+        v["error"]["details"][0],
+        json!({"path": "description", "message": "missing or empty; describe what the tool does, for the model"})
+    );
+    assert_eq!(v["error"]["details"][1]["path"], "parameters[0].type");
+    let (st, v) = send(&s, "PATCH", "/tools", json!({}), &[]).await;
+    assert_eq!(
+        (st, v["error"]["code"].clone()),
+        (405, json!("method_not_allowed"))
+    );
+    let (st, v) = get(&s, "/export?format=claude").await;
+    assert_eq!(st, 400, "{v}");
+    let big = "x".repeat(toolsmith_server::BODY_LIMIT + 1);
+    let (st, _) = req(
+        "POST",
+        format!("{}/tools", s.base),
+        None,
+        &[],
+        Some(format!("{{\"d\": \"{big}\"}}")),
+    )
+    .await;
+    assert_eq!(st, 413);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_are_write_only() {
+    let s = start(&[]).await;
+    let tool = json!({"name": "api", "description": "d", "command": ["env"], "env_allowlist": [],
+        "config_schema": [{"name": "key", "secret": true, "env_name": "API_KEY"}], "config": {"key": "hunter2"}});
+    let (st, v) = send(&s, "POST", "/tools", tool, &[]).await;
+    assert_eq!(st, 201);
+    assert_eq!(v["definition"]["config"]["key"], "***");
+    for path in [
+        "/tools/api",
+        "/tools/api/versions/1",
+        "/export?format=mcp",
+        "/tools",
+    ] {
+        let (_, v) = get(&s, path).await;
+        assert!(
+            !v.to_string().contains("hunter2"),
+            "{path} leaked the secret"
+        );
+    }
+    // Sending back what was shown keeps the secret.
+    let (_, shown) = get(&s, "/tools/api").await;
+    let mut def = shown["definition"].clone();
+    def["description"] = json!("edited");
+    let (st, _) = send(&s, "PUT", "/tools/api", def, &[("if-match", "1")]).await;
+    assert_eq!(st, 200);
+    let (_, r) = send(&s, "POST", "/tools/api/call", json!({}), &[]).await;
+    assert_eq!(
+        r["data"]["stdout"], "API_KEY=hunter2\n",
+        "the tool still gets the secret"
+    );
+    assert!(!r["meta"].to_string().contains("hunter2"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_and_roles() {
+    let s = start(&[
+        "reader:read=read-secret-1",
+        "caller:call=call-secret-1",
+        "boss=admin-secret-1",
+    ])
+    .await;
+    let url = |p: &str| format!("{}{p}", s.base);
+    let (st, v) = req("GET", url("/tools"), None, &[], None).await;
+    assert_eq!(
+        (st, v["error"]["code"].clone()),
+        (401, json!("unauthorized"))
+    );
+    let (st, _) = req("GET", url("/tools"), Some("wrong-secret-1"), &[], None).await;
+    assert_eq!(st, 401);
+    let (st, _) = req("GET", url("/tools"), Some("read-secret-1"), &[], None).await;
+    assert_eq!(st, 200);
+    let tool = json!({"name": "t", "description": "d", "command": ["true"]}).to_string();
+    let (st, v) = req(
+        "POST",
+        url("/tools"),
+        Some("call-secret-1"),
+        &[],
+        Some(tool.clone()),
+    )
+    .await;
+    assert_eq!((st, v["error"]["code"].clone()), (403, json!("forbidden")));
+    let (st, v) = req(
+        "POST",
+        url("/tools"),
+        Some("admin-secret-1"),
+        &[],
+        Some(tool),
+    )
+    .await;
+    assert_eq!((st, v["updated_by"].clone()), (201, json!("boss")));
+    let (st, _) = req(
+        "POST",
+        url("/tools/t/call"),
+        Some("read-secret-1"),
+        &[],
+        Some("{}".into()),
+    )
+    .await;
+    assert_eq!(st, 403);
+    let (st, v) = req(
+        "POST",
+        url("/tools/t/call"),
+        Some("call-secret-1"),
+        &[],
+        Some("{}".into()),
+    )
+    .await;
+    assert_eq!((st, v["success"].clone()), (200, json!(true)));
+}
+
+#[test]
+fn non_loopback_addresses_need_a_token() {
+    let token = Token::parse("a=long-enough").expect("token");
+    assert!(check_bind("127.0.0.1:7700".parse().expect("addr"), &[]).is_ok());
+    assert!(check_bind("[::1]:7700".parse().expect("addr"), &[]).is_ok());
+    let err = check_bind("0.0.0.0:7700".parse().expect("addr"), &[]).expect_err("refused");
+    assert!(
+        err.contains("refusing to listen on 0.0.0.0:7700 without a token"),
+        "{err}"
+    );
+    assert!(check_bind("0.0.0.0:7700".parse().expect("addr"), &[token]).is_ok());
+    assert!(Token::parse("short=abc").is_err());
+    assert!(Token::parse("x:root=long-enough").is_err());
+}
