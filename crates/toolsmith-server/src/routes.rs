@@ -141,10 +141,10 @@ fn parse_definition(
         value.get_mut("config").and_then(Value::as_object_mut),
     ) {
         for p in current.config_schema.iter().filter(|p| p.secret) {
-            if config.get(&p.name).and_then(Value::as_str) == Some(REDACTED) {
-                if let Some(v) = current.config.get(&p.name) {
-                    config.insert(p.name.clone(), v.clone());
-                }
+            if config.get(&p.name).and_then(Value::as_str) == Some(REDACTED)
+                && let Some(v) = current.config.get(&p.name)
+            {
+                config.insert(p.name.clone(), v.clone());
             }
         }
     }
