@@ -22,6 +22,9 @@ use toolsmith_store::sqlite::SqliteStore;
 
 pub use auth::{Role, Token};
 
+/// Entries the execution log keeps by default.
+pub const DEFAULT_RUN_RETENTION: usize = 100_000;
+
 /// The largest request body accepted.
 pub const BODY_LIMIT: usize = 4 * 1024 * 1024;
 
@@ -30,6 +33,8 @@ pub struct AppState {
     pub store: SqliteStore,
     pub engine: Arc<Engine>,
     pub tokens: Vec<Token>,
+    /// Entries kept in the execution log.
+    pub run_retention: usize,
     /// Compiled tools by name and version: a version never changes, so neither does its entry.
     compiled: Mutex<HashMap<(String, u64), Arc<CompiledTool>>>,
 }
@@ -40,6 +45,7 @@ impl AppState {
             store,
             engine,
             tokens,
+            run_retention: DEFAULT_RUN_RETENTION,
             compiled: Mutex::default(),
         })
     }

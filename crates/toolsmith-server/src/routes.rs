@@ -16,7 +16,8 @@ use toolsmith_core::schema::object_schema;
 use toolsmith_core::{ErrorKind, Tool, ToolResult};
 use toolsmith_exec::CallOptions;
 use toolsmith_store::{
-    Change, Query as StoreQuery, Store, StoreExt, ToolRecord, definition_to_tool,
+    Change, Query as StoreQuery, RunQuery, RunRecord, Store, StoreExt, ToolRecord,
+    definition_to_tool,
 };
 
 use crate::AppState;
@@ -39,6 +40,7 @@ pub fn router(_state: Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/v1/tools/{name}/validate", post(validate))
         .route("/v1/tools/{name}/call", post(call))
         .route("/v1/export", get(export))
+        .route("/v1/runs", get(runs))
         .fallback(|| async { ApiError::not_found("no such route; the API lives under /v1") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -427,10 +429,12 @@ async fn validate(
 
 async fn call(
     State(s): Shared,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     Body(body): Body<CallBody>,
 ) -> ApiResult<Json<ToolResult>> {
     let tool = compiled_tool(&s, &name, body.version).await?;
+    let arguments = body.arguments.clone();
     let result = s
         .engine
         .call(
@@ -441,6 +445,17 @@ async fn call(
             },
         )
         .await;
+    // The log must not fail the call; a failure to write it goes to the server's log.
+    if let Err(e) = s
+        .store
+        .record_run(
+            &RunRecord::of(&result, &arguments, &caller.name),
+            s.run_retention,
+        )
+        .await
+    {
+        eprintln!("toolsmith: recording the run of {name}: {e}");
+    }
     if result
         .error
         .as_ref()
@@ -454,4 +469,27 @@ async fn call(
         return Ok(Json(r));
     }
     Ok(Json(result))
+}
+
+#[derive(Deserialize)]
+struct RunParams {
+    tool: Option<String>,
+    kind: Option<String>,
+    caller: Option<String>,
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
+async fn runs(State(s): Shared, Query(p): Query<RunParams>) -> ApiResult<Json<Value>> {
+    let q = RunQuery {
+        tool: p.tool,
+        kind: p.kind,
+        caller: p.caller,
+        limit: p.limit.unwrap_or(50),
+        cursor: p.cursor,
+    };
+    let page = s.store.runs(&q).await?;
+    Ok(Json(
+        json!({"runs": page.items, "next_cursor": page.next_cursor}),
+    ))
 }

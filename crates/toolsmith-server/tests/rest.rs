@@ -354,10 +354,28 @@ async fn tokens_and_roles() {
         url("/tools/t/call"),
         Some("call-secret-1"),
         &[],
-        Some("{}".into()),
+        Some("{\"arguments\": {}}".into()),
     )
     .await;
     assert_eq!((st, v["success"].clone()), (200, json!(true)));
+    // The call is in the execution log, under the token's name.
+    let (st, v) = req("GET", url("/runs?tool=t"), Some("read-secret-1"), &[], None).await;
+    assert_eq!(st, 200);
+    let run = &v["runs"][0];
+    assert_eq!(
+        (
+            run["tool"].clone(),
+            run["caller"].clone(),
+            run["kind"].clone(),
+            run["version"].clone()
+        ),
+        (json!("t"), json!("caller"), json!("ok"), json!(1))
+    );
+    assert_eq!(
+        v["runs"].as_array().map(Vec::len),
+        Some(1),
+        "the forbidden call was never run"
+    );
 }
 
 #[test]

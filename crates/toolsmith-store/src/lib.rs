@@ -110,6 +110,74 @@ pub struct ImportReport {
     pub deleted: Vec<String>,
 }
 
+/// One call in the execution log.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRecord {
+    /// Assigned by the store; 0 when recording.
+    pub id: i64,
+    pub tool: String,
+    pub version: u64,
+    pub caller: String,
+    /// The arguments as sent (after the pipeline when they were valid), cut to 4 KiB.
+    pub arguments: Value,
+    /// `ok`, or the error kind.
+    pub kind: String,
+    pub duration_ms: f64,
+    pub exit_code: Option<i32>,
+    pub truncated: bool,
+    pub started_at_ms: i64,
+}
+
+impl RunRecord {
+    /// The log entry for a finished call.
+    pub fn of(result: &toolsmith_core::ToolResult, arguments: &Value, caller: &str) -> Self {
+        let kind = match &result.error {
+            None => "ok".to_string(),
+            Some(e) => serde_json::to_value(e.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+        };
+        let duration_ms = result.meta.duration_ms.unwrap_or(0.0);
+        let mut text = arguments.to_string();
+        let arguments = if text.len() > MAX_LOGGED_ARGUMENTS {
+            let mut cut = MAX_LOGGED_ARGUMENTS;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            Value::String(format!("{text}… (cut)"))
+        } else {
+            arguments.clone()
+        };
+        Self {
+            id: 0,
+            tool: result.meta.tool.clone(),
+            version: result.meta.version,
+            caller: caller.to_owned(),
+            arguments,
+            kind,
+            duration_ms,
+            exit_code: result.meta.exit_code,
+            truncated: result.meta.truncated.unwrap_or(false),
+            started_at_ms: now_ms() - duration_ms as i64,
+        }
+    }
+}
+
+/// The largest argument text kept in the log.
+pub const MAX_LOGGED_ARGUMENTS: usize = 4096;
+
+/// Filters for the execution log; newest first.
+#[derive(Debug, Clone, Default)]
+pub struct RunQuery {
+    pub tool: Option<String>,
+    pub kind: Option<String>,
+    pub caller: Option<String>,
+    pub limit: usize,
+    pub cursor: Option<String>,
+}
+
 /// The registry's operations. Every write is one transaction.
 pub trait Store: Send + Sync {
     /// Creates `tool` at version 1 (or, for a deleted name, the next version of its history).
@@ -136,6 +204,9 @@ pub trait Store: Send + Sync {
     /// Soft delete: the tool leaves listings and calls; its history stays.
     fn delete(&self, name: &str, change: Change<'_>) -> impl Future<Output = Result<()>> + Send;
     fn search(&self, query: &Query) -> impl Future<Output = Result<Page<ToolRecord>>> + Send;
+    /// Appends to the execution log, keeping at most `keep` entries.
+    fn record_run(&self, run: &RunRecord, keep: usize) -> impl Future<Output = Result<i64>> + Send;
+    fn runs(&self, query: &RunQuery) -> impl Future<Output = Result<Page<RunRecord>>> + Send;
 }
 
 /// Operations built from the trait's primitives, the same for every backend.

@@ -19,12 +19,15 @@ use toolsmith_core::Tool;
 use toolsmith_core::model::Secrets;
 
 use crate::{
-    Change, Page, Query, Result, Store, StoreError, ToolRecord, VersionRecord, decode_cursor,
-    definition_to_tool, encode_cursor, now_ms,
+    Change, Page, Query, Result, RunQuery, RunRecord, Store, StoreError, ToolRecord, VersionRecord,
+    decode_cursor, definition_to_tool, encode_cursor, now_ms,
 };
 
 /// The schema, in order; `PRAGMA user_version` is the number applied.
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/sqlite/0001_registry.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/sqlite/0001_registry.sql"),
+    include_str!("../migrations/sqlite/0002_runs.sql"),
+];
 
 /// The SQLite registry.
 #[derive(Debug, Clone)]
@@ -312,6 +315,77 @@ impl Store for SqliteStore {
             .then(|| items.last().map(|r| encode_cursor(r.tool.name.as_str())))
             .flatten();
         items.shrink_to_fit();
+        Ok(Page { items, next_cursor })
+    }
+
+    async fn record_run(&self, run: &RunRecord, keep: usize) -> Result<i64> {
+        let done = sqlx::query(
+            "INSERT INTO runs (tool, version, caller, arguments, kind, duration_ms, exit_code, truncated, started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        )
+        .bind(&run.tool)
+        .bind(run.version as i64)
+        .bind(&run.caller)
+        .bind(run.arguments.to_string())
+        .bind(&run.kind)
+        .bind(run.duration_ms)
+        .bind(run.exit_code)
+        .bind(run.truncated)
+        .bind(run.started_at_ms)
+        .execute(&self.pool)
+        .await?;
+        let id = done.last_insert_rowid();
+        // Retention, checked every 64 entries: ids only grow, so the newest `keep` are the
+        // highest ids.
+        if id % 64 == 0 {
+            sqlx::query("DELETE FROM runs WHERE id <= ?1")
+                .bind(id - keep as i64)
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(id)
+    }
+
+    async fn runs(&self, query: &RunQuery) -> Result<Page<RunRecord>> {
+        let limit = match query.limit {
+            0 => 50,
+            n => n.min(1000),
+        };
+        let before = match &query.cursor {
+            Some(c) => decode_cursor(c)?
+                .parse::<i64>()
+                .map_err(|_| StoreError::Invalid(format!("invalid cursor {c:?}")))?,
+            None => i64::MAX,
+        };
+        let rows = sqlx::query(
+            "SELECT * FROM runs WHERE id < ?1 AND (?2 IS NULL OR tool = ?2) AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR caller = ?4) ORDER BY id DESC LIMIT ?5",
+        )
+        .bind(before)
+        .bind(query.tool.as_deref())
+        .bind(query.kind.as_deref())
+        .bind(query.caller.as_deref())
+        .bind((limit + 1) as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        let items: Vec<RunRecord> = rows
+            .iter()
+            .take(limit)
+            .map(|r| RunRecord {
+                id: r.get("id"),
+                tool: r.get("tool"),
+                version: r.get::<i64, _>("version") as u64,
+                caller: r.get("caller"),
+                arguments: serde_json::from_str(&r.get::<String, _>("arguments"))
+                    .unwrap_or(serde_json::Value::Null),
+                kind: r.get("kind"),
+                duration_ms: r.get("duration_ms"),
+                exit_code: r.get("exit_code"),
+                truncated: r.get("truncated"),
+                started_at_ms: r.get("started_at"),
+            })
+            .collect();
+        let next_cursor = (rows.len() > limit)
+            .then(|| items.last().map(|r| encode_cursor(&r.id.to_string())))
+            .flatten();
         Ok(Page { items, next_cursor })
     }
 }

@@ -346,6 +346,94 @@ async fn racing_writers(s: Arc<impl Store + 'static>) {
     assert_eq!(history.iter().filter(|v| v.author == "a").count(), 100);
 }
 
+async fn execution_log(s: &impl Store) {
+    use toolsmith_core::result::{ErrorKind, Meta, ToolResult};
+    use toolsmith_store::{RunQuery, RunRecord};
+    for i in 0..200u64 {
+        let meta = Meta {
+            tool: format!("t{}", i % 2),
+            version: 1,
+            duration_ms: Some(i as f64),
+            ..Meta::default()
+        };
+        let result = if i % 5 == 0 {
+            ToolResult::err(ErrorKind::Timeout, "slow", Vec::new(), meta)
+        } else {
+            ToolResult::ok(json!({}), meta)
+        };
+        s.record_run(
+            &RunRecord::of(
+                &result,
+                &json!({"i": i}),
+                if i < 100 { "alice" } else { "bob" },
+            ),
+            150,
+        )
+        .await
+        .expect("record");
+    }
+    let newest = s
+        .runs(&RunQuery {
+            limit: 3,
+            ..RunQuery::default()
+        })
+        .await
+        .expect("runs");
+    let ids: Vec<i64> = newest.items.iter().map(|r| r.id).collect();
+    assert_eq!(ids, [200, 199, 198], "newest first");
+    assert_eq!(newest.items[0].arguments, json!({"i": 199}));
+    let timeouts = s
+        .runs(&RunQuery {
+            kind: Some("timeout".into()),
+            tool: Some("t0".into()),
+            limit: 1000,
+            ..RunQuery::default()
+        })
+        .await
+        .expect("runs");
+    assert!(
+        timeouts
+            .items
+            .iter()
+            .all(|r| r.kind == "timeout" && r.tool == "t0")
+    );
+    // Retention (150) is applied every 64 entries: at entry 192 everything up to 42 went.
+    let mut all = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = s
+            .runs(&RunQuery {
+                limit: 40,
+                cursor,
+                ..RunQuery::default()
+            })
+            .await
+            .expect("runs");
+        all.extend(page.items.iter().map(|r| r.id));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(all, (43..=200).rev().collect::<Vec<_>>());
+    let big = RunRecord::of(
+        &ToolResult::ok(json!({}), Meta::default()),
+        &json!({"x": "y".repeat(10_000)}),
+        "c",
+    );
+    assert!(
+        big.arguments
+            .as_str()
+            .is_some_and(|s| s.ends_with("… (cut)") && s.len() < 4200)
+    );
+}
+
+#[tokio::test]
+async fn sqlite_execution_log() {
+    let (_d, s) = sqlite().await;
+    execution_log(&s).await;
+}
+
 #[tokio::test]
 async fn sqlite_versions_history_and_restore() {
     let (_d, s) = sqlite().await;

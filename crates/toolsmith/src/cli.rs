@@ -16,7 +16,7 @@ use toolsmith_exec::runtime::Runtime;
 use toolsmith_exec::{CallOptions, Engine, EngineConfig};
 use toolsmith_server::Token;
 use toolsmith_store::sqlite::SqliteStore;
-use toolsmith_store::{Change, Store, StoreExt};
+use toolsmith_store::{Change, RunQuery, Store, StoreExt};
 
 use crate::output;
 use crate::source::load_catalog;
@@ -97,6 +97,21 @@ pub enum Command {
         name: String,
         #[command(flatten)]
         db: DbArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The execution log of the registry's calls, newest first.
+    Runs {
+        #[command(flatten)]
+        db: DbArg,
+        /// Only calls of this tool.
+        #[arg(long)]
+        tool: Option<String>,
+        /// Only calls with this outcome: ok, or an error kind such as timeout.
+        #[arg(long)]
+        kind: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
         #[arg(long)]
         json: bool,
     },
@@ -310,6 +325,24 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 "{name}: version {version} restored as version {}",
                 r.version
             );
+            Ok(ExitCode::SUCCESS)
+        }),
+        Command::Runs {
+            db,
+            tool,
+            kind,
+            limit,
+            json,
+        } => registry(&db, |store, _| async move {
+            let page = store
+                .runs(&RunQuery {
+                    tool,
+                    kind,
+                    limit,
+                    ..RunQuery::default()
+                })
+                .await?;
+            output::runs(&page.items, json);
             Ok(ExitCode::SUCCESS)
         }),
         Command::Enable { name, db } => set_enabled(name, db, true),

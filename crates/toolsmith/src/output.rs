@@ -306,6 +306,24 @@ pub fn history(versions: &[toolsmith_store::VersionRecord], json: bool) {
     }
 }
 
+pub fn runs(runs: &[toolsmith_store::RunRecord], json: bool) {
+    if json {
+        println!("{}", serde_json::to_value(runs).unwrap_or_default());
+        return;
+    }
+    for r in runs {
+        println!(
+            "{}  {:<20} v{:<3} {:<18} {:>9.1} ms  {}",
+            utc(r.started_at_ms),
+            r.tool,
+            r.version,
+            r.kind,
+            r.duration_ms,
+            r.caller
+        );
+    }
+}
+
 /// `YYYY-MM-DD HH:MM:SS` (UTC) of Unix milliseconds.
 fn utc(ms: i64) -> String {
     let secs = ms.div_euclid(1000);
