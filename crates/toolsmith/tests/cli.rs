@@ -648,3 +648,137 @@ fn registry_import_history_restore_enable_disable() {
     assert_eq!(r["updated"], json!(["git_log"]));
     assert_eq!(r["deleted"].as_array().map(Vec::len), Some(12));
 }
+
+/// Starts `toolsmith serve` on a free port; returns the child and the API's base URL.
+fn start_serve(dir: &Path, db: &Path) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--no-catalog",
+            "--db",
+            db.to_str().expect("utf-8"),
+        ])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn serve");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let base = loop {
+        let line = lines
+            .next()
+            .expect("serve printed its address")
+            .expect("line");
+        if let Some(rest) = line.split("REST API on ").nth(1) {
+            break rest.split_whitespace().next().expect("url").to_owned();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, base)
+}
+
+fn http(method: &str, url: &str, body: Option<&Value>, if_match: Option<u64>) -> (u16, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut b = ureq::http::Request::builder()
+        .method(method)
+        .uri(url)
+        .header("content-type", "application/json");
+    if let Some(v) = if_match {
+        b = b.header("if-match", v.to_string());
+    }
+    let body = body.map(Value::to_string).unwrap_or_default();
+    match agent.run(b.body(body.into_bytes()).expect("request")) {
+        Ok(mut r) => (
+            r.status().as_u16(),
+            serde_json::from_str(&r.body_mut().read_to_string().unwrap_or_default())
+                .unwrap_or(Value::Null),
+        ),
+        Err(_) => (0, Value::Null),
+    }
+}
+
+#[test]
+fn kill_9_during_a_burst_of_writes_loses_no_acknowledged_version() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("reg.db");
+    let (mut server, base) = start_serve(dir.path(), &db);
+    let def = |n: u64| json!({"name": "counter", "description": format!("edit {n}"), "command": ["true"]});
+    assert_eq!(
+        http("POST", &format!("{base}/tools"), Some(&def(1)), None).0,
+        201
+    );
+    // Writers edit as fast as they can; the server is killed mid-burst.
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(u64, String)>::new()));
+    let writer = {
+        let (acked, base) = (acked.clone(), base.clone());
+        std::thread::spawn(move || {
+            let mut version = 1;
+            loop {
+                let (status, v) = http(
+                    "PUT",
+                    &format!("{base}/tools/counter"),
+                    Some(&def(version + 1)),
+                    Some(version),
+                );
+                if status != 200 {
+                    return;
+                }
+                version = v["version"].as_u64().expect("version");
+                acked.lock().expect("lock").push((
+                    version,
+                    v["definition"]["description"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                ));
+            }
+        })
+    };
+    while acked.lock().expect("lock").len() < 150 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    server.kill().expect("kill -9");
+    server.wait().expect("reaped");
+    writer.join().expect("writer");
+    let acked = acked.lock().expect("lock").clone();
+    assert!(acked.len() >= 150);
+    // Restart on the same file: every acknowledged version is there, as acknowledged.
+    let (mut server, base) = start_serve(dir.path(), &db);
+    let (_, history) = http("GET", &format!("{base}/tools/counter/versions"), None, None);
+    let versions: Vec<u64> = history["versions"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|v| v["version"].as_u64().unwrap_or(0))
+        .collect();
+    for (version, description) in &acked {
+        assert!(
+            versions.contains(version),
+            "acknowledged version {version} lost"
+        );
+        let (_, v) = http(
+            "GET",
+            &format!("{base}/tools/counter/versions/{version}"),
+            None,
+            None,
+        );
+        assert_eq!(
+            v["definition"]["description"].as_str(),
+            Some(description.as_str())
+        );
+    }
+    let expected: Vec<u64> = (1..=*versions.last().expect("some")).collect();
+    assert_eq!(
+        versions, expected,
+        "no gap and no duplicate version numbers"
+    );
+    server.kill().expect("stop");
+    server.wait().expect("reaped");
+}
