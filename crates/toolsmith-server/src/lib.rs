@@ -18,7 +18,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use toolsmith_core::CompiledTool;
 use toolsmith_exec::Engine;
-use toolsmith_store::sqlite::SqliteStore;
+use toolsmith_store::Registry;
 
 pub use auth::{Role, Token};
 
@@ -30,7 +30,7 @@ pub const BODY_LIMIT: usize = 4 * 1024 * 1024;
 
 /// What every request shares.
 pub struct AppState {
-    pub store: SqliteStore,
+    pub store: Registry,
     pub engine: Arc<Engine>,
     pub tokens: Vec<Token>,
     /// Entries kept in the execution log.
@@ -40,7 +40,7 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(store: SqliteStore, engine: Arc<Engine>, tokens: Vec<Token>) -> Arc<Self> {
+    pub fn new(store: Registry, engine: Arc<Engine>, tokens: Vec<Token>) -> Arc<Self> {
         Arc::new(Self {
             store,
             engine,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolsmith_exec::{Engine, EngineConfig};
 use toolsmith_server::{AppState, Token, app, check_bind};
-use toolsmith_store::sqlite::SqliteStore;
+use toolsmith_store::Registry;
 
 struct Server {
     base: String,
@@ -24,7 +24,7 @@ impl Drop for Server {
 
 async fn start(tokens: &[&str]) -> Server {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = SqliteStore::open(&dir.path().join("reg.db"))
+    let store = Registry::open(&dir.path().join("reg.db").display().to_string())
         .await
         .expect("store");
     let mut config = EngineConfig::new(dir.path());

@@ -11,8 +11,10 @@
 //! - Deleting is soft: the history stays, and importing or creating the name again continues
 //!   its version numbers.
 //!
-//! [`sqlite::SqliteStore`] is the embedded default.
+//! [`sqlite::SqliteStore`] is the embedded default; [`postgres::PgStore`] serves several
+//! replicas. [`Registry`] is either, chosen by the address it is opened with.
 
+pub mod postgres;
 pub mod sqlite;
 
 use serde::Serialize;
@@ -207,6 +209,81 @@ pub trait Store: Send + Sync {
     /// Appends to the execution log, keeping at most `keep` entries.
     fn record_run(&self, run: &RunRecord, keep: usize) -> impl Future<Output = Result<i64>> + Send;
     fn runs(&self, query: &RunQuery) -> impl Future<Output = Result<Page<RunRecord>>> + Send;
+}
+
+/// The registry a server or the CLI uses: SQLite or PostgreSQL.
+#[derive(Debug, Clone)]
+pub enum Registry {
+    Sqlite(sqlite::SqliteStore),
+    Postgres(postgres::PgStore),
+}
+
+impl Registry {
+    /// `postgres://…` or `postgresql://…` opens PostgreSQL; anything else is an SQLite file
+    /// (`sqlite://` prefix optional).
+    pub async fn open(address: &str) -> Result<Self> {
+        if address.starts_with("postgres://") || address.starts_with("postgresql://") {
+            Ok(Self::Postgres(postgres::PgStore::open(address).await?))
+        } else {
+            let path = address.strip_prefix("sqlite://").unwrap_or(address);
+            Ok(Self::Sqlite(
+                sqlite::SqliteStore::open(std::path::Path::new(path)).await?,
+            ))
+        }
+    }
+
+    /// The backend's name, for logs.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Self::Sqlite(_) => "sqlite",
+            Self::Postgres(_) => "postgres",
+        }
+    }
+}
+
+/// Forwards one `Store` method to whichever backend the registry holds.
+macro_rules! forward {
+    ($self:ident, $method:ident ( $($arg:expr),* )) => {
+        match $self {
+            Registry::Sqlite(s) => s.$method($($arg),*).await,
+            Registry::Postgres(s) => s.$method($($arg),*).await,
+        }
+    };
+}
+
+impl Store for Registry {
+    async fn create(&self, tool: &Tool, change: Change<'_>) -> Result<ToolRecord> {
+        forward!(self, create(tool, change))
+    }
+    async fn update(
+        &self,
+        tool: &Tool,
+        base_version: u64,
+        change: Change<'_>,
+    ) -> Result<ToolRecord> {
+        forward!(self, update(tool, base_version, change))
+    }
+    async fn get(&self, name: &str) -> Result<ToolRecord> {
+        forward!(self, get(name))
+    }
+    async fn version(&self, name: &str, version: u64) -> Result<VersionRecord> {
+        forward!(self, version(name, version))
+    }
+    async fn history(&self, name: &str) -> Result<Vec<VersionRecord>> {
+        forward!(self, history(name))
+    }
+    async fn delete(&self, name: &str, change: Change<'_>) -> Result<()> {
+        forward!(self, delete(name, change))
+    }
+    async fn search(&self, query: &Query) -> Result<Page<ToolRecord>> {
+        forward!(self, search(query))
+    }
+    async fn record_run(&self, run: &RunRecord, keep: usize) -> Result<i64> {
+        forward!(self, record_run(run, keep))
+    }
+    async fn runs(&self, query: &RunQuery) -> Result<Page<RunRecord>> {
+        forward!(self, runs(query))
+    }
 }
 
 /// Operations built from the trait's primitives, the same for every backend.

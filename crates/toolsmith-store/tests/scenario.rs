@@ -477,3 +477,82 @@ async fn sqlite_reopens_with_its_data() {
     let s = SqliteStore::open(&path).await.expect("reopen");
     assert_eq!(s.get("kept").await.expect("get").tool.description, "Kept.");
 }
+
+/// PostgreSQL, when `TOOLSMITH_TEST_POSTGRES` names a database (CI always sets it): each test
+/// gets a schema of its own.
+async fn postgres(test: &str) -> Option<toolsmith_store::postgres::PgStore> {
+    let Ok(url) = std::env::var("TOOLSMITH_TEST_POSTGRES") else {
+        eprintln!("TOOLSMITH_TEST_POSTGRES is not set: skipping the PostgreSQL run of {test}");
+        return None;
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let schema = format!("ts_{test}_{}_{nanos}", std::process::id());
+    Some(
+        toolsmith_store::postgres::PgStore::open_in_schema(&url, Some(&schema))
+            .await
+            .expect("postgres"),
+    )
+}
+
+#[tokio::test]
+async fn postgres_versions_history_and_restore() {
+    if let Some(s) = postgres("versions").await {
+        versions_history_and_restore(&s).await;
+    }
+}
+
+#[tokio::test]
+async fn postgres_enable_disable_delete() {
+    if let Some(s) = postgres("enable").await {
+        enable_disable_delete(&s).await;
+    }
+}
+
+#[tokio::test]
+async fn postgres_search_and_pagination() {
+    if let Some(s) = postgres("search").await {
+        search_and_pagination(&s).await;
+    }
+}
+
+#[tokio::test]
+async fn postgres_catalog_sync() {
+    if let Some(s) = postgres("sync").await {
+        catalog_sync(&s).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_racing_writers() {
+    if let Some(s) = postgres("race").await {
+        racing_writers(Arc::new(s)).await;
+    }
+}
+
+#[tokio::test]
+async fn postgres_execution_log() {
+    if let Some(s) = postgres("runs").await {
+        execution_log(&s).await;
+    }
+}
+
+#[tokio::test]
+async fn registry_opens_either_backend_by_address() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("r.db");
+    let r = toolsmith_store::Registry::open(&format!("sqlite://{}", path.display()))
+        .await
+        .expect("sqlite");
+    assert_eq!(r.backend(), "sqlite");
+    r.create(&tool("x", "d"), ALICE).await.expect("create");
+    assert!(path.exists());
+    if let Ok(url) = std::env::var("TOOLSMITH_TEST_POSTGRES") {
+        let r = toolsmith_store::Registry::open(&url)
+            .await
+            .expect("postgres");
+        assert_eq!(r.backend(), "postgres");
+    }
+}

@@ -15,7 +15,7 @@ use toolsmith_core::{CompiledTool, ToolResult, plan};
 use toolsmith_exec::runtime::Runtime;
 use toolsmith_exec::{CallOptions, Engine, EngineConfig};
 use toolsmith_server::Token;
-use toolsmith_store::sqlite::SqliteStore;
+use toolsmith_store::Registry;
 use toolsmith_store::{Change, RunQuery, Store, StoreExt};
 
 use crate::output;
@@ -195,9 +195,10 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args)]
 pub struct DbArg {
-    /// The registry file [default: $TOOLSMITH_DB, else ~/.local/share/toolsmith/registry.db].
-    #[arg(long, value_name = "FILE")]
-    pub db: Option<PathBuf>,
+    /// The registry: an SQLite file, or postgres://user:pass@host/db
+    /// [default: $TOOLSMITH_DB, else ~/.local/share/toolsmith/registry.db].
+    #[arg(long, value_name = "FILE|URL")]
+    pub db: Option<String>,
     /// Recorded as the author of the change [default: $USER].
     #[arg(long)]
     pub author: Option<String>,
@@ -375,7 +376,7 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
     let mut config = EngineConfig::new(&args.workspace);
     config.use_cgroups = !args.no_cgroups;
     let engine = Arc::new(Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?);
-    let path = args.db.db.clone().unwrap_or_else(default_db);
+    let address = args.db.db.clone().unwrap_or_else(default_db);
     let author = args
         .db
         .author
@@ -387,9 +388,9 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
         .build()
         .context("starting the runtime")?;
     rt.block_on(async move {
-        let store = SqliteStore::open(&path)
+        let store = Registry::open(&address)
             .await
-            .with_context(|| format!("opening the registry {}", path.display()))?;
+            .with_context(|| format!("opening the registry {}", redact_url(&address)))?;
         if let Some((file, catalog)) = catalog {
             let r = store.import(&catalog.tools, args.prune, &author).await?;
             eprintln!(
@@ -406,8 +407,9 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
             .with_context(|| format!("listening on {}", args.addr))?;
         let local = listener.local_addr()?;
         eprintln!(
-            "toolsmith: registry {}; REST API on http://{local}/v1 ({})",
-            path.display(),
+            "toolsmith: registry {} ({}); REST API on http://{local}/v1 ({})",
+            redact_url(&address),
+            store.backend(),
             if tokens.is_empty() {
                 "no token: loopback only".to_string()
             } else {
@@ -467,10 +469,10 @@ fn set_enabled(name: String, db: DbArg, enabled: bool) -> Result<ExitCode> {
 /// Opens the registry and runs `f` with it and the author's name.
 fn registry<F, Fut>(db: &DbArg, f: F) -> Result<ExitCode>
 where
-    F: FnOnce(SqliteStore, String) -> Fut,
+    F: FnOnce(Registry, String) -> Fut,
     Fut: std::future::Future<Output = Result<ExitCode>>,
 {
-    let path = db.db.clone().unwrap_or_else(default_db);
+    let address = db.db.clone().unwrap_or_else(default_db);
     let author = db
         .author
         .clone()
@@ -481,18 +483,18 @@ where
         .build()
         .context("starting the runtime")?;
     rt.block_on(async move {
-        let store = SqliteStore::open(&path)
+        let store = Registry::open(&address)
             .await
-            .with_context(|| format!("opening the registry {}", path.display()))?;
+            .with_context(|| format!("opening the registry {}", redact_url(&address)))?;
         f(store, author).await
     })
 }
 
 /// `$TOOLSMITH_DB`, else `$XDG_DATA_HOME/toolsmith/registry.db`, else
 /// `~/.local/share/toolsmith/registry.db`.
-pub fn default_db() -> PathBuf {
-    if let Some(p) = std::env::var_os("TOOLSMITH_DB") {
-        return PathBuf::from(p);
+pub fn default_db() -> String {
+    if let Ok(p) = std::env::var("TOOLSMITH_DB") {
+        return p;
     }
     let data = std::env::var_os("XDG_DATA_HOME")
         .map(PathBuf::from)
@@ -500,7 +502,23 @@ pub fn default_db() -> PathBuf {
             PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into()))
                 .join(".local/share")
         });
-    data.join("toolsmith/registry.db")
+    data.join("toolsmith/registry.db").display().to_string()
+}
+
+/// A registry address fit for logs: the password of a URL replaced by `***`.
+fn redact_url(address: &str) -> String {
+    match (address.find("://"), address.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &address[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => {
+                    format!("{}{user}:***{}", &address[..scheme + 3], &address[at..])
+                }
+                None => address.to_owned(),
+            }
+        }
+        _ => address.to_owned(),
+    }
 }
 
 fn unknown_tool(catalog: &toolsmith_core::Catalog, name: &str) -> String {
