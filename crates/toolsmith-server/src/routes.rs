@@ -35,6 +35,7 @@ pub fn router(_state: Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/v1/tools/{name}/versions", get(versions))
         .route("/v1/tools/{name}/versions/{version}", get(version))
         .route("/v1/tools/{name}/restore/{version}", post(restore))
+        .route("/v1/tools/{name}/diff", get(diff))
         .route("/v1/tools/{name}/enable", post(enable))
         .route("/v1/tools/{name}/disable", post(disable))
         .route("/v1/tools/{name}/validate", post(validate))
@@ -492,4 +493,28 @@ async fn runs(State(s): Shared, Query(p): Query<RunParams>) -> ApiResult<Json<Va
     Ok(Json(
         json!({"runs": page.items, "next_cursor": page.next_cursor}),
     ))
+}
+
+#[derive(Deserialize)]
+struct DiffParams {
+    from: u64,
+    /// The current version when absent.
+    to: Option<u64>,
+}
+
+async fn diff(
+    State(s): Shared,
+    Path(name): Path<String>,
+    Query(p): Query<DiffParams>,
+) -> ApiResult<Json<Value>> {
+    let to = match p.to {
+        Some(v) => v,
+        None => s.store.get(&name).await?.version,
+    };
+    let (a, b) = (
+        s.store.version(&name, p.from).await?,
+        s.store.version(&name, to).await?,
+    );
+    let changes = toolsmith_store::diff_definitions(&a.definition, &b.definition)?;
+    Ok(Json(json!({"from": p.from, "to": to, "changes": changes})))
 }

@@ -187,6 +187,20 @@ async fn the_readme_walkthrough() {
         ),
         (200, json!(4), json!("Say hello."))
     );
+    // What changed from 1 to 3, and from 3 to the current (4, equal to 1).
+    let (_, d) = get(&s, "/tools/hello/diff?from=1&to=3").await;
+    assert_eq!(
+        d["changes"],
+        json!([
+            {"path": "description", "from": "Say hello.", "to": "hey"},
+            {"path": "command[1]", "from": "hello", "to": "hey"},
+        ])
+    );
+    let (_, d) = get(&s, "/tools/hello/diff?from=1").await;
+    assert_eq!(
+        (d["to"].clone(), d["changes"].clone()),
+        (json!(4), json!([]))
+    );
     // Pin a version in a call.
     let (_, r) = send(
         &s,
@@ -289,11 +303,32 @@ async fn secrets_are_write_only() {
             "{path} leaked the secret"
         );
     }
-    // Sending back what was shown keeps the secret.
+    // Sending back what was shown keeps the secret; a real change shows only as ***.
+    let mut changed = json!({"name": "api", "description": "d", "command": ["env"], "env_allowlist": [],
+        "config_schema": [{"name": "key", "secret": true, "env_name": "API_KEY"}], "config": {"key": "rotated"}});
+    changed["description"] = json!("d");
+    let (st, _) = send(
+        &s,
+        "POST",
+        "/tools",
+        json!({"name": "api2", "description": "d", "command": ["true"]}),
+        &[],
+    )
+    .await;
+    assert_eq!(st, 201);
+    let (st, _) = send(&s, "PUT", "/tools/api", changed, &[("if-match", "1")]).await;
+    assert_eq!(st, 200);
+    let (_, d) = get(&s, "/tools/api/diff?from=1&to=2").await;
+    assert_eq!(
+        d["changes"],
+        json!([{"path": "config.key", "from": "***", "to": "***"}])
+    );
+    let (st, _) = send(&s, "POST", "/tools/api/restore/1", json!(null), &[]).await;
+    assert_eq!(st, 200);
     let (_, shown) = get(&s, "/tools/api").await;
     let mut def = shown["definition"].clone();
     def["description"] = json!("edited");
-    let (st, _) = send(&s, "PUT", "/tools/api", def, &[("if-match", "1")]).await;
+    let (st, _) = send(&s, "PUT", "/tools/api", def, &[("if-match", "3")]).await;
     assert_eq!(st, 200);
     let (_, r) = send(&s, "POST", "/tools/api/call", json!({}), &[]).await;
     assert_eq!(

@@ -428,6 +428,81 @@ pub trait StoreExt: Store {
 
 impl<S: Store> StoreExt for S {}
 
+/// One difference between two definitions: the path (`parameters[1].type`) and the value on
+/// each side (`null` where absent).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Difference {
+    pub path: String,
+    pub from: Value,
+    pub to: Value,
+}
+
+/// The differences from `a` to `b`, walking objects by key and arrays by index. Secret config
+/// values are compared, but shown as `***`.
+pub fn diff(a: &Value, b: &Value) -> Vec<Difference> {
+    fn walk(a: &Value, b: &Value, path: String, out: &mut Vec<Difference>) {
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                let mut keys: Vec<&String> = x.keys().collect();
+                keys.extend(y.keys().filter(|k| !x.contains_key(*k)));
+                for k in keys {
+                    let child = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    walk(
+                        x.get(k).unwrap_or(&Value::Null),
+                        y.get(k).unwrap_or(&Value::Null),
+                        child,
+                        out,
+                    );
+                }
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                for i in 0..x.len().max(y.len()) {
+                    walk(
+                        x.get(i).unwrap_or(&Value::Null),
+                        y.get(i).unwrap_or(&Value::Null),
+                        format!("{path}[{i}]"),
+                        out,
+                    );
+                }
+            }
+            _ if a != b => out.push(Difference {
+                path,
+                from: a.clone(),
+                to: b.clone(),
+            }),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(a, b, String::new(), &mut out);
+    out
+}
+
+/// `diff` of two stored definitions, with secret values shown as `***`.
+pub fn diff_definitions(a: &Value, b: &Value) -> Result<Vec<Difference>> {
+    let (ta, tb) = (definition_to_tool(a)?, definition_to_tool(b)?);
+    let secret = |t: &Tool, path: &str| {
+        t.config_schema
+            .iter()
+            .any(|p| p.secret && path == format!("config.{}", p.name))
+    };
+    let mut out = diff(a, b);
+    for d in &mut out {
+        if secret(&ta, &d.path) || secret(&tb, &d.path) {
+            for v in [&mut d.from, &mut d.to] {
+                if !v.is_null() {
+                    *v = Value::String(toolsmith_core::model::REDACTED.into());
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Two definitions are the same when their catalog forms (secrets included) are equal.
 pub fn same_definition(a: &Tool, b: &Tool) -> bool {
     a.to_catalog_value(Secrets::Keep) == b.to_catalog_value(Secrets::Keep)

@@ -115,6 +115,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// What changed between two versions of a registry tool.
+    Diff {
+        name: String,
+        from: u64,
+        /// The current version when not given.
+        to: Option<u64>,
+        #[command(flatten)]
+        db: DbArg,
+        #[arg(long)]
+        json: bool,
+    },
     /// Save an old version of a registry tool as its newest version.
     Restore {
         name: String,
@@ -344,6 +355,37 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 })
                 .await?;
             output::runs(&page.items, json);
+            Ok(ExitCode::SUCCESS)
+        }),
+        Command::Diff {
+            name,
+            from,
+            to,
+            db,
+            json,
+        } => registry(&db, |store, _| async move {
+            let to = match to {
+                Some(v) => v,
+                None => store.get(&name).await?.version,
+            };
+            let (a, b) = (
+                store.version(&name, from).await?,
+                store.version(&name, to).await?,
+            );
+            let changes = toolsmith_store::diff_definitions(&a.definition, &b.definition)?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"from": from, "to": to, "changes": changes})
+                );
+            } else if changes.is_empty() {
+                println!("{name}: versions {from} and {to} are the same");
+            } else {
+                println!("{name}: version {from} → {to}");
+                for c in changes {
+                    println!("  {}: {} → {}", c.path, c.from, c.to);
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }),
         Command::Enable { name, db } => set_enabled(name, db, true),
