@@ -302,23 +302,28 @@ async fn restore(
     )))
 }
 
+/// Enables or disables a tool; the two routes differ only in the value.
+async fn toggle(
+    s: &AppState,
+    caller: &Caller,
+    name: &str,
+    enabled: bool,
+) -> ApiResult<Json<Value>> {
+    let change = Change {
+        author: &caller.name,
+        summary: "",
+    };
+    Ok(Json(view(
+        &s.store.set_enabled(name, enabled, change).await?,
+    )))
+}
+
 async fn enable(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(view(
-        &s.store
-            .set_enabled(
-                &name,
-                true,
-                Change {
-                    author: &caller.name,
-                    summary: "",
-                },
-            )
-            .await?,
-    )))
+    toggle(&s, &caller, &name, true).await
 }
 
 async fn disable(
@@ -326,18 +331,7 @@ async fn disable(
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(view(
-        &s.store
-            .set_enabled(
-                &name,
-                false,
-                Change {
-                    author: &caller.name,
-                    summary: "",
-                },
-            )
-            .await?,
-    )))
+    toggle(&s, &caller, &name, false).await
 }
 
 #[derive(Deserialize)]

@@ -15,6 +15,7 @@
 //! replicas. [`Registry`] is either, chosen by the address it is opened with.
 
 pub mod postgres;
+mod rows;
 pub mod sqlite;
 
 use serde::Serialize;

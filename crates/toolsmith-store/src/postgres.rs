@@ -7,14 +7,15 @@
 
 use std::str::FromStr;
 
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Row};
 use toolsmith_core::Tool;
 use toolsmith_core::model::Secrets;
 
+use crate::rows;
 use crate::{
     Change, Page, Query, Result, RunQuery, RunRecord, Store, StoreError, ToolRecord, VersionRecord,
-    decode_cursor, definition_to_tool, encode_cursor, now_ms,
+    decode_cursor, encode_cursor, now_ms,
 };
 
 const MIGRATIONS: &[&str] = &[
@@ -169,38 +170,6 @@ async fn state_for_update(
     }))
 }
 
-fn record(row: &PgRow) -> Result<ToolRecord> {
-    let text: String = row.get("definition");
-    let definition = serde_json::from_str(&text).map_err(|e| StoreError::Invalid(e.to_string()))?;
-    Ok(ToolRecord {
-        tool: definition_to_tool(&definition)?,
-        version: row.get::<i64, _>("version") as u64,
-        updated_at_ms: row.get("updated_at"),
-        updated_by: row.get("updated_by"),
-    })
-}
-
-fn version_record(row: &PgRow) -> Result<VersionRecord> {
-    let text: String = row.get("definition");
-    Ok(VersionRecord {
-        name: row.get("name"),
-        version: row.get::<i64, _>("version") as u64,
-        definition: serde_json::from_str(&text).map_err(|e| StoreError::Invalid(e.to_string()))?,
-        created_at_ms: row.get("created_at"),
-        author: row.get("author"),
-        summary: row.get("summary"),
-    })
-}
-
-fn like(text: &str) -> String {
-    let escaped = text
-        .to_lowercase()
-        .replace('\\', "\\\\")
-        .replace('%', "\\%")
-        .replace('_', "\\_");
-    format!("%{escaped}%")
-}
-
 impl Store for PgStore {
     async fn create(&self, tool: &Tool, change: Change<'_>) -> Result<ToolRecord> {
         let mut tx = self.pool.begin().await?;
@@ -248,7 +217,7 @@ impl Store for PgStore {
             .fetch_optional(&self.pool)
             .await?;
         row.as_ref()
-            .map(record)
+            .map(rows::tool)
             .unwrap_or_else(|| Err(StoreError::NotFound(format!("tool {name:?}"))))
     }
 
@@ -258,7 +227,7 @@ impl Store for PgStore {
             .bind(version as i64)
             .fetch_optional(&self.pool)
             .await?;
-        row.as_ref().map(version_record).unwrap_or_else(|| {
+        row.as_ref().map(rows::version).unwrap_or_else(|| {
             Err(StoreError::NotFound(format!(
                 "version {version} of tool {name:?}"
             )))
@@ -273,7 +242,7 @@ impl Store for PgStore {
         if rows.is_empty() {
             return Err(StoreError::NotFound(format!("tool {name:?}")));
         }
-        rows.iter().map(version_record).collect()
+        rows.iter().map(rows::version).collect()
     }
 
     async fn delete(&self, name: &str, change: Change<'_>) -> Result<()> {
@@ -290,10 +259,7 @@ impl Store for PgStore {
     }
 
     async fn search(&self, query: &Query) -> Result<Page<ToolRecord>> {
-        let limit = match query.limit {
-            0 => 50,
-            n => n.min(1000),
-        };
+        let limit = rows::page_size(query.limit);
         let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
         // `COLLATE "C"`: byte order, the same order as SQLite's and stable across locales.
         let rows = sqlx::query(
@@ -306,15 +272,15 @@ impl Store for PgStore {
         )
         .bind(query.include_disabled)
         .bind(after)
-        .bind(query.text.as_deref().map(like))
-        .bind(query.tag.as_deref().map(|t| format!("% {} %", t.to_lowercase().replace('%', "\\%").replace('_', "\\_"))))
+        .bind(query.text.as_deref().map(rows::like))
+        .bind(query.tag.as_deref().map(rows::tag_like))
         .bind((limit + 1) as i64)
         .fetch_all(&self.pool)
         .await?;
         let items = rows
             .iter()
             .take(limit)
-            .map(record)
+            .map(rows::tool)
             .collect::<Result<Vec<_>>>()?;
         let next_cursor = (rows.len() > limit)
             .then(|| items.last().map(|r| encode_cursor(r.tool.name.as_str())))
@@ -348,16 +314,8 @@ impl Store for PgStore {
     }
 
     async fn runs(&self, query: &RunQuery) -> Result<Page<RunRecord>> {
-        let limit = match query.limit {
-            0 => 50,
-            n => n.min(1000),
-        };
-        let before = match &query.cursor {
-            Some(c) => decode_cursor(c)?
-                .parse::<i64>()
-                .map_err(|_| StoreError::Invalid(format!("invalid cursor {c:?}")))?,
-            None => i64::MAX,
-        };
+        let limit = rows::page_size(query.limit);
+        let before = rows::runs_before(query.cursor.as_deref())?;
         let rows = sqlx::query(
             "SELECT * FROM runs WHERE id < $1 AND ($2::text IS NULL OR tool = $2) AND ($3::text IS NULL OR kind = $3) \
              AND ($4::text IS NULL OR caller = $4) ORDER BY id DESC LIMIT $5",
@@ -369,23 +327,11 @@ impl Store for PgStore {
         .bind((limit + 1) as i64)
         .fetch_all(&self.pool)
         .await?;
-        let items: Vec<RunRecord> = rows
+        let items = rows
             .iter()
             .take(limit)
-            .map(|r| RunRecord {
-                id: r.get("id"),
-                tool: r.get("tool"),
-                version: r.get::<i64, _>("version") as u64,
-                caller: r.get("caller"),
-                arguments: serde_json::from_str(&r.get::<String, _>("arguments"))
-                    .unwrap_or(serde_json::Value::Null),
-                kind: r.get("kind"),
-                duration_ms: r.get("duration_ms"),
-                exit_code: r.get("exit_code"),
-                truncated: r.get("truncated"),
-                started_at_ms: r.get("started_at"),
-            })
-            .collect();
+            .map(rows::run)
+            .collect::<Result<Vec<_>>>()?;
         let next_cursor = (rows.len() > limit)
             .then(|| items.last().map(|r| encode_cursor(&r.id.to_string())))
             .flatten();

@@ -11,16 +11,16 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 use sqlx::{AssertSqlSafe, Row};
 use toolsmith_core::Tool;
 use toolsmith_core::model::Secrets;
 
+use crate::rows;
 use crate::{
     Change, Page, Query, Result, RunQuery, RunRecord, Store, StoreError, ToolRecord, VersionRecord,
-    decode_cursor, definition_to_tool, encode_cursor, now_ms,
+    decode_cursor, encode_cursor, now_ms,
 };
 
 /// The schema, in order; `PRAGMA user_version` is the number applied.
@@ -141,39 +141,6 @@ async fn state(conn: &mut sqlx::SqliteConnection, name: &str) -> Result<Option<(
     }))
 }
 
-fn record(row: &SqliteRow) -> Result<ToolRecord> {
-    let text: String = row.get("definition");
-    let definition = serde_json::from_str(&text).map_err(|e| StoreError::Invalid(e.to_string()))?;
-    Ok(ToolRecord {
-        tool: definition_to_tool(&definition)?,
-        version: row.get::<i64, _>("version") as u64,
-        updated_at_ms: row.get("updated_at"),
-        updated_by: row.get("updated_by"),
-    })
-}
-
-fn version_record(row: &SqliteRow) -> Result<VersionRecord> {
-    let text: String = row.get("definition");
-    Ok(VersionRecord {
-        name: row.get("name"),
-        version: row.get::<i64, _>("version") as u64,
-        definition: serde_json::from_str(&text).map_err(|e| StoreError::Invalid(e.to_string()))?,
-        created_at_ms: row.get("created_at"),
-        author: row.get("author"),
-        summary: row.get("summary"),
-    })
-}
-
-/// `%text%` for LIKE, with the pattern characters escaped (`\` is the escape).
-fn like(text: &str) -> String {
-    let escaped = text
-        .to_lowercase()
-        .replace('\\', "\\\\")
-        .replace('%', "\\%")
-        .replace('_', "\\_");
-    format!("%{escaped}%")
-}
-
 const RECORD_COLUMNS: &str = "name, version, definition, updated_at, updated_by";
 
 impl Store for SqliteStore {
@@ -226,7 +193,7 @@ impl Store for SqliteStore {
         .fetch_optional(&self.pool)
         .await?;
         row.as_ref()
-            .map(record)
+            .map(rows::tool)
             .unwrap_or_else(|| Err(StoreError::NotFound(format!("tool {name:?}"))))
     }
 
@@ -236,7 +203,7 @@ impl Store for SqliteStore {
             .bind(version as i64)
             .fetch_optional(&self.pool)
             .await?;
-        row.as_ref().map(version_record).unwrap_or_else(|| {
+        row.as_ref().map(rows::version).unwrap_or_else(|| {
             Err(StoreError::NotFound(format!(
                 "version {version} of tool {name:?}"
             )))
@@ -251,7 +218,7 @@ impl Store for SqliteStore {
         if rows.is_empty() {
             return Err(StoreError::NotFound(format!("tool {name:?}")));
         }
-        rows.iter().map(version_record).collect()
+        rows.iter().map(rows::version).collect()
     }
 
     async fn delete(&self, name: &str, change: Change<'_>) -> Result<()> {
@@ -268,10 +235,7 @@ impl Store for SqliteStore {
     }
 
     async fn search(&self, query: &Query) -> Result<Page<ToolRecord>> {
-        let limit = match query.limit {
-            0 => 50,
-            n => n.min(1000),
-        };
+        let limit = rows::page_size(query.limit);
         let mut sql = format!("SELECT {RECORD_COLUMNS} FROM tools WHERE deleted = 0");
         if !query.include_disabled {
             sql.push_str(" AND enabled = 1");
@@ -290,26 +254,15 @@ impl Store for SqliteStore {
         // Built only from constant fragments; every value is bound.
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(after.unwrap_or_default())
-            .bind(query.text.as_deref().map(like).unwrap_or_default())
-            .bind(
-                query
-                    .tag
-                    .as_deref()
-                    .map(|t| {
-                        format!(
-                            "% {} %",
-                            t.to_lowercase().replace('%', "\\%").replace('_', "\\_")
-                        )
-                    })
-                    .unwrap_or_default(),
-            )
+            .bind(query.text.as_deref().map(rows::like).unwrap_or_default())
+            .bind(query.tag.as_deref().map(rows::tag_like).unwrap_or_default())
             .bind((limit + 1) as i64)
             .fetch_all(&self.pool)
             .await?;
         let mut items = rows
             .iter()
             .take(limit)
-            .map(record)
+            .map(rows::tool)
             .collect::<Result<Vec<_>>>()?;
         let next_cursor = (rows.len() > limit)
             .then(|| items.last().map(|r| encode_cursor(r.tool.name.as_str())))
@@ -346,16 +299,8 @@ impl Store for SqliteStore {
     }
 
     async fn runs(&self, query: &RunQuery) -> Result<Page<RunRecord>> {
-        let limit = match query.limit {
-            0 => 50,
-            n => n.min(1000),
-        };
-        let before = match &query.cursor {
-            Some(c) => decode_cursor(c)?
-                .parse::<i64>()
-                .map_err(|_| StoreError::Invalid(format!("invalid cursor {c:?}")))?,
-            None => i64::MAX,
-        };
+        let limit = rows::page_size(query.limit);
+        let before = rows::runs_before(query.cursor.as_deref())?;
         let rows = sqlx::query(
             "SELECT * FROM runs WHERE id < ?1 AND (?2 IS NULL OR tool = ?2) AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR caller = ?4) ORDER BY id DESC LIMIT ?5",
         )
@@ -366,23 +311,11 @@ impl Store for SqliteStore {
         .bind((limit + 1) as i64)
         .fetch_all(&self.pool)
         .await?;
-        let items: Vec<RunRecord> = rows
+        let items = rows
             .iter()
             .take(limit)
-            .map(|r| RunRecord {
-                id: r.get("id"),
-                tool: r.get("tool"),
-                version: r.get::<i64, _>("version") as u64,
-                caller: r.get("caller"),
-                arguments: serde_json::from_str(&r.get::<String, _>("arguments"))
-                    .unwrap_or(serde_json::Value::Null),
-                kind: r.get("kind"),
-                duration_ms: r.get("duration_ms"),
-                exit_code: r.get("exit_code"),
-                truncated: r.get("truncated"),
-                started_at_ms: r.get("started_at"),
-            })
-            .collect();
+            .map(rows::run)
+            .collect::<Result<Vec<_>>>()?;
         let next_cursor = (rows.len() > limit)
             .then(|| items.last().map(|r| encode_cursor(&r.id.to_string())))
             .flatten();

@@ -215,6 +215,28 @@ pub struct DbArg {
     pub author: Option<String>,
 }
 
+impl DbArg {
+    /// The registry's address: `--db`, else `$TOOLSMITH_DB`, else the default file.
+    fn address(&self) -> String {
+        self.db.clone().unwrap_or_else(default_db)
+    }
+
+    /// Who changes are recorded under: `--author`, else `$USER`, else `fallback`.
+    fn author(&self, fallback: &str) -> String {
+        self.author
+            .clone()
+            .or_else(|| std::env::var("USER").ok())
+            .unwrap_or_else(|| fallback.into())
+    }
+
+    async fn open(&self) -> Result<Registry> {
+        let address = self.address();
+        Registry::open(&address)
+            .await
+            .with_context(|| format!("opening the registry {}", redact_url(&address)))
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct CatalogArg {
     /// The catalog file.
@@ -418,21 +440,13 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
     let mut config = EngineConfig::new(&args.workspace);
     config.use_cgroups = !args.no_cgroups;
     let engine = Arc::new(Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?);
-    let address = args.db.db.clone().unwrap_or_else(default_db);
-    let author = args
-        .db
-        .author
-        .clone()
-        .or_else(|| std::env::var("USER").ok())
-        .unwrap_or_else(|| "serve".into());
+    let author = args.db.author("serve");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
     rt.block_on(async move {
-        let store = Registry::open(&address)
-            .await
-            .with_context(|| format!("opening the registry {}", redact_url(&address)))?;
+        let store = args.db.open().await?;
         if let Some((file, catalog)) = catalog {
             let r = store.import(&catalog.tools, args.prune, &author).await?;
             eprintln!(
@@ -450,7 +464,7 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
         let local = listener.local_addr()?;
         eprintln!(
             "toolsmith: registry {} ({}); REST API on http://{local}/v1 ({})",
-            redact_url(&address),
+            redact_url(&args.db.address()),
             store.backend(),
             if tokens.is_empty() {
                 "no token: loopback only".to_string()
@@ -514,22 +528,12 @@ where
     F: FnOnce(Registry, String) -> Fut,
     Fut: std::future::Future<Output = Result<ExitCode>>,
 {
-    let address = db.db.clone().unwrap_or_else(default_db);
-    let author = db
-        .author
-        .clone()
-        .or_else(|| std::env::var("USER").ok())
-        .unwrap_or_else(|| "cli".into());
+    let author = db.author("cli");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    rt.block_on(async move {
-        let store = Registry::open(&address)
-            .await
-            .with_context(|| format!("opening the registry {}", redact_url(&address)))?;
-        f(store, author).await
-    })
+    rt.block_on(async move { f(db.open().await?, author).await })
 }
 
 /// `$TOOLSMITH_DB`, else `$XDG_DATA_HOME/toolsmith/registry.db`, else
