@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use rustix::process::{Pid, Resource, Rlimit, Signal, kill_process, kill_process_group, prlimit};
 use toolsmith_core::model::Limits;
@@ -71,19 +72,35 @@ pub fn kill_group(pgid: u32) {
 }
 
 /// A folder of per-call cgroups with a `pids` controller.
+///
+/// On cgroup v1 each cgroup of the pool has a resident thread of this process living in it:
+/// a call borrows one, its process is spawned by that thread and so is born inside — no
+/// window in which it could fork outside, and no cgroup membership written per call (such a
+/// write sends the next `exec` on the machine through a slow path for an RCU grace period:
+/// ~10 ms on a Python start, measured in bench/README.md). On cgroup v2, where threads cannot
+/// be moved alone, a cgroup is made per call and the process moved in right after it starts.
 #[derive(Debug)]
 pub struct Cgroups {
-    /// This process's own cgroup, where spawning threads return to.
-    home: PathBuf,
     root: PathBuf,
     next: AtomicU64,
-    /// cgroup v1: single threads can be moved, so children are born inside their cgroup.
     per_thread: bool,
+    idle: Arc<Mutex<Vec<Slot>>>,
 }
+
+/// A pooled cgroup and the thread that lives in it.
+#[derive(Debug)]
+struct Slot {
+    dir: PathBuf,
+    jobs: std::sync::mpsc::Sender<Job>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+type Job = Box<dyn FnOnce() + Send>;
 
 impl Cgroups {
     /// Finds a writable pids controller (v1, or v2 with `pids` enabled for children) and
-    /// makes `toolsmith-<pid>` under this process's own cgroup. `None` when there is none.
+    /// makes a folder for this engine under this process's own cgroup. `None` when there is
+    /// none.
     pub fn detect() -> Option<Self> {
         let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
         let mut candidates: Vec<(PathBuf, bool)> = Vec::new();
@@ -103,113 +120,248 @@ impl Cgroups {
             }
         }
         for (base, per_thread) in candidates {
+            sweep_dead(&base);
             // One folder per engine: several engines may live in one process.
             static ENGINES: AtomicU64 = AtomicU64::new(0);
             let n = ENGINES.fetch_add(1, Ordering::Relaxed);
             let root = base.join(format!("toolsmith-{}-{n}", std::process::id()));
             if std::fs::create_dir(&root).is_ok() && root.join("cgroup.procs").exists() {
                 return Some(Self {
-                    home: base,
                     root,
                     next: AtomicU64::new(0),
                     per_thread,
+                    idle: Arc::default(),
                 });
             }
         }
         None
     }
 
-    /// A new cgroup for one call, allowing `max` processes.
+    /// A cgroup for one call, allowing `max` processes.
     pub fn create(&self, max: Option<u64>) -> Option<CallCgroup> {
+        let slot = if self.per_thread {
+            let pooled = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            Some(match pooled {
+                Some(s) => s,
+                None => self.new_slot()?,
+            })
+        } else {
+            None
+        };
+        let dir = match &slot {
+            Some(s) => s.dir.clone(),
+            None => {
+                let dir = self.root.join(format!(
+                    "call-{}",
+                    self.next.fetch_add(1, Ordering::Relaxed)
+                ));
+                std::fs::create_dir(&dir).ok()?;
+                dir
+            }
+        };
+        // The resident thread is one of the cgroup's tasks.
+        let cap = max
+            .map(|m| m + u64::from(slot.is_some()))
+            .map_or_else(|| "max".to_string(), |m| m.to_string());
+        if std::fs::write(dir.join("pids.max"), cap).is_err() {
+            if slot.is_none() {
+                let _ = std::fs::remove_dir(&dir);
+            }
+            return None;
+        }
+        Some(CallCgroup {
+            dir,
+            slot,
+            idle: self.idle.clone(),
+        })
+    }
+
+    /// A new pooled cgroup with its thread inside, or `None` if the thread cannot enter it.
+    fn new_slot(&self) -> Option<Slot> {
         let dir = self.root.join(format!(
-            "call-{}",
+            "slot-{}",
             self.next.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir(&dir).ok()?;
-        if let Some(max) = max
-            && std::fs::write(dir.join("pids.max"), max.to_string()).is_err()
-        {
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        let (ready_tx, ready) = std::sync::mpsc::channel::<bool>();
+        let tasks = dir.join("tasks");
+        let thread = std::thread::Builder::new()
+            .name("toolsmith-spawner".into())
+            .spawn(move || {
+                let tid = rustix::thread::gettid().as_raw_nonzero().get().to_string();
+                let entered = std::fs::write(&tasks, tid).is_ok();
+                let _ = ready_tx.send(entered);
+                if entered {
+                    for job in queue {
+                        job();
+                    }
+                }
+            })
+            .ok()?;
+        if ready.recv().ok() != Some(true) {
+            let _ = thread.join();
             let _ = std::fs::remove_dir(&dir);
             return None;
         }
-        Some(CallCgroup { dir })
+        Some(Slot {
+            dir,
+            jobs,
+            thread: Some(thread),
+        })
     }
+}
 
-    /// Runs `spawn` on the current thread while that thread is inside `cg`, so the process
-    /// it creates is born in the cgroup (no window in which it could fork outside). Where
-    /// threads cannot be moved (cgroup v2), the process is moved right after it starts.
-    pub fn spawn_inside<T>(
-        &self,
-        cg: &CallCgroup,
-        spawn: impl FnOnce() -> std::io::Result<T>,
-        pid_of: impl Fn(&T) -> Option<u32>,
-    ) -> std::io::Result<T> {
-        let tid = rustix::thread::gettid().as_raw_nonzero().get().to_string();
-        let entered = self.per_thread && std::fs::write(cg.dir.join("tasks"), &tid).is_ok();
-        let spawned = spawn();
-        if entered {
-            // Back home; a failure here would leave this thread counted in the call's cgroup.
-            let _ = std::fs::write(self.home.join("tasks"), &tid);
-        } else if let Some(pid) = spawned.as_ref().ok().and_then(&pid_of) {
-            let _ = cg.add(pid);
+/// Removes the folders of toolsmith processes that no longer exist (killed before they could
+/// clean up), killing any tool process still inside: it outlived the call that started it.
+fn sweep_dead(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("toolsmith-")
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
         }
-        spawned
+        let root = entry.path();
+        for call in std::fs::read_dir(&root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+        {
+            let procs =
+                std::fs::read_to_string(call.path().join("cgroup.procs")).unwrap_or_default();
+            for pid in procs
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .filter_map(Pid::from_raw)
+            {
+                let _ = kill_process(pid, Signal::KILL);
+            }
+            let _ = std::fs::remove_dir(call.path());
+        }
+        let _ = std::fs::remove_dir(&root);
     }
 }
 
 impl Drop for Cgroups {
     fn drop(&mut self) {
+        let slots = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|e| e.into_inner()));
+        for mut slot in slots {
+            let dir = slot.dir.clone();
+            drop(slot.jobs);
+            if let Some(t) = slot.thread.take() {
+                let _ = t.join();
+            }
+            let _ = std::fs::remove_dir(&dir);
+        }
         let _ = std::fs::remove_dir(&self.root);
     }
 }
 
-/// One call's cgroup; killing it kills every process inside, however it detached.
+/// One call's cgroup; releasing it kills every process inside, however it detached.
 #[derive(Debug)]
 pub struct CallCgroup {
     dir: PathBuf,
+    slot: Option<Slot>,
+    idle: Arc<Mutex<Vec<Slot>>>,
 }
 
 impl CallCgroup {
-    fn add(&self, pid: u32) -> Result<(), String> {
-        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string())
-            .map_err(|e| format!("cgroup {}: {e}", self.dir.display()))
+    /// Runs `job` so that the process it spawns starts inside this cgroup: on the slot's
+    /// resident thread, or here followed by moving the process in. The result comes back
+    /// through `done`; if nobody waits for it any more, it is dropped there (and with it the
+    /// call's guard, which kills what was started).
+    pub fn spawn_inside<T: Send + 'static>(
+        self,
+        job: impl FnOnce(CallCgroup) -> T + Send + 'static,
+        pid_of: impl Fn(&T) -> Option<u32>,
+    ) -> tokio::sync::oneshot::Receiver<T> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        match self.slot.as_ref().map(|s| s.jobs.clone()) {
+            Some(jobs) => {
+                let handle = tokio::runtime::Handle::try_current().ok();
+                let run: Job = Box::new(move || {
+                    let _entered = handle.as_ref().map(|h| h.enter());
+                    let _ = tx.send(job(self));
+                });
+                if let Err(std::sync::mpsc::SendError(run)) = jobs.send(run) {
+                    run();
+                }
+            }
+            None => {
+                let procs = self.dir.join("cgroup.procs");
+                let out = job(self);
+                if let Some(pid) = pid_of(&out) {
+                    let _ = std::fs::write(procs, pid.to_string());
+                }
+                let _ = tx.send(out);
+            }
+        }
+        rx
     }
 
+    /// Processes in the cgroup other than this one (whose spawner thread lives there).
     fn pids(&self) -> Vec<i32> {
+        let me = std::process::id() as i32;
         std::fs::read_to_string(self.dir.join("cgroup.procs"))
             .unwrap_or_default()
             .lines()
             .filter_map(|l| l.trim().parse().ok())
+            .filter(|p| *p != me)
             .collect()
     }
 
-    /// Kills what is left and removes the cgroup; if processes take a moment to go, a
-    /// background thread finishes the removal.
-    pub fn kill_and_remove(self) {
+    fn kill_all(&self) -> bool {
         for _ in 0..3 {
             let pids = self.pids();
             if pids.is_empty() {
-                break;
+                return true;
             }
             for pid in pids.into_iter().filter_map(Pid::from_raw) {
                 let _ = kill_process(pid, Signal::KILL);
             }
         }
-        if std::fs::remove_dir(&self.dir).is_ok() {
+        self.pids().is_empty()
+    }
+
+    /// Kills what is left; the slot goes back to the pool once it is empty (a background
+    /// thread waits for stragglers), a per-call cgroup is removed.
+    pub fn release(mut self) {
+        if self.kill_all() {
+            self.finish();
             return;
         }
-        let dir = self.dir.clone();
         std::thread::spawn(move || {
-            let cg = CallCgroup { dir };
             for _ in 0..200 {
-                for pid in cg.pids().into_iter().filter_map(Pid::from_raw) {
-                    let _ = kill_process(pid, Signal::KILL);
-                }
-                if std::fs::remove_dir(&cg.dir).is_ok() {
-                    return;
+                if self.kill_all() {
+                    break;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
+            self.finish();
         });
+    }
+
+    fn finish(&mut self) {
+        match self.slot.take() {
+            Some(slot) if self.pids().is_empty() => self
+                .idle
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(slot),
+            Some(slot) => drop(slot), // still busy: leave it out of the pool
+            None => {
+                let _ = std::fs::remove_dir(&self.dir);
+            }
+        }
     }
 }

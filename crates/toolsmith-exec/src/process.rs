@@ -54,7 +54,7 @@ impl Drop for GroupGuard {
     fn drop(&mut self) {
         limits::kill_group(self.pgid);
         if let Some(cg) = self.cgroup.take() {
-            cg.kill_and_remove();
+            cg.release();
         }
     }
 }
@@ -90,28 +90,24 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
         .stderr(Stdio::piped())
         .process_group(0);
     let (limits, niceness) = (spec.limits, spec.niceness);
-    let cgroup = cgroups.and_then(|c| c.create(limits.processes));
     // The guard is made where the child is, so whoever drops the result kills the group —
     // even a caller that went away while the spawn was in flight.
-    let start = move |cmd: &mut Command, cgroup: Option<CallCgroup>, groups: Option<&Cgroups>| {
-        let child = match (groups, &cgroup) {
-            (Some(groups), Some(cg)) => groups.spawn_inside(cg, || cmd.spawn(), |c| c.id())?,
-            _ => cmd.spawn()?,
-        };
+    let start = move |mut cmd: Command, cgroup: Option<CallCgroup>| {
+        let child = cmd.spawn()?;
         let pid = child.id().unwrap_or(0);
         let guard = GroupGuard { pgid: pid, cgroup };
         let _ = limits::apply_rlimits(pid, &limits, niceness);
         Ok::<_, std::io::Error>((child, guard))
     };
-    let spawned = match cgroups {
-        // Spawn from a blocking-pool thread that steps into the call's cgroup.
-        Some(groups) if cgroup.is_some() => {
-            let groups = groups.clone();
-            tokio::task::spawn_blocking(move || start(&mut cmd, cgroup, Some(&groups)))
-                .await
-                .map_err(|e| SpawnError::Other(format!("{program}: {e}")))?
-        }
-        _ => start(&mut cmd, cgroup, None),
+    let spawned = match cgroups.and_then(|c| c.create(limits.processes)) {
+        Some(cg) => cg
+            .spawn_inside(
+                move |cg| start(cmd, Some(cg)),
+                |r| r.as_ref().ok().and_then(|(c, _)| c.id()),
+            )
+            .await
+            .map_err(|_| SpawnError::Other(format!("{program}: the spawning thread went away")))?,
+        None => start(cmd, None),
     };
     let (mut child, guard) = spawned.map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => SpawnError::NotFound(program.clone()),
