@@ -65,6 +65,17 @@ impl Token {
     }
 }
 
+/// Tokens from a file: one `NAME=SECRET` or `NAME:ROLE=SECRET` per line; blank lines and
+/// lines starting with `#` are skipped. Errors name the line.
+pub fn parse_tokens_file(text: &str) -> Result<Vec<Token>, String> {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim()))
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
+        .map(|(n, l)| Token::parse(l).map_err(|e| format!("line {n}: {e}")))
+        .collect()
+}
+
 /// Who is calling; put in the request's extensions by [`require`].
 #[derive(Debug, Clone)]
 pub struct Caller {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolsmith_exec::{Engine, EngineConfig};
-use toolsmith_server::{AppState, Token, app, check_bind};
+use toolsmith_server::{AppState, Role, Token, app, check_bind};
 use toolsmith_store::Registry;
 
 struct Server {
@@ -426,4 +426,26 @@ fn non_loopback_addresses_need_a_token() {
     assert!(check_bind("0.0.0.0:7700".parse().expect("addr"), &[token]).is_ok());
     assert!(Token::parse("short=abc").is_err());
     assert!(Token::parse("x:root=long-enough").is_err());
+}
+
+#[test]
+fn tokens_files_name_the_bad_line() {
+    let ok = toolsmith_server::auth::parse_tokens_file(
+        "# team tokens\n\nci:call=ci-secret-123\nops=ops-secret-123\n",
+    )
+    .expect("parses");
+    let summary: Vec<(String, Role)> = ok.iter().map(|t| (t.name.clone(), t.role)).collect();
+    assert_eq!(
+        summary,
+        [
+            ("ci".to_string(), Role::Call),
+            ("ops".to_string(), Role::Admin)
+        ]
+    );
+    let err = toolsmith_server::auth::parse_tokens_file("a=long-enough-1\nbroken line\n")
+        .expect_err("bad line");
+    assert!(
+        err.starts_with("line 2: token \"broken line\": expected NAME=SECRET"),
+        "{err}"
+    );
 }

@@ -194,6 +194,10 @@ pub struct ServeArgs {
     /// Repeatable; TOOLSMITH_TOKEN adds an admin token named "env".
     #[arg(long = "token", value_name = "NAME[:ROLE]=SECRET")]
     pub tokens: Vec<String>,
+    /// A file of tokens, one NAME[:ROLE]=SECRET per line (# starts a comment). Keep it
+    /// readable by the server's user only.
+    #[arg(long, value_name = "FILE")]
+    pub tokens_file: Option<PathBuf>,
     #[command(flatten)]
     pub db: DbArg,
     /// The folder file built-ins are confined to.
@@ -422,6 +426,13 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
         .map(|t| Token::parse(t))
         .collect::<Result<Vec<_>, _>>()
         .map_err(anyhow::Error::msg)?;
+    if let Some(file) = &args.tokens_file {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("--tokens-file {}", file.display()))?;
+        let more = toolsmith_server::auth::parse_tokens_file(&text)
+            .map_err(|e| anyhow::anyhow!("--tokens-file {}: {e}", file.display()))?;
+        tokens.extend(more);
+    }
     if let Ok(secret) = std::env::var("TOOLSMITH_TOKEN") {
         tokens.push(
             Token::parse(&format!("env={secret}"))
