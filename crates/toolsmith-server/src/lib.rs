@@ -41,11 +41,21 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(store: Registry, engine: Arc<Engine>, tokens: Vec<Token>) -> Arc<Self> {
+        Self::with_retention(store, engine, tokens, DEFAULT_RUN_RETENTION)
+    }
+
+    /// The same, keeping `run_retention` entries (at least 1) in the execution log.
+    pub fn with_retention(
+        store: Registry,
+        engine: Arc<Engine>,
+        tokens: Vec<Token>,
+        run_retention: usize,
+    ) -> Arc<Self> {
         Arc::new(Self {
             store,
             engine,
             tokens,
-            run_retention: DEFAULT_RUN_RETENTION,
+            run_retention: run_retention.max(1),
             compiled: Mutex::default(),
         })
     }

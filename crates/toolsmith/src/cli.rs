@@ -206,6 +206,9 @@ pub struct ServeArgs {
     /// Do not put each call in its own pids cgroup.
     #[arg(long)]
     pub no_cgroups: bool,
+    /// How many calls the execution log keeps (the oldest go first).
+    #[arg(long, value_name = "N", default_value_t = toolsmith_server::DEFAULT_RUN_RETENTION, value_parser = clap::value_parser!(usize))]
+    pub run_retention: usize,
 }
 
 #[derive(Debug, Args)]
@@ -483,7 +486,9 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
                 format!("{} token(s)", tokens.len())
             }
         );
-        let app = toolsmith_server::app(toolsmith_server::AppState::new(store, engine, tokens));
+        let state =
+            toolsmith_server::AppState::with_retention(store, engine, tokens, args.run_retention);
+        let app = toolsmith_server::app(state);
         toolsmith_server::serve(
             listener,
             app,
