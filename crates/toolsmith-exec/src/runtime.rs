@@ -8,6 +8,17 @@ use std::process::Command;
 /// The packages every runtime gets.
 pub const BASE_PACKAGES: [&str; 3] = ["requests", "httpx", "jsonschema"];
 
+/// toolsmith's data folder: `$XDG_DATA_HOME/toolsmith`, else `~/.local/share/toolsmith`.
+pub fn data_dir() -> PathBuf {
+    std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into()))
+                .join(".local/share")
+        })
+        .join("toolsmith")
+}
+
 /// A runtime folder (a Python virtual environment).
 #[derive(Debug, Clone)]
 pub struct Runtime {
@@ -20,15 +31,7 @@ impl Runtime {
     pub fn default_location() -> Self {
         let dir = std::env::var_os("TOOLSMITH_RUNTIME")
             .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                let data = std::env::var_os("XDG_DATA_HOME")
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| {
-                        PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into()))
-                            .join(".local/share")
-                    });
-                data.join("toolsmith/runtime")
-            });
+            .unwrap_or_else(|| data_dir().join("runtime"));
         Self { dir }
     }
 

@@ -85,14 +85,8 @@ fn fnv(bytes: &[u8]) -> u64 {
 
 /// `name` found on `path`, symlinks followed, and a shim replaced by what it launches.
 fn resolve(name: &str, path: &str) -> Result<PathBuf, String> {
-    let found = if name.contains('/') {
-        PathBuf::from(name)
-    } else {
-        std::env::split_paths(path)
-            .map(|dir| dir.join(name))
-            .find(|p| is_executable(p))
-            .ok_or_else(|| format!("interpreter {name:?} not found on PATH"))?
-    };
+    let found = crate::process::resolve_program(name, Some(path))
+        .ok_or_else(|| format!("interpreter {name:?} not found on PATH"))?;
     let real = found
         .canonicalize()
         .map_err(|e| format!("interpreter {}: {e}", found.display()))?;
@@ -121,12 +115,6 @@ fn resolve(name: &str, path: &str) -> Result<PathBuf, String> {
     } else {
         Ok(real)
     }
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    p.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// A text file starting with `#!`: a launcher, not the interpreter itself.

@@ -558,13 +558,10 @@ pub fn default_db() -> String {
     if let Ok(p) = std::env::var("TOOLSMITH_DB") {
         return p;
     }
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into()))
-                .join(".local/share")
-        });
-    data.join("toolsmith/registry.db").display().to_string()
+    toolsmith_exec::runtime::data_dir()
+        .join("registry.db")
+        .display()
+        .to_string()
 }
 
 /// A registry address fit for logs: the password of a URL replaced by `***`.
