@@ -9,6 +9,7 @@ use serde_json::Value;
 /// Why a call failed; the wire names are snake_case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ErrorKind {
     InvalidArguments,
     UnknownTool,
@@ -25,6 +26,7 @@ pub enum ErrorKind {
 
 /// One problem with the arguments: where (a JSON pointer into them) and what.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Problem {
     pub pointer: String,
     pub message: String,
@@ -50,6 +52,7 @@ impl std::fmt::Display for Problem {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolError {
     pub kind: ErrorKind,
     pub message: String,
@@ -62,6 +65,7 @@ pub struct ToolError {
 
 /// What is known about a call besides its outcome.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Meta {
     pub tool: String,
     pub version: u64,
@@ -86,6 +90,7 @@ pub struct Meta {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolResult {
     pub success: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]

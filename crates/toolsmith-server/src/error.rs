@@ -2,20 +2,46 @@
 //! faults (5xx) say only that something failed; their detail goes to the log.
 
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use toolsmith_store::StoreError;
+use utoipa::ToSchema;
 
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
-    /// Extra fields beside `code` and `message` (`current_version`, `details`).
-    pub extra: Option<Value>,
+    /// The tool's version, on a conflict.
+    pub current_version: Option<u64>,
+    /// Each problem found, on an invalid definition.
+    pub details: Vec<Value>,
+}
+
+/// The body of every error response.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// What went wrong: a stable `code` for programs and a `message` for people.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ErrorDetail {
+    /// `not_found`, `bad_request`, `conflict`, `exists`, `invalid`, `unauthorized`,
+    /// `forbidden`, `base_version_required`, `method_not_allowed`,
+    /// `internal`.
+    pub code: String,
+    pub message: String,
+    /// The tool's current version (on `conflict`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_version: Option<u64>,
+    /// Each problem with its path (on `invalid`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<Value>,
 }
 
 impl ApiError {
@@ -24,12 +50,13 @@ impl ApiError {
             status,
             code,
             message: message.into(),
-            extra: None,
+            current_version: None,
+            details: Vec::new(),
         }
     }
 
-    pub fn with(mut self, extra: Value) -> Self {
-        self.extra = Some(extra);
+    pub fn with_details(mut self, details: Vec<Value>) -> Self {
+        self.details = details;
         self
     }
 
@@ -53,11 +80,15 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut error = json!({"code": self.code, "message": self.message});
-        if let (Some(Value::Object(extra)), Value::Object(map)) = (self.extra, &mut error) {
-            map.extend(extra);
-        }
-        (self.status, Json(json!({ "error": error }))).into_response()
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code.into(),
+                message: self.message,
+                current_version: self.current_version,
+                details: self.details,
+            },
+        };
+        (self.status, Json(body)).into_response()
     }
 }
 
@@ -73,8 +104,10 @@ impl From<StoreError> for ApiError {
                 let message = format!(
                     "tool {name:?} is at version {current_version}; your change was based on version {based_on}"
                 );
-                Self::new(StatusCode::CONFLICT, "conflict", message)
-                    .with(json!({"current_version": current_version}))
+                Self {
+                    current_version: Some(current_version),
+                    ..Self::new(StatusCode::CONFLICT, "conflict", message)
+                }
             }
             StoreError::Exists(name) => Self::new(
                 StatusCode::CONFLICT,
@@ -89,25 +122,86 @@ impl From<StoreError> for ApiError {
     }
 }
 
-/// `Json<T>` whose rejections (malformed JSON, wrong content type, wrong shape) use the
-/// error shape above.
+/// `Json<T>` whose rejections (malformed JSON, wrong content type, a body that is not a JSON
+/// object, wrong shape) use the error shape above.
 pub struct Body<T>(pub T);
 
 impl<S, T> FromRequest<S> for Body<T>
 where
-    Json<T>: FromRequest<S, Rejection = JsonRejection>,
+    T: serde::de::DeserializeOwned,
     S: Send + Sync,
 {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(v)) => Ok(Body(v)),
-            Err(rejection) => Err(ApiError::new(
-                rejection.status(),
-                "bad_request",
-                rejection.body_text(),
-            )),
+        let value = match Json::<Value>::from_request(req, state).await {
+            Ok(Json(v)) => v,
+            Err(rejection) => {
+                return Err(ApiError::new(
+                    rejection.status(),
+                    "bad_request",
+                    rejection.body_text(),
+                ));
+            }
+        };
+        if !value.is_object() {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid",
+                format!("the body must be a JSON object, not {}", kind_of(&value)),
+            ));
         }
+        serde_json::from_value(value).map(Body).map_err(|e| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid",
+                format!("the body does not fit: {e}"),
+            )
+        })
     }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Turns the plain-text rejections of axum's extractors (a malformed path or query parameter,
+/// say) into the error shape above, so every failure is JSON.
+pub async fn json_errors(req: Request, next: Next) -> Response {
+    let response = next.run(req).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let text = match axum::body::to_bytes(response.into_body(), 64 * 1024).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_owned(),
+        Err(_) => String::new(),
+    };
+    let code = match status {
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::UNPROCESSABLE_ENTITY => "invalid",
+        s if s.is_server_error() => return ApiError::internal(text).into_response(),
+        _ => "bad_request",
+    };
+    let message = match text.is_empty() {
+        true => status
+            .canonical_reason()
+            .unwrap_or("bad request")
+            .to_owned(),
+        false => text,
+    };
+    ApiError::new(status, code, message).into_response()
 }

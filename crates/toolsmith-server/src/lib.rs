@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod error;
+pub mod openapi;
 mod routes;
 
 use std::collections::HashMap;
@@ -79,13 +80,20 @@ impl AppState {
 
 /// The router: `/v1/...`, with authentication, a body limit and JSON 404s.
 pub fn app(state: Arc<AppState>) -> Router {
-    routes::router(state.clone())
+    routes::router()
+        .0
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require,
         ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(error::json_errors))
         .with_state(state)
+}
+
+/// The OpenAPI 3.1 document the server serves at [`openapi::PATH`].
+pub fn openapi_document() -> serde_json::Value {
+    routes::router().1.as_ref().clone()
 }
 
 /// Refuses to listen beyond the loopback interface without a token.

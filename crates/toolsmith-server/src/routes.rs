@@ -5,9 +5,8 @@ use std::sync::Arc;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolsmith_core::catalog::{self, CatalogSource};
 use toolsmith_core::model::{Format, REDACTED, Secrets};
@@ -16,32 +15,48 @@ use toolsmith_core::schema::object_schema;
 use toolsmith_core::{ErrorKind, Tool, ToolResult};
 use toolsmith_exec::CallOptions;
 use toolsmith_store::{
-    Change, Query as StoreQuery, RunQuery, RunRecord, Store, StoreExt, ToolRecord,
+    Change, Difference, Query as StoreQuery, RunQuery, RunRecord, Store, StoreExt, ToolRecord,
     definition_to_tool,
 };
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::auth::Caller;
-use crate::error::{ApiError, Body};
+use crate::error::{ApiError, Body, ErrorBody};
 
 type Shared = State<Arc<AppState>>;
 type ApiResult<T> = Result<T, ApiError>;
 
-pub fn router(_state: Arc<AppState>) -> Router<Arc<AppState>> {
-    Router::new()
-        .route("/v1/health", get(health))
-        .route("/v1/tools", get(list).post(create))
-        .route("/v1/tools/{name}", get(show).put(update).delete(remove))
-        .route("/v1/tools/{name}/versions", get(versions))
-        .route("/v1/tools/{name}/versions/{version}", get(version))
-        .route("/v1/tools/{name}/restore/{version}", post(restore))
-        .route("/v1/tools/{name}/diff", get(diff))
-        .route("/v1/tools/{name}/enable", post(enable))
-        .route("/v1/tools/{name}/disable", post(disable))
-        .route("/v1/tools/{name}/validate", post(validate))
-        .route("/v1/tools/{name}/call", post(call))
-        .route("/v1/export", get(export))
-        .route("/v1/runs", get(runs))
+/// The `/v1` routes and the OpenAPI document describing them, built from the same handler
+/// list so the two cannot drift apart.
+pub fn router() -> (Router<Arc<AppState>>, Arc<Value>) {
+    let (router, api) = OpenApiRouter::with_openapi(crate::openapi::base())
+        .routes(routes!(health))
+        .routes(routes!(list, create))
+        .routes(routes!(show, update, remove))
+        .routes(routes!(versions))
+        .routes(routes!(version))
+        .routes(routes!(restore))
+        .routes(routes!(diff))
+        .routes(routes!(enable))
+        .routes(routes!(disable))
+        .routes(routes!(validate))
+        .routes(routes!(call))
+        .routes(routes!(export))
+        .routes(routes!(runs))
+        .split_for_parts();
+    let document = Arc::new(crate::openapi::finish(api));
+    let served = axum::body::Bytes::from(serde_json::to_vec(document.as_ref()).unwrap_or_default());
+    let router = router
+        .route(
+            crate::openapi::PATH,
+            axum::routing::get(move || {
+                let document = served.clone();
+                async move { ([(header::CONTENT_TYPE, "application/json")], document) }
+            }),
+        )
         .fallback(|| async { ApiError::not_found("no such route; the API lives under /v1") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -49,60 +64,142 @@ pub fn router(_state: Arc<AppState>) -> Router<Arc<AppState>> {
                 "method_not_allowed",
                 "this route does not take that method",
             )
-        })
+        });
+    (router, document)
 }
 
-async fn health() -> Json<Value> {
-    Json(json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}))
+/// The server is up.
+#[derive(Serialize, ToSchema)]
+struct Health {
+    status: String,
+    version: String,
 }
 
-/// A tool as responses show it: secrets redacted.
-fn view(r: &ToolRecord) -> Value {
-    json!({
-        "name": r.tool.name,
-        "version": r.version,
-        "updated_at_ms": r.updated_at_ms,
-        "updated_by": r.updated_by,
-        "definition": r.tool.to_catalog_value(Secrets::Redact),
-        "input_schema": object_schema(&r.tool.parameters, false),
+/// Whether the server is up, and its version.
+#[utoipa::path(get, path = "/v1/health", tag = "server", responses((status = 200, body = Health)))]
+async fn health() -> Json<Health> {
+    Json(Health {
+        status: "ok".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
     })
 }
 
-fn summary(r: &ToolRecord) -> Value {
-    json!({
-        "name": r.tool.name,
-        "title": r.tool.title,
-        "description": r.tool.description,
-        "version": r.version,
-        "enabled": r.tool.enabled,
-        "danger": r.tool.danger,
-        "executor": r.tool.executor.kind(),
-        "tags": r.tool.tags,
-    })
+/// A tool with its whole definition (secret config values shown as `***`).
+#[derive(Serialize, ToSchema)]
+struct ToolView {
+    name: String,
+    version: u64,
+    updated_at_ms: i64,
+    updated_by: String,
+    /// The definition in catalog form (SPEC §2).
+    #[schema(value_type = Object)]
+    definition: Value,
+    /// The JSON Schema (2020-12) of the tool's arguments.
+    #[schema(value_type = Object)]
+    input_schema: Value,
 }
 
-#[derive(Deserialize)]
+/// A tool in a listing.
+#[derive(Serialize, ToSchema)]
+struct ToolSummary {
+    name: String,
+    title: Option<String>,
+    description: String,
+    version: u64,
+    enabled: bool,
+    /// `safe` or `dangerous`.
+    danger: String,
+    /// `command`, `script` or `builtin`.
+    executor: String,
+    tags: Vec<String>,
+}
+
+/// A page of tools; pass `next_cursor` back as `cursor` for the next one.
+#[derive(Serialize, ToSchema)]
+struct ToolList {
+    tools: Vec<ToolSummary>,
+    next_cursor: Option<String>,
+}
+
+fn view(r: &ToolRecord) -> ToolView {
+    ToolView {
+        name: r.tool.name.to_string(),
+        version: r.version,
+        updated_at_ms: r.updated_at_ms,
+        updated_by: r.updated_by.clone(),
+        definition: r.tool.to_catalog_value(Secrets::Redact),
+        input_schema: object_schema(&r.tool.parameters, false),
+    }
+}
+
+fn summary(r: &ToolRecord) -> ToolSummary {
+    ToolSummary {
+        name: r.tool.name.to_string(),
+        title: r.tool.title.clone(),
+        description: r.tool.description.clone(),
+        version: r.version,
+        enabled: r.tool.enabled,
+        danger: serde_json::to_value(r.tool.danger)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        executor: r.tool.executor.kind().into(),
+        tags: r.tool.tags.clone(),
+    }
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct ListParams {
+    /// Words that must all appear in the name, description or tags.
     q: Option<String>,
+    /// Only tools with this tag.
     tag: Option<String>,
+    /// Tools per page (50 when absent).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<usize>,
+    /// `next_cursor` from the previous page.
     cursor: Option<String>,
+    /// Include disabled tools.
     #[serde(default)]
     include_disabled: bool,
 }
 
-async fn list(State(s): Shared, Query(p): Query<ListParams>) -> ApiResult<Json<Value>> {
+/// Lists or searches tools, by name, in pages.
+#[utoipa::path(get, path = "/v1/tools", tag = "tools", params(ListParams),
+    responses((status = 200, body = ToolList)))]
+async fn list(State(s): Shared, Query(p): Query<ListParams>) -> ApiResult<Json<ToolList>> {
     let query = StoreQuery {
         text: p.q,
         tag: p.tag,
         include_disabled: p.include_disabled,
-        limit: p.limit.unwrap_or(50),
+        limit: page_limit(p.limit)?,
         cursor: p.cursor,
     };
-    let page = s.store.search(&query).await?;
-    Ok(Json(
-        json!({"tools": page.items.iter().map(summary).collect::<Vec<_>>(), "next_cursor": page.next_cursor}),
-    ))
+    let page = s.store.search(&query).await.map_err(query_error)?;
+    Ok(Json(ToolList {
+        tools: page.items.iter().map(summary).collect(),
+        next_cursor: page.next_cursor,
+    }))
+}
+
+/// A page size from a query: 1 to 1000, 50 when absent.
+fn page_limit(limit: Option<usize>) -> ApiResult<usize> {
+    match limit {
+        None => Ok(50),
+        Some(n @ 1..=1000) => Ok(n),
+        Some(n) => Err(ApiError::bad_request(format!(
+            "limit={n}: a page holds 1 to 1000 entries"
+        ))),
+    }
+}
+
+/// Store errors caused by the query string (an invalid cursor) are the client's: 400.
+fn query_error(e: toolsmith_store::StoreError) -> ApiError {
+    match e {
+        toolsmith_store::StoreError::Invalid(message) => ApiError::bad_request(message),
+        e => e.into(),
+    }
 }
 
 /// Definitions sent to the API cannot read files or the server's environment.
@@ -161,20 +258,35 @@ fn parse_definition(
             "invalid",
             format!("the definition has {} problem(s)", e.0.len()),
         )
-        .with(json!({"details": details}))
+        .with_details(details)
     })
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct ChangeParams {
+    /// A one-line summary of the change for the history.
     summary: Option<String>,
+    /// The version the change is based on (or send `If-Match`).
     base_version: Option<u64>,
 }
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct CreateParams {
+    /// A one-line summary of the change for the history.
+    summary: Option<String>,
+}
+
+/// Creates a tool at version 1.
+#[utoipa::path(post, path = "/v1/tools", tag = "tools", params(CreateParams),
+    request_body(content = Object, description = "A definition in catalog form (SPEC §2); scripts inline as `source`"),
+    responses((status = 201, body = ToolView), (status = 409, description = "A tool of that name exists", body = ErrorBody),
+        (status = 422, description = "The definition is invalid; `details` names each problem", body = ErrorBody)))]
 async fn create(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
-    Query(p): Query<ChangeParams>,
+    Query(p): Query<CreateParams>,
     Body(body): Body<Value>,
 ) -> ApiResult<Response> {
     let tool = parse_definition(body, None, None)?;
@@ -192,7 +304,10 @@ async fn create(
     Ok((StatusCode::CREATED, Json(view(&r))).into_response())
 }
 
-async fn show(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+/// A tool's current definition.
+#[utoipa::path(get, path = "/v1/tools/{name}", tag = "tools", params(("name" = String, Path, description = "The tool's name")),
+    responses((status = 200, body = ToolView), (status = 404, body = ErrorBody)))]
+async fn show(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<ToolView>> {
     Ok(Json(view(&s.store.get(&name).await?)))
 }
 
@@ -215,6 +330,14 @@ fn base_version(headers: &HeaderMap, p: &ChangeParams) -> ApiResult<u64> {
     }
 }
 
+/// Replaces a tool's definition, creating a new version. Name the version the change is
+/// based on (`If-Match` or `base_version`); a stale one gets 409 and changes nothing.
+#[utoipa::path(put, path = "/v1/tools/{name}", tag = "tools",
+    params(("name" = String, Path, description = "The tool's name"), ChangeParams, ("If-Match" = Option<String>, Header, nullable = false, pattern = r#"^\s*"?[0-9]{1,18}"?\s*$"#, description = "The version the change is based on")),
+    request_body(content = Object, description = "The whole definition in catalog form; `***` for a secret keeps its value"),
+    responses((status = 200, body = ToolView), (status = 404, body = ErrorBody),
+        (status = 409, description = "Stale base version; `current_version` says the current one", body = ErrorBody),
+        (status = 422, body = ErrorBody), (status = 428, description = "No base version given", body = ErrorBody)))]
 async fn update(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
@@ -222,7 +345,7 @@ async fn update(
     Query(p): Query<ChangeParams>,
     headers: HeaderMap,
     Body(body): Body<Value>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ToolView>> {
     let base = base_version(&headers, &p)?;
     let current = s.store.get(&name).await?;
     let tool = parse_definition(body, Some(&name), Some(&current.tool))?;
@@ -241,6 +364,9 @@ async fn update(
     Ok(Json(view(&r)))
 }
 
+/// Deletes a tool (its history is kept).
+#[utoipa::path(delete, path = "/v1/tools/{name}", tag = "tools", params(("name" = String, Path, description = "The tool's name")),
+    responses((status = 204, description = "Deleted"), (status = 404, body = ErrorBody)))]
 async fn remove(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
@@ -258,36 +384,77 @@ async fn remove(
     Ok(StatusCode::NO_CONTENT)
 }
 
-fn version_view(v: &toolsmith_store::VersionRecord, with_definition: bool) -> ApiResult<Value> {
-    let mut out = json!({"version": v.version, "created_at_ms": v.created_at_ms, "author": v.author, "summary": v.summary});
-    if with_definition {
-        out["definition"] = definition_to_tool(&v.definition)?.to_catalog_value(Secrets::Redact);
-    }
-    Ok(out)
+/// One saved version of a tool.
+#[derive(Serialize, ToSchema)]
+struct VersionView {
+    version: u64,
+    created_at_ms: i64,
+    /// The token name that made the change.
+    author: String,
+    summary: String,
+    /// The definition at this version (secrets as `***`); only when one version is asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    definition: Option<Value>,
 }
 
-async fn versions(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+/// A tool's history, oldest first.
+#[derive(Serialize, ToSchema)]
+struct VersionList {
+    versions: Vec<VersionView>,
+}
+
+fn version_view(
+    v: &toolsmith_store::VersionRecord,
+    with_definition: bool,
+) -> ApiResult<VersionView> {
+    let definition = match with_definition {
+        true => Some(definition_to_tool(&v.definition)?.to_catalog_value(Secrets::Redact)),
+        false => None,
+    };
+    Ok(VersionView {
+        version: v.version,
+        created_at_ms: v.created_at_ms,
+        author: v.author.clone(),
+        summary: v.summary.clone(),
+        definition,
+    })
+}
+
+/// Every version of a tool.
+#[utoipa::path(get, path = "/v1/tools/{name}/versions", tag = "versions", params(("name" = String, Path, description = "The tool's name")),
+    responses((status = 200, body = VersionList), (status = 404, body = ErrorBody)))]
+async fn versions(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<VersionList>> {
     let list = s.store.history(&name).await?;
-    Ok(Json(
-        json!({"versions": list.iter().map(|v| version_view(v, false)).collect::<ApiResult<Vec<_>>>()?}),
-    ))
+    Ok(Json(VersionList {
+        versions: list
+            .iter()
+            .map(|v| version_view(v, false))
+            .collect::<ApiResult<_>>()?,
+    }))
 }
 
+/// One version of a tool, with its definition.
+#[utoipa::path(get, path = "/v1/tools/{name}/versions/{version}", tag = "versions", params(("name" = String, Path, description = "The tool's name"), ("version" = u64, Path, description = "A version number")),
+    responses((status = 200, body = VersionView), (status = 404, body = ErrorBody)))]
 async fn version(
     State(s): Shared,
     Path((name, version)): Path<(String, u64)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<VersionView>> {
     Ok(Json(version_view(
         &s.store.version(&name, version).await?,
         true,
     )?))
 }
 
+/// Makes an old version current again, as a new version.
+#[utoipa::path(post, path = "/v1/tools/{name}/restore/{version}", tag = "versions", params(("name" = String, Path, description = "The tool's name"), ("version" = u64, Path, description = "A version number")),
+    responses((status = 200, body = ToolView), (status = 404, body = ErrorBody)))]
 async fn restore(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
     Path((name, version)): Path<(String, u64)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ToolView>> {
     Ok(Json(view(
         &s.store
             .restore(
@@ -308,7 +475,7 @@ async fn toggle(
     caller: &Caller,
     name: &str,
     enabled: bool,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ToolView>> {
     let change = Change {
         author: &caller.name,
         summary: "",
@@ -318,38 +485,48 @@ async fn toggle(
     )))
 }
 
+/// Enables a tool (a new version).
+#[utoipa::path(post, path = "/v1/tools/{name}/enable", tag = "tools", params(("name" = String, Path, description = "The tool's name")),
+    responses((status = 200, body = ToolView), (status = 404, body = ErrorBody)))]
 async fn enable(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ToolView>> {
     toggle(&s, &caller, &name, true).await
 }
 
+/// Disables a tool (a new version): it is no longer listed, exported or callable.
+#[utoipa::path(post, path = "/v1/tools/{name}/disable", tag = "tools", params(("name" = String, Path, description = "The tool's name")),
+    responses((status = 200, body = ToolView), (status = 404, body = ErrorBody)))]
 async fn disable(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ToolView>> {
     toggle(&s, &caller, &name, false).await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct ExportParams {
-    format: String,
+    /// The provider format.
+    #[param(inline)]
+    format: Format,
+    /// OpenAI strict mode (every property required, nullable when optional).
     #[serde(default)]
     strict: bool,
+    /// Only tools with this tag.
     tag: Option<String>,
 }
 
+/// Every enabled tool rendered for one provider.
+#[utoipa::path(get, path = "/v1/export", tag = "tools", params(ExportParams),
+    responses((status = 200, description = "The tools in the provider's format: a JSON array or object (by format), or XML",
+        content((Value = "application/json"), (String = "application/xml"))),
+        (status = 400, description = "Unknown format", body = ErrorBody)))]
 async fn export(State(s): Shared, Query(p): Query<ExportParams>) -> ApiResult<Response> {
-    let format = Format::parse(&p.format).ok_or_else(|| {
-        ApiError::bad_request(format!(
-            "unknown format {:?} (expected one of {})",
-            p.format,
-            Format::names()
-        ))
-    })?;
+    let format = p.format;
     let mut tools = Vec::new();
     let mut cursor = None;
     loop {
@@ -378,15 +555,36 @@ async fn export(State(s): Shared, Query(p): Query<ExportParams>) -> ApiResult<Re
     )
 }
 
-#[derive(Deserialize)]
+/// A call (or a validation) of a tool.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 struct CallBody {
-    /// An object, or a JSON string holding one (OpenAI's form); absent means none.
+    /// An object, or a JSON string holding one (OpenAI's form); absent means none. Anything
+    /// else is reported in the result as `invalid_arguments`, like any other argument problem.
     #[serde(default)]
+    #[schema(value_type = Value)]
     arguments: Value,
     /// Pin a version; the current one otherwise.
+    #[serde(default, deserialize_with = "integral")]
+    #[schema(minimum = 1)]
     version: Option<u64>,
     #[serde(default)]
     confirm: bool,
+}
+
+/// A whole number that may arrive as `3` or `3.0` (JSON Schema counts both as integers).
+fn integral<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let n = Option::<serde_json::Number>::deserialize(d)?;
+    let Some(n) = n else { return Ok(None) };
+    if let Some(v) = n.as_u64() {
+        return Ok(Some(v));
+    }
+    match n.as_f64() {
+        Some(f) if f.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&f) => Ok(Some(f as u64)),
+        _ => Err(serde::de::Error::custom(format!(
+            "{n} is not a version number (a whole number from 1)"
+        ))),
+    }
 }
 
 /// The tool at the pinned or current version, compiled.
@@ -408,20 +606,52 @@ async fn compiled_tool(
     s.compiled(&tool, v).map_err(ApiError::internal)
 }
 
+/// The outcome of the argument pipeline.
+#[derive(Serialize, ToSchema)]
+struct Validation {
+    valid: bool,
+    /// The arguments after coercion and defaults (when valid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    arguments: Option<Value>,
+    /// Each coercion applied (when valid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    coerced: Option<Vec<String>>,
+    /// Each problem, with a JSON pointer (when invalid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<Vec<toolsmith_core::result::Problem>>,
+}
+
+/// Runs the argument pipeline (parse, coerce, defaults, validate) without calling the tool.
+#[utoipa::path(post, path = "/v1/tools/{name}/validate", tag = "calls", params(("name" = String, Path, description = "The tool's name")), request_body = CallBody,
+    responses((status = 200, body = Validation), (status = 404, body = ErrorBody)))]
 async fn validate(
     State(s): Shared,
     Path(name): Path<String>,
     Body(body): Body<CallBody>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Validation>> {
     let tool = compiled_tool(&s, &name, body.version).await?;
     Ok(Json(match tool.prepare(body.arguments) {
-        Ok(p) => {
-            json!({"valid": true, "arguments": Value::Object(p.arguments), "coerced": p.coerced})
-        }
-        Err(problems) => json!({"valid": false, "details": problems}),
+        Ok(p) => Validation {
+            valid: true,
+            arguments: Some(Value::Object(p.arguments)),
+            coerced: Some(p.coerced),
+            details: None,
+        },
+        Err(problems) => Validation {
+            valid: false,
+            arguments: None,
+            coerced: None,
+            details: Some(problems),
+        },
     }))
 }
 
+/// Calls a tool. Argument and execution failures are results (`success: false`) with a
+/// kind and a message; a dangerous tool without `"confirm": true` runs nothing and returns
+/// `needs_confirmation`.
+#[utoipa::path(post, path = "/v1/tools/{name}/call", tag = "calls", params(("name" = String, Path, description = "The tool's name")), request_body = CallBody,
+    responses((status = 200, body = ToolResult), (status = 404, body = ErrorBody)))]
 async fn call(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
@@ -466,41 +696,72 @@ async fn call(
     Ok(Json(result))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct RunParams {
+    /// Only calls of this tool.
     tool: Option<String>,
+    /// Only calls with this outcome: `ok` or an error kind.
     kind: Option<String>,
+    /// Only calls by this token name.
     caller: Option<String>,
+    /// Entries per page (50 when absent).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<usize>,
+    /// `next_cursor` from the previous page.
     cursor: Option<String>,
 }
 
-async fn runs(State(s): Shared, Query(p): Query<RunParams>) -> ApiResult<Json<Value>> {
+/// A page of the execution log, newest first.
+#[derive(Serialize, ToSchema)]
+struct RunList {
+    runs: Vec<RunRecord>,
+    next_cursor: Option<String>,
+}
+
+/// The execution log, newest first.
+#[utoipa::path(get, path = "/v1/runs", tag = "calls", params(RunParams),
+    responses((status = 200, body = RunList)))]
+async fn runs(State(s): Shared, Query(p): Query<RunParams>) -> ApiResult<Json<RunList>> {
     let q = RunQuery {
         tool: p.tool,
         kind: p.kind,
         caller: p.caller,
-        limit: p.limit.unwrap_or(50),
+        limit: page_limit(p.limit)?,
         cursor: p.cursor,
     };
-    let page = s.store.runs(&q).await?;
-    Ok(Json(
-        json!({"runs": page.items, "next_cursor": page.next_cursor}),
-    ))
+    let page = s.store.runs(&q).await.map_err(query_error)?;
+    Ok(Json(RunList {
+        runs: page.items,
+        next_cursor: page.next_cursor,
+    }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct DiffParams {
+    /// The older version.
     from: u64,
-    /// The current version when absent.
+    /// The newer version; the current one when absent.
     to: Option<u64>,
 }
 
+/// What changed between two versions.
+#[derive(Serialize, ToSchema)]
+struct DiffView {
+    from: u64,
+    to: u64,
+    changes: Vec<Difference>,
+}
+
+/// The differences between two versions of a tool, path by path (secrets as `***`).
+#[utoipa::path(get, path = "/v1/tools/{name}/diff", tag = "versions", params(("name" = String, Path, description = "The tool's name"), DiffParams),
+    responses((status = 200, body = DiffView), (status = 404, body = ErrorBody)))]
 async fn diff(
     State(s): Shared,
     Path(name): Path<String>,
     Query(p): Query<DiffParams>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DiffView>> {
     let to = match p.to {
         Some(v) => v,
         None => s.store.get(&name).await?.version,
@@ -510,5 +771,9 @@ async fn diff(
         s.store.version(&name, to).await?,
     );
     let changes = toolsmith_store::diff_definitions(&a.definition, &b.definition)?;
-    Ok(Json(json!({"from": p.from, "to": to, "changes": changes})))
+    Ok(Json(DiffView {
+        from: p.from,
+        to,
+        changes,
+    }))
 }

@@ -449,3 +449,219 @@ fn tokens_files_name_the_bad_line() {
         "{err}"
     );
 }
+
+/// Checks `body` against the response schema the served OpenAPI document gives for
+/// `method path → status`; `path` is the document's template (`/v1/tools/{name}`).
+fn conforms(doc: &Value, method: &str, path: &str, status: u16, body: &Value) {
+    let op = &doc["paths"][path][method];
+    assert!(op.is_object(), "{method} {path} is not documented");
+    let response = &op["responses"][status.to_string()];
+    assert!(
+        response.is_object(),
+        "{method} {path} answered {status}, which the document does not list"
+    );
+    let Some(schema) = response["content"]["application/json"]["schema"].as_object() else {
+        assert!(
+            body.is_null() || body == "",
+            "{method} {path} {status}: undocumented body {body}"
+        );
+        return;
+    };
+    // Resolve `#/components/...` references against the document's components.
+    let mut schema = schema.clone();
+    schema.insert("components".into(), doc["components"].clone());
+    let validator = jsonschema::validator_for(&Value::Object(schema)).expect("schema compiles");
+    let errors: Vec<String> = validator.iter_errors(body).map(|e| e.to_string()).collect();
+    assert!(
+        errors.is_empty(),
+        "{method} {path} {status}: {errors:?}\n{body}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_match_the_openapi_document() {
+    let s = start(&[]).await;
+    let (st, doc) = get(&s, "/openapi.json").await;
+    assert_eq!(st, 200);
+    assert!(
+        doc["openapi"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("3.1")),
+        "{}",
+        doc["openapi"]
+    );
+    // Every reference resolves.
+    fn refs<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::String(r)) = m.get("$ref") {
+                    out.push(r);
+                }
+                m.values().for_each(|v| refs(v, out));
+            }
+            Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+    let mut all = Vec::new();
+    refs(&doc, &mut all);
+    assert!(!all.is_empty());
+    for r in all {
+        let pointer = r.strip_prefix('#').expect("a local reference");
+        assert!(doc.pointer(pointer).is_some(), "{r} does not resolve");
+    }
+    // Every documented operation is routed (neither the JSON 404 fallback nor 405).
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for method in item.as_object().expect("item").keys() {
+            let url = path.replace("{name}", "nope").replace("{version}", "1");
+            let (st, v) = req(
+                &method.to_uppercase(),
+                format!("{}{}", s.base, url.trim_start_matches("/v1")),
+                None,
+                &[],
+                Some("{}".into()),
+            )
+            .await;
+            assert_ne!(st, 405, "{method} {path} is documented but not routed");
+            if st == 404 {
+                assert!(
+                    !v["error"]["message"]
+                        .as_str()
+                        .unwrap_or("")
+                        .contains("no such route"),
+                    "{method} {path} is documented but not routed"
+                );
+            }
+        }
+    }
+    let tool = json!({"name": "greet", "description": "Say hello.", "command": ["echo", "hello"],
+        "parameters": [{"name": "who", "type": "string"}], "output": "text"});
+    let cases: Vec<(&str, &str, String, Option<Value>)> = vec![
+        ("get", "/v1/health", "/health".into(), None),
+        ("post", "/v1/tools", "/tools".into(), Some(tool.clone())),
+        ("post", "/v1/tools", "/tools".into(), Some(tool.clone())), // 409 exists
+        (
+            "post",
+            "/v1/tools",
+            "/tools".into(),
+            Some(json!({"name": "bad name!"})),
+        ), // 422
+        ("get", "/v1/tools", "/tools?limit=1".into(), None),
+        ("get", "/v1/tools/{name}", "/tools/greet".into(), None),
+        ("get", "/v1/tools/{name}", "/tools/missing".into(), None),
+        (
+            "put",
+            "/v1/tools/{name}",
+            "/tools/greet?base_version=1".into(),
+            Some(tool.clone()),
+        ),
+        (
+            "put",
+            "/v1/tools/{name}",
+            "/tools/greet?base_version=1".into(),
+            Some(tool.clone()),
+        ), // 409
+        (
+            "put",
+            "/v1/tools/{name}",
+            "/tools/greet".into(),
+            Some(tool.clone()),
+        ), // 428
+        (
+            "get",
+            "/v1/tools/{name}/versions",
+            "/tools/greet/versions".into(),
+            None,
+        ),
+        (
+            "get",
+            "/v1/tools/{name}/versions/{version}",
+            "/tools/greet/versions/1".into(),
+            None,
+        ),
+        (
+            "get",
+            "/v1/tools/{name}/versions/{version}",
+            "/tools/greet/versions/abc".into(),
+            None,
+        ), // 400
+        (
+            "get",
+            "/v1/tools/{name}/diff",
+            "/tools/greet/diff?from=1".into(),
+            None,
+        ),
+        (
+            "get",
+            "/v1/tools/{name}/diff",
+            "/tools/greet/diff".into(),
+            None,
+        ), // 400: from missing
+        (
+            "post",
+            "/v1/tools/{name}/validate",
+            "/tools/greet/validate".into(),
+            Some(json!({"arguments": {"who": 5}})),
+        ),
+        (
+            "post",
+            "/v1/tools/{name}/validate",
+            "/tools/greet/validate".into(),
+            Some(json!({"arguments": {"who": []}})),
+        ),
+        (
+            "post",
+            "/v1/tools/{name}/call",
+            "/tools/greet/call".into(),
+            Some(json!({"arguments": "{\"who\": \"x\"}"})),
+        ),
+        (
+            "post",
+            "/v1/tools/{name}/call",
+            "/tools/greet/call".into(),
+            Some(json!({"arguments": {"nobody": 1}})),
+        ),
+        (
+            "post",
+            "/v1/tools/{name}/disable",
+            "/tools/greet/disable".into(),
+            None,
+        ),
+        (
+            "post",
+            "/v1/tools/{name}/enable",
+            "/tools/greet/enable".into(),
+            None,
+        ),
+        (
+            "post",
+            "/v1/tools/{name}/restore/{version}",
+            "/tools/greet/restore/1".into(),
+            None,
+        ),
+        ("get", "/v1/export", "/export?format=openai".into(), None),
+        ("get", "/v1/export", "/export?format=nope".into(), None),
+        ("get", "/v1/runs", "/runs".into(), None),
+        ("delete", "/v1/tools/{name}", "/tools/greet".into(), None),
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    for (method, template, url, body) in cases {
+        let (st, v) = req(
+            &method.to_uppercase(),
+            format!("{}{url}", s.base),
+            None,
+            &[],
+            body.map(|b| b.to_string()),
+        )
+        .await;
+        conforms(&doc, method, template, st, &v);
+        seen.insert(st);
+    }
+    // The cases above reach success and every kind of refusal.
+    for status in [200, 201, 204, 400, 404, 409, 422, 428] {
+        assert!(
+            seen.contains(&status),
+            "no case answered {status}: {seen:?}"
+        );
+    }
+}

@@ -115,6 +115,7 @@ pub struct ImportReport {
 
 /// One call in the execution log.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RunRecord {
     /// Assigned by the store; 0 when recording.
     pub id: i64,
@@ -432,6 +433,7 @@ impl<S: Store> StoreExt for S {}
 /// One difference between two definitions: the path (`parameters[1].type`) and the value on
 /// each side (`null` where absent).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Difference {
     pub path: String,
     pub from: Value,
