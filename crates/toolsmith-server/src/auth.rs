@@ -82,9 +82,10 @@ pub struct Caller {
     pub name: String,
 }
 
-/// The role a request needs: reads and validation `read`, calls `call`, other writes `admin`.
+/// The role a request needs: reads and validation `read`, calls (and MCP) `call`, other
+/// writes `admin`.
 fn needed(method: &Method, path: &str) -> Role {
-    if path.ends_with("/call") {
+    if path.ends_with("/call") || path == "/mcp" || path.starts_with("/mcp/") {
         Role::Call
     } else if method == Method::GET || method == Method::HEAD || path.ends_with("/validate") {
         Role::Read

@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod error;
+pub mod mcp;
 pub mod openapi;
 mod routes;
 
@@ -38,6 +39,8 @@ pub struct AppState {
     pub run_retention: usize,
     /// Compiled tools by name and version: a version never changes, so neither does its entry.
     compiled: Mutex<HashMap<(String, u64), Arc<CompiledTool>>>,
+    /// Counts registry changes; MCP snapshots and list_changed notifications follow it.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl AppState {
@@ -58,7 +61,23 @@ impl AppState {
             tokens,
             run_retention: run_retention.max(1),
             compiled: Mutex::default(),
+            changes: tokio::sync::watch::Sender::new(0),
         })
+    }
+
+    /// Says the registry changed (a write here, or one a replica announced).
+    pub fn changed(&self) {
+        self.changes.send_modify(|g| *g += 1);
+    }
+
+    /// How many changes have been seen.
+    pub fn generation(&self) -> u64 {
+        *self.changes.borrow()
+    }
+
+    /// Wakes on every change.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// The compiled form of `tool` at `version`, compiled once.
@@ -78,10 +97,61 @@ impl AppState {
     }
 }
 
-/// The router: `/v1/...`, with authentication, a body limit and JSON 404s.
+/// How `/mcp` behaves.
+#[derive(Debug, Clone, Default)]
+pub struct McpHttp {
+    /// Run dangerous tools without asking.
+    pub allow_dangerous: bool,
+    /// `Host` values accepted besides localhost, 127.0.0.1 and ::1 (DNS-rebinding defence).
+    pub allowed_hosts: Vec<String>,
+    /// Browser `Origin`s accepted besides http://localhost and http://127.0.0.1 (any port).
+    pub allowed_origins: Vec<String>,
+}
+
+/// The router with `/mcp` as `McpHttp::default()` sets it up.
 pub fn app(state: Arc<AppState>) -> Router {
+    app_with(state, McpHttp::default())
+}
+
+/// The router: `/v1/...` and `/mcp` (Streamable HTTP, stateless), with authentication, a
+/// body limit and JSON errors.
+pub fn app_with(state: Arc<AppState>, mcp: McpHttp) -> Router {
+    let handler = mcp::McpServer::new(
+        state.clone(),
+        mcp::McpOptions {
+            allow_dangerous: mcp.allow_dangerous,
+            notify_changes: false,
+            caller: "mcp".into(),
+        },
+    );
+    let hosts = ["localhost", "127.0.0.1", "::1", "[::1]"]
+        .into_iter()
+        .map(String::from)
+        .chain(mcp.allowed_hosts);
+    let origins = ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"]
+        .into_iter()
+        .map(String::from)
+        .chain(mcp.allowed_origins);
+    let config = rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(origins)
+        .with_max_request_body_bytes(BODY_LIMIT);
+    let service = rmcp::transport::streamable_http_server::StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Arc::new(
+            rmcp::transport::streamable_http_server::session::never::NeverSessionManager::default(),
+        ),
+        config,
+    );
     routes::router()
         .0
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            note_changes,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require,
@@ -89,6 +159,27 @@ pub fn app(state: Arc<AppState>) -> Router {
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn(error::json_errors))
         .with_state(state)
+}
+
+/// After a successful write to the registry (any method but GET on `/v1/tools...`, except
+/// calls and validations), tells whoever follows the registry (MCP) that it changed. One
+/// place for every write route, so a new one cannot forget.
+async fn note_changes(
+    axum::extract::State(state): axum::extract::State<Arc<AppState>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let path = req.uri().path();
+    let writes = req.method() != axum::http::Method::GET
+        && req.method() != axum::http::Method::HEAD
+        && path.starts_with("/v1/tools")
+        && !path.ends_with("/call")
+        && !path.ends_with("/validate");
+    let response = next.run(req).await;
+    if writes && response.status().is_success() {
+        state.changed();
+    }
+    response
 }
 
 /// The OpenAPI 3.1 document the server serves at [`openapi::PATH`].

@@ -211,6 +211,76 @@ pub trait Store: Send + Sync {
     /// Appends to the execution log, keeping at most `keep` entries.
     fn record_run(&self, run: &RunRecord, keep: usize) -> impl Future<Output = Result<i64>> + Send;
     fn runs(&self, query: &RunQuery) -> impl Future<Output = Result<Page<RunRecord>>> + Send;
+    /// Catalog sync's writes for a batch, in one transaction: a tool that is new (or
+    /// deleted) is created, one that differs from the live one is saved as its next version,
+    /// an unchanged one keeps its version. The report says which was which.
+    fn sync(
+        &self,
+        tools: &[Tool],
+        change: Change<'_>,
+    ) -> impl Future<Output = Result<ImportReport>> + Send;
+}
+
+/// What sync does with one tool, given the stored `(version, deleted, definition)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SyncAction {
+    /// Write `version`; `exists` when a (deleted) row is there to update.
+    Create {
+        version: u64,
+        exists: bool,
+    },
+    Update {
+        version: u64,
+    },
+    Unchanged,
+}
+
+pub(crate) fn sync_action(stored: Option<(u64, bool, &str)>, tool: &Tool) -> SyncAction {
+    match stored {
+        None => SyncAction::Create {
+            version: 1,
+            exists: false,
+        },
+        Some((version, true, _)) => SyncAction::Create {
+            version: version + 1,
+            exists: true,
+        },
+        Some((version, false, definition)) => {
+            let new = tool.to_catalog_value(Secrets::Keep);
+            let old: Option<Value> = serde_json::from_str(definition).ok();
+            // Equal as stored, or equal once the stored form is read back (a definition
+            // stored by an older toolsmith may spell defaults differently).
+            let same = old.as_ref() == Some(&new)
+                || old
+                    .as_ref()
+                    .and_then(|v| definition_to_tool(v).ok())
+                    .is_some_and(|t| same_definition(&t, tool));
+            match same {
+                true => SyncAction::Unchanged,
+                false => SyncAction::Update {
+                    version: version + 1,
+                },
+            }
+        }
+    }
+}
+
+impl ImportReport {
+    pub(crate) fn note(&mut self, action: SyncAction, name: &str) {
+        let list = match action {
+            SyncAction::Create { .. } => &mut self.created,
+            SyncAction::Update { .. } => &mut self.updated,
+            SyncAction::Unchanged => &mut self.unchanged,
+        };
+        list.push(name.to_owned());
+    }
+
+    fn extend(&mut self, other: ImportReport) {
+        self.created.extend(other.created);
+        self.updated.extend(other.updated);
+        self.unchanged.extend(other.unchanged);
+        self.deleted.extend(other.deleted);
+    }
 }
 
 /// The registry a server or the CLI uses: SQLite or PostgreSQL.
@@ -286,7 +356,13 @@ impl Store for Registry {
     async fn runs(&self, query: &RunQuery) -> Result<Page<RunRecord>> {
         forward!(self, runs(query))
     }
+    async fn sync(&self, tools: &[Tool], change: Change<'_>) -> Result<ImportReport> {
+        forward!(self, sync(tools, change))
+    }
 }
+
+/// Tools per transaction in a catalog import.
+pub const SYNC_BATCH: usize = 500;
 
 /// Operations built from the trait's primitives, the same for every backend.
 pub trait StoreExt: Store {
@@ -360,37 +436,14 @@ pub trait StoreExt: Store {
     ) -> impl Future<Output = Result<ImportReport>> + Send {
         async move {
             let mut report = ImportReport::default();
-            for tool in tools {
-                let name = tool.name.to_string();
-                match self.get(&name).await {
-                    Ok(current) if same_definition(&current.tool, tool) => {
-                        report.unchanged.push(name)
-                    }
-                    Ok(current) => {
-                        self.update(
-                            tool,
-                            current.version,
-                            Change {
-                                author,
-                                summary: "imported from catalog",
-                            },
-                        )
-                        .await?;
-                        report.updated.push(name);
-                    }
-                    Err(StoreError::NotFound(_)) => {
-                        self.create(
-                            tool,
-                            Change {
-                                author,
-                                summary: "imported from catalog",
-                            },
-                        )
-                        .await?;
-                        report.created.push(name);
-                    }
-                    Err(e) => return Err(e),
-                }
+            // Batches of 500: one transaction each, short enough not to hold the write lock
+            // long (a 100 000-tool import takes seconds, not a minute of single commits).
+            for batch in tools.chunks(SYNC_BATCH) {
+                let change = Change {
+                    author,
+                    summary: "imported from catalog",
+                };
+                report.extend(self.sync(batch, change).await?);
             }
             if prune {
                 let mut cursor = None;
@@ -537,11 +590,11 @@ pub(crate) fn now_ms() -> i64 {
 }
 
 /// Cursors are opaque to callers: the hex of the last name of the previous page.
-pub(crate) fn encode_cursor(name: &str) -> String {
+pub fn encode_cursor(name: &str) -> String {
     name.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
-pub(crate) fn decode_cursor(cursor: &str) -> Result<String> {
+pub fn decode_cursor(cursor: &str) -> Result<String> {
     let bad = || StoreError::Invalid(format!("invalid cursor {cursor:?}"));
     if !cursor.len().is_multiple_of(2) {
         return Err(bad());

@@ -14,13 +14,14 @@ use toolsmith_core::model::Secrets;
 
 use crate::rows;
 use crate::{
-    Change, Page, Query, Result, RunQuery, RunRecord, Store, StoreError, ToolRecord, VersionRecord,
-    decode_cursor, encode_cursor, now_ms,
+    Change, ImportReport, Page, Query, Result, RunQuery, RunRecord, Store, StoreError, SyncAction,
+    ToolRecord, VersionRecord, decode_cursor, encode_cursor, now_ms, sync_action,
 };
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0001_registry.sql"),
     include_str!("../migrations/postgres/0002_runs.sql"),
+    include_str!("../migrations/postgres/0003_search_index.sql"),
 ];
 
 /// An arbitrary constant naming toolsmith's migration lock.
@@ -170,6 +171,22 @@ async fn state_for_update(
     }))
 }
 
+/// `(version, deleted, definition)` of a name, live or not, locked for the transaction.
+async fn stored(conn: &mut sqlx::PgConnection, name: &str) -> Result<Option<(u64, bool, String)>> {
+    let row =
+        sqlx::query("SELECT version, deleted, definition FROM tools WHERE name = $1 FOR UPDATE")
+            .bind(name)
+            .fetch_optional(&mut *conn)
+            .await?;
+    Ok(row.map(|r| {
+        (
+            r.get::<i64, _>("version") as u64,
+            r.get::<bool, _>("deleted"),
+            r.get::<String, _>("definition"),
+        )
+    }))
+}
+
 impl Store for PgStore {
     async fn create(&self, tool: &Tool, change: Change<'_>) -> Result<ToolRecord> {
         let mut tx = self.pool.begin().await?;
@@ -286,6 +303,31 @@ impl Store for PgStore {
             .then(|| items.last().map(|r| encode_cursor(r.tool.name.as_str())))
             .flatten();
         Ok(Page { items, next_cursor })
+    }
+
+    async fn sync(&self, tools: &[Tool], change: Change<'_>) -> Result<ImportReport> {
+        let mut tx = self.pool.begin().await?;
+        let mut report = ImportReport::default();
+        for tool in tools {
+            let name = tool.name.as_str();
+            let current = stored(&mut tx, name).await?;
+            let action = sync_action(
+                current.as_ref().map(|(v, d, def)| (*v, *d, def.as_str())),
+                tool,
+            );
+            match action {
+                SyncAction::Create { version, exists } => {
+                    Self::write(&mut tx, tool, version, exists, &change).await?;
+                }
+                SyncAction::Update { version } => {
+                    Self::write(&mut tx, tool, version, true, &change).await?;
+                }
+                SyncAction::Unchanged => {}
+            }
+            report.note(action, name);
+        }
+        tx.commit().await?;
+        Ok(report)
     }
 
     async fn record_run(&self, run: &RunRecord, keep: usize) -> Result<i64> {

@@ -19,14 +19,15 @@ use toolsmith_core::model::Secrets;
 
 use crate::rows;
 use crate::{
-    Change, Page, Query, Result, RunQuery, RunRecord, Store, StoreError, ToolRecord, VersionRecord,
-    decode_cursor, encode_cursor, now_ms,
+    Change, ImportReport, Page, Query, Result, RunQuery, RunRecord, Store, StoreError, SyncAction,
+    ToolRecord, VersionRecord, decode_cursor, encode_cursor, now_ms, sync_action,
 };
 
 /// The schema, in order; `PRAGMA user_version` is the number applied.
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0001_registry.sql"),
     include_str!("../migrations/sqlite/0002_runs.sql"),
+    include_str!("../migrations/sqlite/0003_search_index.sql"),
 ];
 
 /// The SQLite registry.
@@ -143,6 +144,24 @@ async fn state(conn: &mut sqlx::SqliteConnection, name: &str) -> Result<Option<(
 
 const RECORD_COLUMNS: &str = "name, version, definition, updated_at, updated_by";
 
+/// `(version, deleted, definition)` of a name, live or not.
+async fn stored(
+    conn: &mut sqlx::SqliteConnection,
+    name: &str,
+) -> Result<Option<(u64, bool, String)>> {
+    let row = sqlx::query("SELECT version, deleted, definition FROM tools WHERE name = ?1")
+        .bind(name)
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(row.map(|r| {
+        (
+            r.get::<i64, _>("version") as u64,
+            r.get::<bool, _>("deleted"),
+            r.get::<String, _>("definition"),
+        )
+    }))
+}
+
 impl Store for SqliteStore {
     async fn create(&self, tool: &Tool, change: Change<'_>) -> Result<ToolRecord> {
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
@@ -244,6 +263,12 @@ impl Store for SqliteStore {
         if after.is_some() {
             sql.push_str(" AND name > ?1");
         }
+        // Three characters or more: the trigram index narrows the rows first; LIKE then keeps
+        // exactly what the scan would have (the index folds case a little differently).
+        let indexed = query.text.as_deref().and_then(trigram_phrase);
+        if indexed.is_some() {
+            sql.push_str(" AND rowid IN (SELECT rowid FROM tools_fts WHERE tools_fts MATCH ?5)");
+        }
         if query.text.is_some() {
             sql.push_str(" AND (lower(name) LIKE ?2 ESCAPE '\\' OR lower(description) LIKE ?2 ESCAPE '\\' OR tags LIKE ?2 ESCAPE '\\')");
         }
@@ -257,6 +282,7 @@ impl Store for SqliteStore {
             .bind(query.text.as_deref().map(rows::like).unwrap_or_default())
             .bind(query.tag.as_deref().map(rows::tag_like).unwrap_or_default())
             .bind((limit + 1) as i64)
+            .bind(indexed.unwrap_or_default())
             .fetch_all(&self.pool)
             .await?;
         let mut items = rows
@@ -269,6 +295,31 @@ impl Store for SqliteStore {
             .flatten();
         items.shrink_to_fit();
         Ok(Page { items, next_cursor })
+    }
+
+    async fn sync(&self, tools: &[Tool], change: Change<'_>) -> Result<ImportReport> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let mut report = ImportReport::default();
+        for tool in tools {
+            let name = tool.name.as_str();
+            let current = stored(&mut tx, name).await?;
+            let action = sync_action(
+                current.as_ref().map(|(v, d, def)| (*v, *d, def.as_str())),
+                tool,
+            );
+            match action {
+                SyncAction::Create { version, exists } => {
+                    Self::write(&mut tx, tool, version, exists, &change).await?;
+                }
+                SyncAction::Update { version } => {
+                    Self::write(&mut tx, tool, version, true, &change).await?;
+                }
+                SyncAction::Unchanged => {}
+            }
+            report.note(action, name);
+        }
+        tx.commit().await?;
+        Ok(report)
     }
 
     async fn record_run(&self, run: &RunRecord, keep: usize) -> Result<i64> {
@@ -321,4 +372,11 @@ impl Store for SqliteStore {
             .flatten();
         Ok(Page { items, next_cursor })
     }
+}
+
+/// The FTS5 query for a substring search: one quoted phrase, which the trigram tokenizer
+/// matches anywhere inside a column. `None` under three characters, which trigrams cannot
+/// find.
+fn trigram_phrase(text: &str) -> Option<String> {
+    (text.chars().count() >= 3).then(|| format!("\"{}\"", text.to_lowercase().replace('"', "\"\"")))
 }

@@ -171,6 +171,98 @@ async fn enable_disable_delete(s: &impl Store) {
     );
 }
 
+/// Search answers exactly what a scan of every tool would, through creates, edits (which
+/// must reach the search index) and deletes, for short and long, odd and unicode queries.
+async fn search_matches_a_scan(s: &impl Store) {
+    let words = [
+        "weather",
+        "report",
+        "größe",
+        "naïve",
+        "50%_off",
+        "say \"hi\"",
+        "grep",
+        "logs",
+        "fetch",
+        "ab",
+    ];
+    let description = |i: usize, round: usize| {
+        format!(
+            "{} {} {}.",
+            words[(i + round) % words.len()],
+            words[(i * 7 + 3) % words.len()],
+            i
+        )
+    };
+    let mut current: std::collections::BTreeMap<String, String> = Default::default();
+    for i in 0..60 {
+        let name = format!("t{i:02}");
+        s.create(&tool(&name, &description(i, 0)), ALICE)
+            .await
+            .expect("create");
+        current.insert(name, description(i, 0));
+    }
+    for i in (0..60).step_by(3) {
+        let name = format!("t{i:02}");
+        let r = s.get(&name).await.expect("get");
+        s.update(&tool(&name, &description(i, 1)), r.version, ALICE)
+            .await
+            .expect("update");
+        current.insert(name, description(i, 1));
+    }
+    for i in (0..60).step_by(7) {
+        let name = format!("t{i:02}");
+        s.delete(&name, ALICE).await.expect("delete");
+        current.remove(&name);
+    }
+    for q in [
+        "weather",
+        "WEATHER",
+        "eath",
+        "ea",
+        "größe",
+        "ÖSS",
+        "ïve",
+        "50%",
+        "%_o",
+        "\"hi\"",
+        "t1",
+        "t05",
+        "rep",
+        "gre",
+        "ab",
+        "a",
+        "zzz",
+        ". ",
+        "fetch logs",
+    ] {
+        let found: Vec<String> = s
+            .search(&Query {
+                text: Some(q.into()),
+                limit: 1000,
+                ..Query::default()
+            })
+            .await
+            .expect("search")
+            .items
+            .iter()
+            .map(|r| r.tool.name.to_string())
+            .collect();
+        let needle = q.to_lowercase();
+        let expected: Vec<String> = current
+            .iter()
+            .filter(|(name, d)| {
+                let tags = format!(" t{} ", name.len() % 3);
+                name.contains(&needle)
+                    || d.to_lowercase().contains(&needle)
+                    || tags.contains(&needle)
+            })
+            .map(|(n, _)| n.clone())
+            .collect();
+        assert_eq!(found, expected, "search {q:?}");
+    }
+}
+
 async fn search_and_pagination(s: &impl Store) {
     for i in 0..120 {
         let name = format!("tool_{i:03}");
@@ -453,6 +545,12 @@ async fn sqlite_search_and_pagination() {
 }
 
 #[tokio::test]
+async fn sqlite_search_matches_a_scan() {
+    let (_d, s) = sqlite().await;
+    search_matches_a_scan(&s).await;
+}
+
+#[tokio::test]
 async fn sqlite_catalog_sync() {
     let (_d, s) = sqlite().await;
     catalog_sync(&s).await;
@@ -515,6 +613,13 @@ async fn postgres_enable_disable_delete() {
 async fn postgres_search_and_pagination() {
     if let Some(s) = postgres("search").await {
         search_and_pagination(&s).await;
+    }
+}
+
+#[tokio::test]
+async fn postgres_search_matches_a_scan() {
+    if let Some(s) = postgres("scan").await {
+        search_matches_a_scan(&s).await;
     }
 }
 

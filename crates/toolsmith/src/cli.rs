@@ -35,8 +35,12 @@ const EXIT_CODES: &str =
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the registry over HTTP: the REST API under /v1, on 127.0.0.1:7700 by default.
+    /// Serve the registry over HTTP: the REST API under /v1 and MCP (Streamable HTTP) at
+    /// /mcp, on 127.0.0.1:7700 by default.
     Serve(ServeArgs),
+    /// Serve tools over MCP on stdin/stdout, for Claude Desktop, Claude Code and other MCP
+    /// clients. Logs go to stderr only.
+    Mcp(McpArgs),
     /// Check a catalog file and everything it imports; print every problem at once.
     Check {
         /// The catalog file (YAML, or JSON when it ends in .json).
@@ -209,6 +213,38 @@ pub struct ServeArgs {
     /// How many calls the execution log keeps (the oldest go first).
     #[arg(long, value_name = "N", default_value_t = toolsmith_server::DEFAULT_RUN_RETENTION, value_parser = clap::value_parser!(usize))]
     pub run_retention: usize,
+    /// MCP clients may run dangerous tools without being asked (REST calls still need
+    /// "confirm": true).
+    #[arg(long)]
+    pub allow_dangerous: bool,
+    /// A Host header /mcp accepts besides localhost, 127.0.0.1 and ::1 (protection against
+    /// DNS rebinding); repeatable, e.g. tools.example.com or tools.example.com:8443.
+    #[arg(long = "mcp-allow-host", value_name = "HOST")]
+    pub mcp_allow_hosts: Vec<String>,
+    /// A browser Origin /mcp accepts besides http://localhost and http://127.0.0.1 (any
+    /// port); repeatable, e.g. https://app.example.com:443.
+    #[arg(long = "mcp-allow-origin", value_name = "ORIGIN")]
+    pub mcp_allow_origins: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Serve the tools of this catalog file. With --db, import it into that registry first;
+    /// alone, serve it from a private temporary registry.
+    #[arg(long, value_name = "FILE")]
+    pub catalog: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The folder file built-ins are confined to.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub workspace: PathBuf,
+    /// Run dangerous tools without asking. Without it, a dangerous tool is refused with a
+    /// result that tells the model to ask the user.
+    #[arg(long)]
+    pub allow_dangerous: bool,
+    /// Do not put each call in its own pids cgroup.
+    #[arg(long)]
+    pub no_cgroups: bool,
 }
 
 #[derive(Debug, Args)]
@@ -336,6 +372,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Call(args) => call(args),
         Command::Runtime { command } => runtime(command),
         Command::Serve(args) => serve(args),
+        Command::Mcp(args) => mcp(args),
         Command::Import {
             file,
             db,
@@ -477,7 +514,7 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
             .with_context(|| format!("listening on {}", args.addr))?;
         let local = listener.local_addr()?;
         eprintln!(
-            "toolsmith: registry {} ({}); REST API on http://{local}/v1 ({})",
+            "toolsmith: registry {} ({}); REST API on http://{local}/v1 and MCP on http://{local}/mcp ({})",
             redact_url(&args.db.address()),
             store.backend(),
             if tokens.is_empty() {
@@ -488,7 +525,14 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
         );
         let state =
             toolsmith_server::AppState::with_retention(store, engine, tokens, args.run_retention);
-        let app = toolsmith_server::app(state);
+        let app = toolsmith_server::app_with(
+            state,
+            toolsmith_server::McpHttp {
+                allow_dangerous: args.allow_dangerous,
+                allowed_hosts: args.mcp_allow_hosts,
+                allowed_origins: args.mcp_allow_origins,
+            },
+        );
         toolsmith_server::serve(
             listener,
             app,
@@ -499,6 +543,76 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
         eprintln!("toolsmith: stopped");
         Ok(ExitCode::SUCCESS)
     })
+}
+
+fn mcp(args: McpArgs) -> Result<ExitCode> {
+    init_logging();
+    let catalog = args
+        .catalog
+        .as_ref()
+        .map(|file| load_catalog(file).map(|c| (file.clone(), c)))
+        .transpose()?;
+    let mut config = EngineConfig::new(&args.workspace);
+    config.use_cgroups = !args.no_cgroups;
+    let engine = Arc::new(Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?);
+    let author = args.db.author("mcp");
+    // A catalog alone is served from a registry of its own that lives as long as the server.
+    let private = match (&catalog, &args.db.db) {
+        (Some(_), None) => Some(tempfile::tempdir().context("creating a temporary registry")?),
+        _ => None,
+    };
+    let address = match &private {
+        Some(dir) => dir.path().join("registry.db").display().to_string(),
+        None => args.db.address(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(async move {
+        let store = Registry::open(&address)
+            .await
+            .with_context(|| format!("opening the registry {}", redact_url(&address)))?;
+        if let Some((file, catalog)) = &catalog {
+            let r = store.import(&catalog.tools, false, &author).await?;
+            tracing::info!(
+                "imported {}: {} created, {} updated, {} unchanged",
+                file.display(),
+                r.created.len(),
+                r.updated.len(),
+                r.unchanged.len()
+            );
+        }
+        let state = toolsmith_server::AppState::new(store, engine, Vec::new());
+        let handler = toolsmith_server::mcp::McpServer::new(
+            state,
+            toolsmith_server::mcp::McpOptions {
+                allow_dangerous: args.allow_dangerous,
+                notify_changes: true,
+                caller: "mcp-stdio".into(),
+            },
+        );
+        let service = rmcp::ServiceExt::serve(handler, rmcp::transport::stdio())
+            .await
+            .context("starting MCP on stdio")?;
+        tokio::select! {
+            r = service.waiting() => { r.context("MCP on stdio")?; }
+            _ = shutdown_signal() => {}
+        }
+        drop(private);
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Diagnostics go to stderr (stdout may be an MCP transport); `RUST_LOG` sets the level.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
 }
 
 /// Ctrl-C or SIGTERM.

@@ -1,0 +1,353 @@
+//! MCP (SPEC §7): every enabled registry tool as an MCP tool, over stdio (`toolsmith mcp`) or
+//! Streamable HTTP at `/mcp` (`toolsmith serve`), with the official Rust SDK (rmcp).
+//!
+//! The handler is written by hand, not with rmcp's `#[tool]` macros: tools live in the
+//! registry and change at run time. `tools/list` and `tools/call` read an in-memory
+//! [`Snapshot`] of the enabled tools (rendered once with the MCP renderer, the same as
+//! `export --format mcp`), rebuilt when the registry's change counter moves. Calls go through
+//! the whole argument pipeline and the execution engine; argument and execution failures are
+//! results with `isError: true` whose text names each problem and the tool's parameters, so a
+//! model can retry. An unknown or disabled tool is a protocol error (-32602).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig, Tool as McpTool,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+use toolsmith_core::model::{Format, OutputMode};
+use toolsmith_core::render::{RenderOptions, Rendered, render};
+use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
+use toolsmith_exec::CallOptions;
+use toolsmith_store::{Query, RunRecord, Store, decode_cursor, encode_cursor};
+
+use crate::AppState;
+
+/// Tools per `tools/list` page.
+pub const PAGE_SIZE: usize = 200;
+
+/// How an MCP front door behaves.
+#[derive(Debug, Clone, Default)]
+pub struct McpOptions {
+    /// Run dangerous tools without asking (the server's operator has agreed for everyone).
+    pub allow_dangerous: bool,
+    /// Send `notifications/tools/list_changed` to the client when the registry changes (a
+    /// connection that lasts: stdio).
+    pub notify_changes: bool,
+    /// Recorded as the caller in the execution log.
+    pub caller: String,
+}
+
+/// The enabled tools at one registry generation, in name order.
+pub struct Snapshot {
+    generation: u64,
+    tools: Vec<McpTool>,
+    by_name: HashMap<String, Arc<CompiledTool>>,
+}
+
+/// The MCP server handler; cheap to clone (one per HTTP request or stdio connection).
+#[derive(Clone)]
+pub struct McpServer {
+    state: Arc<AppState>,
+    options: Arc<McpOptions>,
+    snapshot: Arc<Mutex<Option<Arc<Snapshot>>>>,
+}
+
+impl McpServer {
+    pub fn new(state: Arc<AppState>, options: McpOptions) -> Self {
+        Self {
+            state,
+            options: Arc::new(options),
+            snapshot: Arc::default(),
+        }
+    }
+
+    /// The same handler with other options, sharing the snapshot.
+    pub fn with_options(&self, options: McpOptions) -> Self {
+        Self {
+            options: Arc::new(options),
+            ..self.clone()
+        }
+    }
+
+    /// The current snapshot, rebuilt first when the registry changed since it was taken.
+    pub async fn snapshot(&self) -> Result<Arc<Snapshot>, ErrorData> {
+        let mut guard = self.snapshot.lock().await;
+        let generation = self.state.generation();
+        if let Some(s) = guard.as_ref().filter(|s| s.generation == generation) {
+            return Ok(s.clone());
+        }
+        let s = Arc::new(build(&self.state, generation).await.map_err(|e| {
+            tracing::error!("reading the registry for MCP: {e}");
+            ErrorData::internal_error("the registry could not be read", None)
+        })?);
+        *guard = Some(s.clone());
+        Ok(s)
+    }
+
+    async fn run(
+        &self,
+        tool: &Arc<CompiledTool>,
+        arguments: Value,
+        ctx: &RequestContext<RoleServer>,
+    ) -> ToolResult {
+        let confirmed = self.options.allow_dangerous;
+        let call = self
+            .state
+            .engine
+            .call(tool, arguments, CallOptions { confirmed });
+        tokio::pin!(call);
+        let token = ctx.meta.get_progress_token();
+        let mut ticks = tokio::time::interval_at(
+            tokio::time::Instant::now() + Duration::from_secs(1),
+            Duration::from_secs(1),
+        );
+        let started = std::time::Instant::now();
+        loop {
+            tokio::select! {
+                result = &mut call => return result,
+                // Dropping the call kills the tool's process group.
+                _ = ctx.ct.cancelled() => {
+                    return ToolResult::err(
+                        ErrorKind::Cancelled,
+                        format!("the call of `{}` was cancelled by the client", tool.tool.name),
+                        Vec::new(),
+                        tool.meta(Vec::new()),
+                    );
+                }
+                _ = ticks.tick(), if token.is_some() => {
+                    if let Some(token) = &token {
+                        let elapsed = started.elapsed().as_secs_f64();
+                        let param = ProgressNotificationParam::new(token.clone(), elapsed.floor())
+                            .with_message(format!("`{}` running for {elapsed:.0} s", tool.tool.name));
+                        let _ = ctx.peer.notify_progress(param).await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Reads every enabled tool and renders it for MCP.
+async fn build(state: &AppState, generation: u64) -> toolsmith_store::Result<Snapshot> {
+    let mut records = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = state
+            .store
+            .search(&Query {
+                limit: 1000,
+                cursor,
+                ..Query::default()
+            })
+            .await?;
+        records.extend(page.items);
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    let tools: Vec<_> = records.iter().map(|r| r.tool.clone()).collect();
+    let rendered = match render(&tools, Format::Mcp, RenderOptions::default()) {
+        Rendered::Json(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
+    let mut snapshot = Snapshot {
+        generation,
+        tools: Vec::with_capacity(records.len()),
+        by_name: HashMap::with_capacity(records.len()),
+    };
+    for (record, mut value) in records.into_iter().zip(rendered) {
+        let name = value["name"].as_str().unwrap_or_default().to_owned();
+        if let (Some(title), Value::Object(map)) = (&record.tool.title, &mut value) {
+            map.insert("title".into(), json!(title));
+        }
+        let tool = match serde_json::from_value::<McpTool>(value) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::error!("tool {name}: not a valid MCP tool: {e}");
+                continue;
+            }
+        };
+        let compiled = match state.compiled(&record.tool, record.version) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!("tool {name}: {e}");
+                continue;
+            }
+        };
+        snapshot.tools.push(tool);
+        snapshot.by_name.insert(name, compiled);
+    }
+    Ok(snapshot)
+}
+
+/// The MCP form of a result: the output as text, JSON output also as `structuredContent`,
+/// failures as `isError` with everything a model needs to retry.
+pub fn to_mcp(tool: &CompiledTool, result: &ToolResult) -> CallToolResult {
+    match (&result.error, &result.data) {
+        (None, data) => {
+            let data = data.clone().unwrap_or(Value::Null);
+            let structured =
+                tool.tool.output == OutputMode::Json || tool.tool.output_schema.is_some();
+            let text = match (&data, structured) {
+                (Value::Object(m), false) if m.contains_key("stdout") => {
+                    let mut text = m["stdout"].as_str().unwrap_or_default().to_owned();
+                    if let Some(err) = m
+                        .get("stderr")
+                        .and_then(Value::as_str)
+                        .filter(|s| !s.is_empty())
+                    {
+                        text.push_str(&format!("\n[stderr]\n{err}"));
+                    }
+                    text
+                }
+                (Value::String(s), _) => s.clone(),
+                (v, _) => serde_json::to_string_pretty(v).unwrap_or_default(),
+            };
+            let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+            if structured || matches!(data, Value::Object(_)) && !is_process_output(&data) {
+                r.structured_content = Some(data);
+            }
+            r
+        }
+        (Some(e), _) => {
+            // An argument error's message already names each problem and the parameters.
+            let mut text = format!("{}: {}", kind_name(e.kind), e.message);
+            if e.kind != ErrorKind::InvalidArguments {
+                for d in &e.details {
+                    text.push_str(&format!("\n- {}: {}", d.pointer, d.message));
+                }
+            }
+            if let Some(output) = &e.output {
+                for stream in ["stdout", "stderr"] {
+                    if let Some(s) = output
+                        .get(stream)
+                        .and_then(Value::as_str)
+                        .filter(|s| !s.is_empty())
+                    {
+                        text.push_str(&format!("\n[{stream}]\n{s}"));
+                    }
+                }
+            }
+            CallToolResult::error(vec![ContentBlock::text(text)])
+        }
+    }
+}
+
+/// `{"stdout", "stderr", "exit_code"}`: a text-mode process result, shown as text only.
+fn is_process_output(v: &Value) -> bool {
+    v.get("stdout").is_some() && v.get("exit_code").is_some()
+}
+
+fn kind_name(kind: ErrorKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "error".into())
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        );
+        info.server_info = Implementation::new("toolsmith", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(
+            "Tools from a toolsmith registry. Arguments are checked against each tool's input \
+             schema; a failed call says what to fix."
+                .into(),
+        );
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let snapshot = self.snapshot().await?;
+        let start = match request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(cursor) => {
+                // The registry's own cursor form: the last name of the previous page.
+                let after = decode_cursor(&cursor).map_err(|_| {
+                    ErrorData::invalid_params(format!("invalid cursor {cursor:?}"), None)
+                })?;
+                snapshot
+                    .tools
+                    .partition_point(|t| t.name.as_ref() <= after.as_str())
+            }
+        };
+        let end = (start + PAGE_SIZE).min(snapshot.tools.len());
+        let mut result = ListToolsResult::with_all_items(snapshot.tools[start..end].to_vec());
+        if end < snapshot.tools.len() {
+            result.next_cursor = Some(encode_cursor(&snapshot.tools[end - 1].name));
+        }
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let snapshot = self.snapshot().await?;
+        let Some(tool) = snapshot.by_name.get(request.name.as_ref()).cloned() else {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool {:?}: it is not in this server's registry, or it is disabled; tools/list shows the tools",
+                    request.name
+                ),
+                None,
+            ));
+        };
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let mut result = self.run(&tool, arguments.clone(), &ctx).await;
+        if let Some(e) = result
+            .error
+            .as_mut()
+            .filter(|e| e.kind == ErrorKind::NeedsConfirmation)
+        {
+            e.message.push_str(
+                "; this MCP server runs dangerous tools only when started with --allow-dangerous. \
+                 Tell the user what you wanted to run instead",
+            );
+        }
+        let record = RunRecord::of(&result, &arguments, &self.options.caller);
+        if let Err(e) = self
+            .state
+            .store
+            .record_run(&record, self.state.run_retention)
+            .await
+        {
+            tracing::warn!("recording the run of {}: {e}", request.name);
+        }
+        Ok(to_mcp(&tool, &result).into())
+    }
+
+    async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
+        if !self.options.notify_changes {
+            return;
+        }
+        let mut changes = self.state.subscribe();
+        let peer = ctx.peer.clone();
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+}
