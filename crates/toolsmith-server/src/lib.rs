@@ -161,6 +161,36 @@ pub fn app_with(state: Arc<AppState>, mcp: McpHttp) -> Router {
         .with_state(state)
 }
 
+/// How often [`follow_registry`] looks at the registry's generation.
+pub const FOLLOW_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Follows changes made by other processes sharing the registry (a second `serve` on the same
+/// PostgreSQL, `toolsmith import` on the same SQLite file): polls the store's generation
+/// every `every` and, when it moved, tells this process's followers (MCP snapshots and
+/// list_changed notifications). Runs until the state is dropped.
+pub fn follow_registry(state: &Arc<AppState>, every: Duration) -> tokio::task::JoinHandle<()> {
+    use toolsmith_store::Store;
+    let weak = Arc::downgrade(state);
+    tokio::spawn(async move {
+        let mut last = None;
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            let Some(state) = weak.upgrade() else { return };
+            match state.store.generation().await {
+                Ok(g) => {
+                    if last.is_some_and(|l| l != g) {
+                        state.changed();
+                    }
+                    last = Some(g);
+                }
+                Err(e) => tracing::warn!("reading the registry's generation: {e}"),
+            }
+        }
+    })
+}
+
 /// After a successful write to the registry (any method but GET on `/v1/tools...`, except
 /// calls and validations), tells whoever follows the registry (MCP) that it changed. One
 /// place for every write route, so a new one cannot forget.

@@ -211,6 +211,9 @@ pub trait Store: Send + Sync {
     /// Appends to the execution log, keeping at most `keep` entries.
     fn record_run(&self, run: &RunRecord, keep: usize) -> impl Future<Output = Result<i64>> + Send;
     fn runs(&self, query: &RunQuery) -> impl Future<Output = Result<Page<RunRecord>>> + Send;
+    /// A number that moves whenever a tool is created, changed or deleted, by this process
+    /// or any other sharing the registry; poll it to follow changes.
+    fn generation(&self) -> impl Future<Output = Result<u64>> + Send;
     /// Catalog sync's writes for a batch, in one transaction: a tool that is new (or
     /// deleted) is created, one that differs from the live one is saved as its next version,
     /// an unchanged one keeps its version. The report says which was which.
@@ -358,6 +361,9 @@ impl Store for Registry {
     }
     async fn sync(&self, tools: &[Tool], change: Change<'_>) -> Result<ImportReport> {
         forward!(self, sync(tools, change))
+    }
+    async fn generation(&self) -> Result<u64> {
+        forward!(self, generation())
     }
 }
 

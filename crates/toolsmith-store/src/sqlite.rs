@@ -28,6 +28,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0001_registry.sql"),
     include_str!("../migrations/sqlite/0002_runs.sql"),
     include_str!("../migrations/sqlite/0003_search_index.sql"),
+    include_str!("../migrations/sqlite/0004_generation.sql"),
 ];
 
 /// The SQLite registry.
@@ -320,6 +321,13 @@ impl Store for SqliteStore {
         }
         tx.commit().await?;
         Ok(report)
+    }
+
+    async fn generation(&self) -> Result<u64> {
+        let g: i64 = sqlx::query_scalar("SELECT generation FROM registry_generation WHERE id = 1")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(g as u64)
     }
 
     async fn record_run(&self, run: &RunRecord, keep: usize) -> Result<i64> {

@@ -263,6 +263,44 @@ async fn search_matches_a_scan(s: &impl Store) {
     }
 }
 
+/// The generation moves with every kind of write (what replicas poll to follow changes),
+/// and not with reads or unchanged imports.
+async fn generation_follows_writes(s: &impl Store) {
+    let mut last = s.generation().await.expect("generation");
+    let mut moved = async |what: &str| {
+        let g = s.generation().await.expect("generation");
+        assert!(
+            g > last,
+            "{what} did not move the generation ({last} → {g})"
+        );
+        last = g;
+    };
+    let r = s.create(&tool("gen", "One."), ALICE).await.expect("create");
+    moved("create").await;
+    s.update(&tool("gen", "Two."), r.version, ALICE)
+        .await
+        .expect("update");
+    moved("update").await;
+    s.set_enabled("gen", false, ALICE).await.expect("disable");
+    moved("disable").await;
+    s.delete("gen", ALICE).await.expect("delete");
+    moved("delete").await;
+    s.import(&[tool("gen", "Three.")], false, "alice")
+        .await
+        .expect("import");
+    moved("import").await;
+    let before = s.generation().await.expect("generation");
+    s.get("gen").await.expect("get");
+    s.import(&[tool("gen", "Three.")], false, "alice")
+        .await
+        .expect("import");
+    assert_eq!(
+        s.generation().await.expect("generation"),
+        before,
+        "reads and unchanged imports do not count"
+    );
+}
+
 async fn search_and_pagination(s: &impl Store) {
     for i in 0..120 {
         let name = format!("tool_{i:03}");
@@ -551,6 +589,12 @@ async fn sqlite_search_matches_a_scan() {
 }
 
 #[tokio::test]
+async fn sqlite_generation_follows_writes() {
+    let (_d, s) = sqlite().await;
+    generation_follows_writes(&s).await;
+}
+
+#[tokio::test]
 async fn sqlite_catalog_sync() {
     let (_d, s) = sqlite().await;
     catalog_sync(&s).await;
@@ -620,6 +664,13 @@ async fn postgres_search_and_pagination() {
 async fn postgres_search_matches_a_scan() {
     if let Some(s) = postgres("scan").await {
         search_matches_a_scan(&s).await;
+    }
+}
+
+#[tokio::test]
+async fn postgres_generation_follows_writes() {
+    if let Some(s) = postgres("generation").await {
+        generation_follows_writes(&s).await;
     }
 }
 

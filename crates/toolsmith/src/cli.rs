@@ -460,6 +460,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 fn serve(args: ServeArgs) -> Result<ExitCode> {
+    init_logging();
     let mut tokens = args
         .tokens
         .iter()
@@ -525,6 +526,7 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
         );
         let state =
             toolsmith_server::AppState::with_retention(store, engine, tokens, args.run_retention);
+        toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
         let app = toolsmith_server::app_with(
             state,
             toolsmith_server::McpHttp {
@@ -584,6 +586,7 @@ fn mcp(args: McpArgs) -> Result<ExitCode> {
             );
         }
         let state = toolsmith_server::AppState::new(store, engine, Vec::new());
+        toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
         let handler = toolsmith_server::mcp::McpServer::new(
             state,
             toolsmith_server::mcp::McpOptions {
@@ -605,9 +608,11 @@ fn mcp(args: McpArgs) -> Result<ExitCode> {
 }
 
 /// Diagnostics go to stderr (stdout may be an MCP transport); `RUST_LOG` sets the level.
+/// rmcp logs every protocol error it answers (an unknown tool, say) as a warning; those are
+/// the client's mistakes, not the server's, so only its errors show by default.
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp::service=error"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -1,0 +1,180 @@
+//! MCP with a real client: the official Python SDK (`mcp` from PyPI, run by
+//! `tests/mcp_client.py`) against `toolsmith mcp` over stdio and `toolsmith serve` over
+//! Streamable HTTP, on a registry of the example catalog plus 1000 more tools. Two `serve`
+//! replicas on one PostgreSQL check that an edit on one reaches an MCP client of the other.
+//!
+//! The Python client comes from `TOOLSMITH_TEST_PYTHON` (a virtual environment with
+//! `.ci/requirements.txt`; `.ci/run` creates it and sets the variable); PostgreSQL from
+//! `TOOLSMITH_TEST_POSTGRES`. Without them these tests say so and pass: CI always sets both.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolsmith");
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn python(test: &str) -> Option<String> {
+    let p = std::env::var("TOOLSMITH_TEST_PYTHON").ok();
+    if p.is_none() {
+        eprintln!("TOOLSMITH_TEST_PYTHON is not set: skipping {test} (the MCP Python client)");
+    }
+    p
+}
+
+/// A registry (`db`: a file path or URL) holding the example catalog and 1000 tools more.
+fn fill(db: &str, dir: &Path) {
+    let bulk = dir.join("bulk.yaml");
+    let mut text = String::from("tools:\n");
+    for i in 0..1000 {
+        text.push_str(&format!(
+            "  - {{name: bulk_{i:04}, description: Bulk tool {i}., command: [true]}}\n"
+        ));
+    }
+    std::fs::write(&bulk, text).expect("write bulk catalog");
+    for file in [repo().join("examples/catalog.yaml"), bulk] {
+        let o = Command::new(BIN)
+            .arg("import")
+            .arg(&file)
+            .args(["--db", db])
+            .output()
+            .expect("import");
+        assert!(
+            o.status.success(),
+            "import {}: {}",
+            file.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+fn client(python: &str, args: &[&str]) {
+    let o = Command::new(python)
+        .arg(repo().join("crates/toolsmith/tests/mcp_client.py"))
+        .args(args)
+        .output()
+        .expect("run the Python MCP client");
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    eprintln!("{out}");
+    assert!(
+        o.status.success() && out.trim_end().ends_with("ok"),
+        "the MCP client failed:\n{out}\n{err}"
+    );
+}
+
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `toolsmith serve` on a free port; returns it with its MCP and REST URLs.
+fn serve(db: &str, workspace: &Path) -> (Serve, String, String) {
+    let mut child = Command::new(BIN)
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--no-catalog",
+            "--no-cgroups",
+        ])
+        .args(["--db", db])
+        .arg("--workspace")
+        .arg(workspace)
+        .current_dir(workspace)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn serve");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let (rest, mcp) = loop {
+        let line = lines
+            .next()
+            .expect("serve printed its address")
+            .expect("line");
+        if let Some(after) = line.split("REST API on ").nth(1) {
+            let mut words = after.split_whitespace();
+            let rest = words.next().expect("rest url").to_owned();
+            let mcp = after
+                .split("MCP on ")
+                .nth(1)
+                .and_then(|s| s.split_whitespace().next())
+                .expect("mcp url")
+                .to_owned();
+            break (rest, mcp);
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    (Serve(child), mcp, rest)
+}
+
+fn stdio(mode: &str) {
+    let Some(python) = python(&format!("mcp over stdio ({mode})")) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("registry.db").display().to_string();
+    fill(&db, dir.path());
+    let workspace = dir.path().display().to_string();
+    client(&python, &["stdio", BIN, &workspace, &db, mode]);
+}
+
+#[test]
+fn python_client_over_stdio_modern_protocol() {
+    stdio("auto");
+}
+
+#[test]
+fn python_client_over_stdio_initialize_handshake() {
+    stdio("legacy");
+}
+
+#[test]
+fn python_client_over_streamable_http() {
+    let Some(python) = python("mcp over HTTP") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("registry.db").display().to_string();
+    fill(&db, dir.path());
+    let (_server, mcp, rest) = serve(&db, dir.path());
+    client(&python, &["http", &mcp, &rest]);
+}
+
+#[test]
+fn an_edit_on_one_replica_reaches_an_mcp_client_of_another() {
+    let Some(python) = python("mcp replicas") else {
+        return;
+    };
+    let Ok(url) = std::env::var("TOOLSMITH_TEST_POSTGRES") else {
+        eprintln!("TOOLSMITH_TEST_POSTGRES is not set: skipping the replica test");
+        return;
+    };
+    // A schema of its own, created and migrated first; both replicas use it.
+    let schema = format!("ts_replicas_{}", std::process::id());
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(toolsmith_store::postgres::PgStore::open_in_schema(
+            &url,
+            Some(&schema),
+        ))
+        .expect("schema");
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let db = format!("{url}{sep}options[search_path]={schema}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    fill(&db, dir.path());
+    let (_a, mcp_a, rest_a) = serve(&db, dir.path());
+    let (_b, mcp_b, _) = serve(&db, dir.path());
+    client(&python, &["replicas", &mcp_a, &rest_a, &mcp_b]);
+}

@@ -1,0 +1,202 @@
+"""A real MCP client (the official Python SDK, PyPI `mcp`) against toolsmith.
+
+Driven by tests/mcp.rs, which starts the servers and passes what to connect to:
+
+    mcp_client.py stdio BIN WORKSPACE DB MODE     # `toolsmith mcp` over stdio; MODE auto|legacy
+    mcp_client.py http URL BASE                   # `toolsmith serve` at URL (/mcp), REST at BASE
+    mcp_client.py replicas URL_A BASE_A URL_B     # an edit on replica A reaches a client of B
+
+Every check raises AssertionError with what was expected; the exit status says pass/fail.
+"""
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+
+import anyio
+import mcp_types as types
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+EXTRA = 1000  # tools the driver added beside the example catalog
+
+
+def text(result):
+    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+async def list_all(client):
+    tools, cursor, pages = [], None, 0
+    while True:
+        page = await client.list_tools(cursor=cursor)
+        pages += 1
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            return tools, pages
+
+
+async def expect_protocol_error(what, coro, code=-32602):
+    try:
+        await coro
+    except MCPError as e:
+        assert e.code == code, f"{what}: error code {e.code}, expected {code}: {e.message}"
+        return e.message
+    raise AssertionError(f"{what}: no protocol error")
+
+
+async def common(client, workspace=None):
+    """Listing, pagination, coercion, bad arguments, unknown and dangerous tools."""
+    tools, pages = await list_all(client)
+    names = [t.name for t in tools]
+    assert len(names) == 13 + EXTRA, f"{len(names)} tools listed"
+    assert names == sorted(names) and len(set(names)) == len(names), "pages overlap or are out of order"
+    assert pages > 1, "1000+ tools arrived on one page"
+    again, _ = await list_all(client)
+    assert [t.name for t in again] == names, "the order is not deterministic"
+    by = {t.name: t for t in tools}
+    for t in tools:
+        schema = t.input_schema
+        assert schema["type"] == "object", t.name
+        destructive = bool(t.annotations and t.annotations.destructive_hint)
+        assert destructive == (t.name in ("remove_files", "write_file", "http_get")), f"{t.name}: destructiveHint {destructive}"
+    assert by["current_time"].annotations.read_only_hint is True
+    assert by["bulk_0000"].input_schema == {"type": "object", "additionalProperties": False}, by["bulk_0000"].input_schema
+    assert by["word_stats"].title == "Word statistics", by["word_stats"].title
+    assert by["word_stats"].output_schema["required"] == ["words", "lines", "characters", "top_words"]
+
+    await expect_protocol_error("invalid cursor", client.list_tools(cursor="not-a-cursor"))
+
+    # Numbers sent as strings are coerced...
+    r = await client.call_tool("convert_temperature", {"value": "100", "from": "celsius", "to": "fahrenheit"})
+    assert not r.is_error, text(r)
+    assert r.structured_content == {"value": 212.0, "unit": "fahrenheit"}, r.structured_content
+    # ...so are booleans; real strings stay strings, even when they look like JSON.
+    r = await client.call_tool("sort_lines", {"text": "10\n9\n100", "numeric": "true"})
+    assert not r.is_error and text(r) == "9\n10\n100\n", repr(text(r))
+    r = await client.call_tool("sort_lines", {"text": '["b", "a"]'})
+    assert not r.is_error and text(r) == '["b", "a"]\n', repr(text(r))
+    r = await client.call_tool("count_lines", {"text": "123"})
+    assert not r.is_error, text(r)
+    # JSON output with an outputSchema arrives as structuredContent; an integer as a string too.
+    r = await client.call_tool("word_stats", {"text": "a b a c", "top": "2"})
+    assert not r.is_error, text(r)
+    assert r.structured_content["words"] == 4 and len(r.structured_content["top_words"]) == 2, r.structured_content
+
+    # Bad arguments: a result with isError that names each problem and the parameters.
+    r = await client.call_tool("convert_temperature", {"value": "hot", "to": "kelvin", "extra": 1})
+    assert r.is_error, text(r)
+    message = text(r)
+    for needle in ['"hot" is not a number', "from", "extra", "Parameters:", "celsius"]:
+        assert needle in message, f"{needle!r} not in {message!r}"
+
+    # Confinement and execution failures are results too.
+    r = await client.call_tool("read_file", {"path": "../outside.txt"})
+    assert r.is_error and "not allowed" in text(r), text(r)
+    r = await client.call_tool("read_file", {"path": "missing.txt"})
+    assert r.is_error and "missing.txt" in text(r), text(r)
+
+    # Unknown tools are protocol errors.
+    message = await expect_protocol_error("unknown tool", client.call_tool("no_such_tool", {}))
+    assert "no_such_tool" in message, message
+
+    # A dangerous tool is refused, runs nothing, and the text says what to do.
+    if workspace:
+        with open(f"{workspace}/keep.txt", "w") as f:
+            f.write("keep")
+    r = await client.call_tool("remove_files", {"paths": '["keep.txt"]'})
+    assert r.is_error and "dangerous" in text(r) and "--allow-dangerous" in text(r), text(r)
+    if workspace:
+        with open(f"{workspace}/keep.txt") as f:
+            assert f.read() == "keep", "the dangerous tool ran"
+    return by
+
+
+async def wait_list_changed(client, modern, events, trigger):
+    """Runs `trigger` and waits for notifications/tools/list_changed; returns the latency."""
+    if modern:
+        async with client.listen(tools_list_changed=True) as sub:
+            started = time.monotonic()
+            await anyio.to_thread.run_sync(trigger)
+            with anyio.fail_after(10):
+                async for event in sub:
+                    return time.monotonic() - started
+            raise AssertionError("the subscription ended without an event")
+    started = time.monotonic()
+    await anyio.to_thread.run_sync(trigger)
+    with anyio.fail_after(10):
+        await events.wait()
+    return time.monotonic() - started
+
+
+def rest(base, method, path):
+    req = urllib.request.Request(f"{base}{path}", method=method, data=b"", headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        assert r.status == 200, r.status
+
+
+def mcp_status(url, headers):
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    req = urllib.request.Request(url, method="POST", data=body, headers={
+        "content-type": "application/json", "accept": "application/json, text/event-stream", **headers})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def make_handler(events):
+    async def handler(message):
+        if isinstance(message, types.ToolListChangedNotification) or isinstance(
+            getattr(message, "root", None), types.ToolListChangedNotification
+        ):
+            events.set()
+    return handler
+
+
+async def stdio(bin, workspace, db, mode):
+    events = anyio.Event()
+    params = StdioServerParameters(command=bin, args=["mcp", "--db", db, "--workspace", workspace, "--no-cgroups"], cwd=workspace)
+    async with Client(params, mode=mode, message_handler=make_handler(events)) as client:
+        assert client.server_info.name == "toolsmith", client.server_info
+        print("protocol", client.protocol_version)
+        await common(client, workspace)
+        # An edit by another process sharing the registry (the CLI) reaches this client.
+        trigger = lambda: subprocess.run([bin, "disable", "word_stats", "--db", db], check=True, capture_output=True)
+        latency = await wait_list_changed(client, client.protocol_version >= "2026-07-28", events, trigger)
+        print(f"list_changed after an edit by another process: {latency:.2f} s")
+        tools, _ = await list_all(client)
+        assert "word_stats" not in [t.name for t in tools], "a disabled tool is still listed"
+        await expect_protocol_error("disabled tool", client.call_tool("word_stats", {"text": "x"}))
+
+
+async def http(url, base):
+    assert mcp_status(url, {"Host": "evil.example"}) == 403, "a foreign Host was accepted"
+    assert mcp_status(url, {"Origin": "http://evil.example"}) == 403, "a foreign Origin was accepted"
+    async with Client(url) as client:
+        print("protocol", client.protocol_version)
+        await common(client)
+        latency = await wait_list_changed(client, True, None, lambda: rest(base, "POST", "/tools/word_stats/disable"))
+        print(f"list_changed after a REST edit: {latency:.2f} s")
+        tools, _ = await list_all(client)
+        assert "word_stats" not in [t.name for t in tools], "a disabled tool is still listed"
+
+
+async def replicas(url_a, base_a, url_b):
+    async with Client(url_b) as client:
+        before, _ = await list_all(client)
+        assert "sort_lines" in [t.name for t in before]
+        latency = await wait_list_changed(client, True, None, lambda: rest(base_a, "POST", "/tools/sort_lines/disable"))
+        print(f"list_changed on replica B after an edit on replica A: {latency:.2f} s")
+        after, _ = await list_all(client)
+        assert "sort_lines" not in [t.name for t in after], "replica B still lists the disabled tool"
+
+
+if __name__ == "__main__":
+    kind, args = sys.argv[1], sys.argv[2:]
+    anyio.run({"stdio": stdio, "http": http, "replicas": replicas}[kind], *args)
+    print("ok")
