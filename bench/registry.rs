@@ -154,6 +154,23 @@ async fn main() {
         p(text.clone(), 0.5),
         p(text, 0.99)
     );
+    let common = time(m / 4, async || {
+        let page = store
+            .search(&Query {
+                text: Some("variant 9".into()),
+                limit: 50,
+                ..Query::default()
+            })
+            .await
+            .expect("page");
+        assert_eq!(page.items.len(), 50.min(n / 10));
+    })
+    .await;
+    println!(
+        "| search \"variant 9\" (a common term: 11 111 matches) | {} | {} |",
+        p(common.clone(), 0.5),
+        p(common, 0.99)
+    );
     let get = time(m, async || {
         store.get("tool_054321").await.expect("get");
     })

@@ -266,7 +266,21 @@ impl Store for SqliteStore {
         }
         // Three characters or more: the trigram index narrows the rows first; LIKE then keeps
         // exactly what the scan would have (the index folds case a little differently).
-        let indexed = query.text.as_deref().and_then(trigram_phrase);
+        let mut indexed = query.text.as_deref().and_then(trigram_phrase);
+        // A common term matches so many rows that reading them all and sorting costs more
+        // than walking the name index until a page is full: then the scan is used.
+        if let Some(phrase) = &indexed {
+            let hits: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM (SELECT 1 FROM tools_fts WHERE tools_fts MATCH ?1 LIMIT ?2)",
+            )
+            .bind(phrase)
+            .bind(DENSE_MATCHES)
+            .fetch_one(&self.pool)
+            .await?;
+            if hits >= DENSE_MATCHES {
+                indexed = None;
+            }
+        }
         if indexed.is_some() {
             sql.push_str(" AND rowid IN (SELECT rowid FROM tools_fts WHERE tools_fts MATCH ?5)");
         }
@@ -381,6 +395,9 @@ impl Store for SqliteStore {
         Ok(Page { items, next_cursor })
     }
 }
+
+/// Matches beyond which a search walks the name index instead of the trigram index.
+const DENSE_MATCHES: i64 = 2000;
 
 /// The FTS5 query for a substring search: one quoted phrase, which the trigram tokenizer
 /// matches anywhere inside a column. `None` under three characters, which trigrams cannot
