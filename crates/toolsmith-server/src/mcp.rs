@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig, SubscriptionFilter, Tool as McpTool,
+    InputRequest, InputRequiredResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool as McpTool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -92,13 +93,81 @@ impl McpServer {
         Ok(s)
     }
 
+    /// Whether a call may run: always for safe tools or with --allow-dangerous; otherwise
+    /// the user is asked through elicitation when the client can show a form (as an
+    /// input-required result on protocol 2026-07-28, a server request before it).
+    async fn confirmation(
+        &self,
+        tool: &CompiledTool,
+        arguments: &Value,
+        request: &CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Confirmation {
+        if !tool.tool.is_dangerous() || self.options.allow_dangerous {
+            return Confirmation::Confirmed;
+        }
+        if let Some(answer) = request
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get(CONFIRM_KEY))
+        {
+            return Confirmation::answered(answer);
+        }
+        if !ctx
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some())
+        {
+            return Confirmation::NotAsked;
+        }
+        let message = format!(
+            "Run the dangerous tool `{}` ({}) with these arguments?\n{}",
+            tool.tool.name,
+            tool.tool.description,
+            serde_json::to_string_pretty(arguments).unwrap_or_default()
+        );
+        let params = json!({
+            "mode": "form",
+            "message": message,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"confirm": {"type": "boolean", "title": "Run it", "default": false}},
+                "required": ["confirm"]
+            }
+        });
+        let modern = ctx
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        if modern {
+            let ask = json!({"method": "elicitation/create", "params": params});
+            return match serde_json::from_value::<InputRequest>(ask) {
+                Ok(ask) => Confirmation::Ask(InputRequiredResult::from_input_requests(
+                    [(CONFIRM_KEY.to_owned(), ask)].into_iter().collect(),
+                )),
+                Err(e) => {
+                    tracing::error!("building the confirmation request: {e}");
+                    Confirmation::NotAsked
+                }
+            };
+        }
+        let Ok(params) = serde_json::from_value(params) else {
+            return Confirmation::NotAsked;
+        };
+        match ctx.peer.create_elicitation(params).await {
+            Ok(answer) => Confirmation::answered(&serde_json::to_value(answer).unwrap_or_default()),
+            Err(e) => {
+                tracing::warn!("asking the user to confirm `{}`: {e}", tool.tool.name);
+                Confirmation::NotAsked
+            }
+        }
+    }
+
     async fn run(
         &self,
         tool: &Arc<CompiledTool>,
         arguments: Value,
+        confirmed: bool,
         ctx: &RequestContext<RoleServer>,
     ) -> ToolResult {
-        let confirmed = self.options.allow_dangerous;
         let call = self
             .state
             .engine
@@ -132,6 +201,27 @@ impl McpServer {
                 }
             }
         }
+    }
+}
+
+/// The key of the confirmation in an input-required round trip.
+const CONFIRM_KEY: &str = "toolsmith_confirm";
+
+/// What the user said about running a dangerous tool.
+enum Confirmation {
+    Confirmed,
+    Declined,
+    /// The client cannot ask (no elicitation): refused with advice.
+    NotAsked,
+    /// Ask first (protocol 2026-07-28): the client retries the call with the answer.
+    Ask(InputRequiredResult),
+}
+
+impl Confirmation {
+    /// An elicitation answer: `{"action": "accept", "content": {"confirm": true}}` runs.
+    fn answered(answer: &Value) -> Self {
+        let yes = answer["action"] == "accept" && answer["content"]["confirm"] == true;
+        if yes { Self::Confirmed } else { Self::Declined }
     }
 }
 
@@ -312,17 +402,28 @@ impl ServerHandler for McpServer {
                 None,
             ));
         };
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let mut result = self.run(&tool, arguments.clone(), &ctx).await;
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        let (confirmed, declined) = match self.confirmation(&tool, &arguments, &request, &ctx).await
+        {
+            Confirmation::Ask(ask) => return Ok(CallToolResponse::InputRequired(ask)),
+            Confirmation::Confirmed => (true, false),
+            Confirmation::Declined => (false, true),
+            Confirmation::NotAsked => (false, false),
+        };
+        let mut result = self.run(&tool, arguments.clone(), confirmed, &ctx).await;
         if let Some(e) = result
             .error
             .as_mut()
             .filter(|e| e.kind == ErrorKind::NeedsConfirmation)
         {
-            e.message.push_str(
-                "; this MCP server runs dangerous tools only when started with --allow-dangerous. \
-                 Tell the user what you wanted to run instead",
-            );
+            e.message.push_str(match declined {
+                true => "; the user declined to run it",
+                false => {
+                    "; this client cannot ask the user to confirm, and this server runs dangerous \
+                          tools without asking only when started with --allow-dangerous. Tell the \
+                          user what you wanted to run instead"
+                }
+            });
         }
         let record = RunRecord::of(&result, &arguments, &self.options.caller);
         if let Err(e) = self

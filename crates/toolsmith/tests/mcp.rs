@@ -28,7 +28,10 @@ fn python(test: &str) -> Option<String> {
 /// A registry (`db`: a file path or URL) holding the example catalog and 1000 tools more.
 fn fill(db: &str, dir: &Path) {
     let bulk = dir.join("bulk.yaml");
-    let mut text = String::from("tools:\n");
+    // Two slow tools for progress and cancellation, then 1000 without parameters.
+    let mut text = String::from(
+        "tools:\n  - {name: slow, description: Sleeps 2.5 s., command: [sleep, '2.5']}\n  - {name: hang, description: Sleeps long., command: [sleep, '37.25'], timeout_ms: 60000}\n",
+    );
     for i in 0..1000 {
         text.push_str(&format!(
             "  - {{name: bulk_{i:04}, description: Bulk tool {i}., command: [true]}}\n"
@@ -147,7 +150,8 @@ fn python_client_over_streamable_http() {
     let db = dir.path().join("registry.db").display().to_string();
     fill(&db, dir.path());
     let (_server, mcp, rest) = serve(&db, dir.path());
-    client(&python, &["http", &mcp, &rest]);
+        let workspace = dir.path().display().to_string();
+    client(&python, &["http", &mcp, &rest, &workspace]);
 }
 
 #[test]

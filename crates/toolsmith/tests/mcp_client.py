@@ -3,7 +3,7 @@
 Driven by tests/mcp.rs, which starts the servers and passes what to connect to:
 
     mcp_client.py stdio BIN WORKSPACE DB MODE     # `toolsmith mcp` over stdio; MODE auto|legacy
-    mcp_client.py http URL BASE                   # `toolsmith serve` at URL (/mcp), REST at BASE
+    mcp_client.py http URL BASE WORKSPACE         # `toolsmith serve` at URL (/mcp), REST at BASE
     mcp_client.py replicas URL_A BASE_A URL_B     # an edit on replica A reaches a client of B
 
 Every check raises AssertionError with what was expected; the exit status says pass/fail.
@@ -21,7 +21,7 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-EXTRA = 1000  # tools the driver added beside the example catalog
+EXTRA = 1002  # tools the driver added beside the example catalog (1000 bulk, slow, hang)
 
 
 def text(result):
@@ -99,6 +99,26 @@ async def common(client, workspace=None):
     r = await client.call_tool("read_file", {"path": "missing.txt"})
     assert r.is_error and "missing.txt" in text(r), text(r)
 
+    # A call running longer than a second reports progress...
+    progress = []
+
+    async def on_progress(value, total, message):
+        progress.append((value, message))
+
+    r = await client.call_tool("slow", {}, progress_callback=on_progress)
+    assert not r.is_error, text(r)
+    assert progress and "slow" in (progress[0][1] or ""), f"no progress during a 2.5 s call: {progress}"
+    # ...and a cancelled one is killed, process group and all.
+    with anyio.move_on_after(1.0):
+        await client.call_tool("hang", {})
+        raise AssertionError("the hanging call returned")
+    for _ in range(100):
+        if subprocess.run(["pgrep", "-f", "sleep 37.25"], capture_output=True).returncode != 0:
+            break
+        await anyio.sleep(0.1)
+    else:
+        raise AssertionError("the cancelled call's process is still running")
+
     # Unknown tools are protocol errors.
     message = await expect_protocol_error("unknown tool", client.call_tool("no_such_tool", {}))
     assert "no_such_tool" in message, message
@@ -113,6 +133,29 @@ async def common(client, workspace=None):
         with open(f"{workspace}/keep.txt") as f:
             assert f.read() == "keep", "the dangerous tool ran"
     return by
+
+
+async def confirmations(connect, workspace):
+    """A client that can ask its user: the dangerous tool runs once the user accepts."""
+    asked = []
+
+    def answering(answer):
+        async def callback(context, params):
+            asked.append(params.message)
+            return types.ElicitResult(action=answer, content={"confirm": True} if answer == "accept" else None)
+        return callback
+
+    for answer, kept in [("decline", True), ("accept", False)]:
+        with open(f"{workspace}/doomed.txt", "w") as f:
+            f.write("x")
+        async with connect(answering(answer)) as client:
+            r = await client.call_tool("remove_files", {"paths": ["doomed.txt"]})
+        import os
+        assert os.path.exists(f"{workspace}/doomed.txt") == kept, f"{answer}: file kept={not kept}: {text(r)}"
+        assert r.is_error == kept, f"{answer}: {text(r)}"
+        if kept:
+            assert "declined" in text(r), text(r)
+    assert len(asked) == 2 and "remove_files" in asked[0] and "doomed.txt" in asked[0], asked
 
 
 async def wait_list_changed(client, modern, events, trigger):
@@ -165,6 +208,7 @@ async def stdio(bin, workspace, db, mode):
         assert client.server_info.name == "toolsmith", client.server_info
         print("protocol", client.protocol_version)
         await common(client, workspace)
+        await confirmations(lambda cb: Client(params, mode=mode, elicitation_callback=cb), workspace)
         # An edit by another process sharing the registry (the CLI) reaches this client.
         trigger = lambda: subprocess.run([bin, "disable", "word_stats", "--db", db], check=True, capture_output=True)
         latency = await wait_list_changed(client, client.protocol_version >= "2026-07-28", events, trigger)
@@ -174,12 +218,13 @@ async def stdio(bin, workspace, db, mode):
         await expect_protocol_error("disabled tool", client.call_tool("word_stats", {"text": "x"}))
 
 
-async def http(url, base):
+async def http(url, base, workspace):
     assert mcp_status(url, {"Host": "evil.example"}) == 403, "a foreign Host was accepted"
     assert mcp_status(url, {"Origin": "http://evil.example"}) == 403, "a foreign Origin was accepted"
     async with Client(url) as client:
         print("protocol", client.protocol_version)
-        await common(client)
+        await common(client, workspace)
+        await confirmations(lambda cb: Client(url, elicitation_callback=cb), workspace)
         latency = await wait_list_changed(client, True, None, lambda: rest(base, "POST", "/tools/word_stats/disable"))
         print(f"list_changed after a REST edit: {latency:.2f} s")
         tools, _ = await list_all(client)
