@@ -113,9 +113,9 @@ impl McpServer {
         {
             return Confirmation::answered(answer);
         }
-        if !ctx
+        if ctx
             .client_capabilities()
-            .is_some_and(|c| c.elicitation.is_some())
+            .is_none_or(|c| c.elicitation.is_none())
         {
             return Confirmation::NotAsked;
         }
