@@ -1,0 +1,364 @@
+//! toolsmith against FastMCP (SPEC §10, issue: MCP), side by side in one run: the same tool (a
+//! command running `echo`; FastMCP's runs it with `subprocess.run`) and the same 1000 extra
+//! tools, over stdio and over Streamable HTTP (stateless, JSON responses, on both). Measures
+//! sequential call latency (p50, p99), call throughput with several requests in flight, and
+//! the time to list every tool (following cursors).
+//!
+//! `cargo bench -p toolsmith --bench mcp`. The FastMCP side runs when `FASTMCP_PYTHON` names a
+//! Python with `fastmcp` installed (see bench/README.md); `BENCH_SECONDS` (default 5) per
+//! throughput run, `BENCH_INFLIGHT` (default 8) requests in flight.
+//!
+//! The client is a minimal JSON-RPC driver, the same for both servers, so that the client's
+//! own cost stays small and equal (the correctness of our MCP is tested with the official
+//! client in tests/mcp.rs).
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const PROTOCOL: &str = "2025-11-25";
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn pct(v: &mut [Duration], q: f64) -> Duration {
+    v.sort();
+    v[((v.len() as f64 * q) as usize).min(v.len() - 1)]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn call(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hello"}}})
+}
+
+fn list(id: u64, cursor: Option<&str>) -> Value {
+    let params = match cursor {
+        Some(c) => json!({"cursor": c}),
+        None => json!({}),
+    };
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params})
+}
+
+fn check_call(v: &Value) {
+    let text = v["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(text.trim(), "hello", "unexpected call result: {v}");
+}
+
+/// One measured server: how to send a request and wait for its answer.
+trait Transport: Sync {
+    fn request(&self, body: &Value) -> Value;
+}
+
+struct Http {
+    url: String,
+    agent: ureq::Agent,
+}
+
+impl Http {
+    fn new(url: String) -> Self {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        Self { url, agent }
+    }
+}
+
+impl Transport for Http {
+    fn request(&self, body: &Value) -> Value {
+        let mut r = self
+            .agent
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", PROTOCOL)
+            .content_type("application/json")
+            .send(body.to_string())
+            .expect("request");
+        let text = r.body_mut().read_to_string().expect("body");
+        // JSON, or one SSE event carrying it.
+        let json = text
+            .lines()
+            .find_map(|l| l.strip_prefix("data:"))
+            .unwrap_or(&text);
+        serde_json::from_str(json.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
+    }
+}
+
+/// JSON-RPC over a child's stdin/stdout; answers are matched to requests by id.
+struct Stdio {
+    stdin: Mutex<ChildStdin>,
+    pending: Mutex<std::collections::HashMap<u64, std::sync::mpsc::Sender<Value>>>,
+    next: AtomicUsize,
+}
+
+impl Stdio {
+    fn start(child: &mut Child) -> Arc<Self> {
+        let me = Arc::new(Self {
+            stdin: Mutex::new(child.stdin.take().expect("stdin")),
+            pending: Mutex::default(),
+            next: AtomicUsize::new(1_000_000),
+        });
+        let stdout: ChildStdout = child.stdout.take().expect("stdout");
+        let reader = me.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                if let Some(id) = v["id"].as_u64()
+                    && let Some(tx) = reader.pending.lock().expect("lock").remove(&id)
+                {
+                    let _ = tx.send(v);
+                }
+            }
+        });
+        me.send_only(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}), Some(0))
+            .recv_timeout(Duration::from_secs(30))
+            .expect("initialize");
+        me.write(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        me
+    }
+
+    fn write(&self, v: &Value) {
+        let mut stdin = self.stdin.lock().expect("lock");
+        writeln!(stdin, "{v}").expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    fn send_only(&self, v: &Value, id: Option<u64>) -> std::sync::mpsc::Receiver<Value> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        if let Some(id) = id {
+            self.pending.lock().expect("lock").insert(id, tx);
+        }
+        self.write(v);
+        rx
+    }
+}
+
+impl Transport for Stdio {
+    fn request(&self, body: &Value) -> Value {
+        let id = self.next.fetch_add(1, Ordering::Relaxed) as u64;
+        let mut body = body.clone();
+        body["id"] = json!(id);
+        self.send_only(&body, Some(id))
+            .recv_timeout(Duration::from_secs(60))
+            .expect("answer")
+    }
+}
+
+struct Figures {
+    p50: Duration,
+    p99: Duration,
+    per_second: f64,
+    list: Duration,
+    tools: usize,
+}
+
+fn measure(t: &(dyn Transport), inflight: usize, seconds: u64) -> Figures {
+    for i in 0..50 {
+        check_call(&t.request(&call(i)));
+    }
+    let mut lat: Vec<Duration> = (0..500)
+        .map(|i| {
+            let s = Instant::now();
+            check_call(&t.request(&call(i)));
+            s.elapsed()
+        })
+        .collect();
+    let (p50, p99) = (pct(&mut lat, 0.5), pct(&mut lat, 0.99));
+    let done = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..inflight {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    check_call(&t.request(&call(1)));
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        std::thread::sleep(Duration::from_secs(seconds));
+        stop.store(true, Ordering::Relaxed);
+    });
+    let per_second = done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
+    let mut walks = Vec::new();
+    let mut tools = 0;
+    for _ in 0..30 {
+        let s = Instant::now();
+        let (mut cursor, mut n) = (None::<String>, 0);
+        loop {
+            let v = t.request(&list(7, cursor.as_deref()));
+            n += v["result"]["tools"].as_array().map_or(0, Vec::len);
+            match v["result"]["nextCursor"].as_str() {
+                Some(c) => cursor = Some(c.to_owned()),
+                None => break,
+            }
+        }
+        walks.push(s.elapsed());
+        tools = n;
+    }
+    Figures {
+        p50,
+        p99,
+        per_second,
+        list: pct(&mut walks, 0.5),
+        tools,
+    }
+}
+
+fn row(what: &str, f: &Figures) {
+    println!(
+        "| {what} | {} | {} | {:.0} | {} ({} tools) |",
+        ms(f.p50),
+        ms(f.p99),
+        f.per_second,
+        ms(f.list),
+        f.tools
+    );
+}
+
+fn ratio(what: &str, ours: &Figures, theirs: &Figures) {
+    println!(
+        "| {what}: toolsmith ÷ FastMCP | {:.1}× faster | {:.1}× faster | {:.1}× | {:.1}× faster |",
+        theirs.p50.as_secs_f64() / ours.p50.as_secs_f64(),
+        theirs.p99.as_secs_f64() / ours.p99.as_secs_f64(),
+        ours.per_second / theirs.per_second,
+        theirs.list.as_secs_f64() / ours.list.as_secs_f64()
+    );
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port()
+}
+
+fn wait_http(url: &str) {
+    let started = Instant::now();
+    while std::net::TcpStream::connect(url.trim_start_matches("http://").split('/').next().unwrap_or_default()).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(60), "{url} did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+}
+
+fn main() {
+    let seconds = env("BENCH_SECONDS", 5);
+    let inflight = env("BENCH_INFLIGHT", 8) as usize;
+    let bin = env!("CARGO_BIN_EXE_toolsmith");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let catalog = dir.path().join("bench.yaml");
+    let mut text = String::from(
+        "tools:\n  - {name: echo, description: Print the text., command: [echo], parameters: [{name: text}]}\n",
+    );
+    for i in 0..1000 {
+        text.push_str(&format!(
+            "  - {{name: bulk_{i:04}, description: Bulk tool {i}., command: [true]}}\n"
+        ));
+    }
+    std::fs::write(&catalog, text).expect("catalog");
+    let db = dir.path().join("registry.db");
+    let fastmcp = std::env::var("FASTMCP_PYTHON").ok();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/mcp/fastmcp_server.py");
+    println!(
+        "{inflight} requests in flight for {seconds} s per throughput figure; latency over 500 sequential calls\n"
+    );
+    println!("| server | call p50 | call p99 | calls/s | list every tool (p50) |\n|---|---|---|---|---|");
+
+    // Streamable HTTP.
+    let port = free_port();
+    let _serve = Killed(
+        Command::new(bin)
+            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .arg("--catalog")
+            .arg(&catalog)
+            .arg("--db")
+            .arg(&db)
+            .arg("--workspace")
+            .arg(dir.path())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve"),
+    );
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    wait_http(&url);
+    let ours_http = measure(&Http::new(url), inflight, seconds);
+    row("toolsmith, HTTP", &ours_http);
+    let theirs_http = fastmcp.as_ref().map(|py| {
+        let port = free_port();
+        let _server = Killed(
+            Command::new(py)
+                .args([script, "http", &port.to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("fastmcp"),
+        );
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        wait_http(&url);
+        let f = measure(&Http::new(url), inflight, seconds);
+        row("FastMCP 4.1.6, HTTP", &f);
+        f
+    });
+
+    // stdio.
+    let mut child = Command::new(bin)
+        .args(["mcp", "--db"])
+        .arg(&db)
+        .arg("--workspace")
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mcp");
+    let t = Stdio::start(&mut child);
+    let _ours = Killed(child);
+    let ours_stdio = measure(t.as_ref(), inflight, seconds);
+    row("toolsmith, stdio", &ours_stdio);
+    let theirs_stdio = fastmcp.as_ref().map(|py| {
+        let mut child = Command::new(py)
+            .args([script, "stdio"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("fastmcp");
+        let t = Stdio::start(&mut child);
+        let _theirs = Killed(child);
+        let f = measure(t.as_ref(), inflight, seconds);
+        row("FastMCP 4.1.6, stdio", &f);
+        f
+    });
+    match (theirs_http, theirs_stdio) {
+        (Some(h), Some(s)) => {
+            ratio("HTTP", &ours_http, &h);
+            ratio("stdio", &ours_stdio, &s);
+        }
+        _ => println!("\n(FASTMCP_PYTHON is not set: FastMCP was not measured)"),
+    }
+}
