@@ -60,7 +60,9 @@ fn list(id: u64, cursor: Option<&str>) -> Value {
 }
 
 fn check_call(v: &Value) {
-    let text = v["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    let text = v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
     assert_eq!(text.trim(), "hello", "unexpected call result: {v}");
 }
 
@@ -105,13 +107,13 @@ impl Transport for Http {
 }
 
 /// JSON-RPC over a child's stdin/stdout; answers are matched to requests by id.
-struct Stdio {
+struct StdioRpc {
     stdin: Mutex<ChildStdin>,
     pending: Mutex<std::collections::HashMap<u64, std::sync::mpsc::Sender<Value>>>,
     next: AtomicUsize,
 }
 
-impl Stdio {
+impl StdioRpc {
     fn start(child: &mut Child) -> Arc<Self> {
         let me = Arc::new(Self {
             stdin: Mutex::new(child.stdin.take().expect("stdin")),
@@ -157,7 +159,7 @@ impl Stdio {
     }
 }
 
-impl Transport for Stdio {
+impl Transport for StdioRpc {
     fn request(&self, body: &Value) -> Value {
         let id = self.next.fetch_add(1, Ordering::Relaxed) as u64;
         let mut body = body.clone();
@@ -176,7 +178,7 @@ struct Figures {
     tools: usize,
 }
 
-fn measure(t: &(dyn Transport), inflight: usize, seconds: u64) -> Figures {
+fn measure(t: &dyn Transport, inflight: usize, seconds: u64) -> Figures {
     for i in 0..50 {
         check_call(&t.request(&call(i)));
     }
@@ -259,8 +261,18 @@ fn free_port() -> u16 {
 
 fn wait_http(url: &str) {
     let started = Instant::now();
-    while std::net::TcpStream::connect(url.trim_start_matches("http://").split('/').next().unwrap_or_default()).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(60), "{url} did not start");
+    while std::net::TcpStream::connect(
+        url.trim_start_matches("http://")
+            .split('/')
+            .next()
+            .unwrap_or_default(),
+    )
+    .is_err()
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{url} did not start"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(300));
@@ -283,11 +295,16 @@ fn main() {
     std::fs::write(&catalog, text).expect("catalog");
     let db = dir.path().join("registry.db");
     let fastmcp = std::env::var("FASTMCP_PYTHON").ok();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/mcp/fastmcp_server.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../bench/mcp/fastmcp_server.py"
+    );
     println!(
         "{inflight} requests in flight for {seconds} s per throughput figure; latency over 500 sequential calls\n"
     );
-    println!("| server | call p50 | call p99 | calls/s | list every tool (p50) |\n|---|---|---|---|---|");
+    println!(
+        "| server | call p50 | call p99 | calls/s | list every tool (p50) |\n|---|---|---|---|---|"
+    );
 
     // Streamable HTTP.
     let port = free_port();
@@ -336,7 +353,7 @@ fn main() {
         .stderr(Stdio::null())
         .spawn()
         .expect("mcp");
-    let t = Stdio::start(&mut child);
+    let t = StdioRpc::start(&mut child);
     let _ours = Killed(child);
     let ours_stdio = measure(t.as_ref(), inflight, seconds);
     row("toolsmith, stdio", &ours_stdio);
@@ -348,7 +365,7 @@ fn main() {
             .stderr(Stdio::null())
             .spawn()
             .expect("fastmcp");
-        let t = Stdio::start(&mut child);
+        let t = StdioRpc::start(&mut child);
         let _theirs = Killed(child);
         let f = measure(t.as_ref(), inflight, seconds);
         row("FastMCP 4.1.6, stdio", &f);

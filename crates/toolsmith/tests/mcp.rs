@@ -150,7 +150,7 @@ fn python_client_over_streamable_http() {
     let db = dir.path().join("registry.db").display().to_string();
     fill(&db, dir.path());
     let (_server, mcp, rest) = serve(&db, dir.path());
-        let workspace = dir.path().display().to_string();
+    let workspace = dir.path().display().to_string();
     client(&python, &["http", &mcp, &rest, &workspace]);
 }
 
