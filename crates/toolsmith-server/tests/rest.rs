@@ -411,6 +411,27 @@ async fn tokens_and_roles() {
         Some(1),
         "the forbidden call was never run"
     );
+    // /mcp takes the same tokens: a call token lists and calls, a read token does not.
+    let mcp = s.base.replace("/v1", "/mcp");
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    let headers = [
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let (st, _) = req("POST", mcp.clone(), None, &headers, Some(list.clone())).await;
+    assert_eq!(st, 401);
+    let (st, _) = req(
+        "POST",
+        mcp.clone(),
+        Some("read-secret-1"),
+        &headers,
+        Some(list.clone()),
+    )
+    .await;
+    assert_eq!(st, 403);
+    let (st, v) = req("POST", mcp, Some("call-secret-1"), &headers, Some(list)).await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["result"]["tools"][0]["name"], json!("t"), "{v}");
 }
 
 #[test]
