@@ -172,6 +172,21 @@ fn kind_of(v: &Value) -> &'static str {
     }
 }
 
+/// Refuses a NUL character anywhere in the path or query (`%00`): no name, search or cursor
+/// has one, and databases refuse them in text (PostgreSQL) or cut strings at them (SQLite's
+/// full-text queries).
+pub async fn refuse_nul(req: Request, next: Next) -> Response {
+    let uri = req.uri();
+    let raw = uri.path_and_query().map(|p| p.as_str()).unwrap_or_default();
+    if raw.to_ascii_lowercase().contains("%00") {
+        return ApiError::bad_request(
+            "the path or query contains a NUL character (%00), which no name, search or cursor can hold",
+        )
+        .into_response();
+    }
+    next.run(req).await
+}
+
 /// Turns the plain-text rejections of axum's extractors (a malformed path or query parameter,
 /// say) into the error shape above, so every failure is JSON.
 pub async fn json_errors(req: Request, next: Next) -> Response {

@@ -157,6 +157,7 @@ pub fn app_with(state: Arc<AppState>, mcp: McpHttp) -> Router {
             auth::require,
         ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(error::refuse_nul))
         .layer(axum::middleware::from_fn(error::json_errors))
         .with_state(state)
 }

@@ -202,6 +202,30 @@ fn query_error(e: toolsmith_store::StoreError) -> ApiError {
     }
 }
 
+/// The path of the first string (or key) holding a NUL character.
+fn nul_at(v: &Value, at: String) -> Option<String> {
+    match v {
+        Value::String(s) if s.contains('\0') => Some(at),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| nul_at(v, format!("{at}[{i}]"))),
+        Value::Object(map) => map.iter().find_map(|(k, v)| {
+            let here = if at.is_empty() {
+                k.clone()
+            } else {
+                format!("{at}.{k}")
+            };
+            if k.contains('\0') {
+                Some(here)
+            } else {
+                nul_at(v, here)
+            }
+        }),
+        _ => None,
+    }
+}
+
 /// Definitions sent to the API cannot read files or the server's environment.
 struct Closed;
 
@@ -247,6 +271,13 @@ fn parse_definition(
                 config.insert(p.name.clone(), v.clone());
             }
         }
+    }
+    if let Some(at) = nul_at(&value, String::new()) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid",
+            format!("{at}: contains a NUL character, which a definition cannot hold"),
+        ));
     }
     catalog::parse_tool(&value, &Closed).map_err(|e| {
         let details: Vec<Value> =

@@ -665,6 +665,31 @@ async fn responses_match_the_openapi_document() {
         ("get", "/v1/runs", "/runs".into(), None),
         ("delete", "/v1/tools/{name}", "/tools/greet".into(), None),
     ];
+    // NUL characters (which databases refuse or cut at) are a 400 or 422, never a 500.
+    for url in ["/tools?q=ab%00cd", "/tools/a%00b", "/tools?tag=%00"] {
+        let (st, v) = get(&s, url).await;
+        assert_eq!(
+            (st, v["error"]["code"].clone()),
+            (400, json!("bad_request")),
+            "{url}"
+        );
+    }
+    let (st, v) = send(
+        &s,
+        "POST",
+        "/tools",
+        json!({"name": "nul", "description": "a\u{0}b", "command": ["true"]}),
+        &[],
+    )
+    .await;
+    assert_eq!(st, 422, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("description:"),
+        "{v}"
+    );
     let mut seen = std::collections::BTreeSet::new();
     for (method, template, url, body) in cases {
         let (st, v) = req(

@@ -403,5 +403,6 @@ const DENSE_MATCHES: i64 = 2000;
 /// matches anywhere inside a column. `None` under three characters, which trigrams cannot
 /// find.
 fn trigram_phrase(text: &str) -> Option<String> {
-    (text.chars().count() >= 3).then(|| format!("\"{}\"", text.to_lowercase().replace('"', "\"\"")))
+    (text.chars().count() >= 3 && !text.contains('\0'))
+        .then(|| format!("\"{}\"", text.to_lowercase().replace('"', "\"\"")))
 }
