@@ -238,8 +238,9 @@ pub struct McpArgs {
     /// The folder file built-ins are confined to.
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub workspace: PathBuf,
-    /// Run dangerous tools without asking. Without it, a dangerous tool is refused with a
-    /// result that tells the model to ask the user.
+    /// Run dangerous tools without asking. Without it, the user is asked through the client
+    /// (elicitation) when it can; otherwise the call is refused with a result that tells the
+    /// model to ask the user.
     #[arg(long)]
     pub allow_dangerous: bool,
     /// Do not put each call in its own pids cgroup.
