@@ -213,8 +213,8 @@ pub struct ServeArgs {
     /// How many calls the execution log keeps (the oldest go first).
     #[arg(long, value_name = "N", default_value_t = toolsmith_server::DEFAULT_RUN_RETENTION, value_parser = clap::value_parser!(usize))]
     pub run_retention: usize,
-    /// MCP clients may run dangerous tools without being asked (REST calls still need
-    /// "confirm": true).
+    /// MCP clients may run dangerous tools without the user being asked (REST calls still
+    /// need "confirm": true).
     #[arg(long)]
     pub allow_dangerous: bool,
     /// A Host header /mcp accepts besides localhost, 127.0.0.1 and ::1 (protection against
