@@ -465,7 +465,7 @@ fn article(t: &str) -> String {
 }
 
 /// `an object`, `a string` … for messages about a whole value.
-pub(crate) fn type_phrase(v: &Value) -> &'static str {
+pub fn type_phrase(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

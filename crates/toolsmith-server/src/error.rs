@@ -148,7 +148,10 @@ where
             return Err(ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid",
-                format!("the body must be a JSON object, not {}", kind_of(&value)),
+                format!(
+                    "the body must be a JSON object, not {}",
+                    toolsmith_core::pipeline::type_phrase(&value)
+                ),
             ));
         }
         serde_json::from_value(value).map(Body).map_err(|e| {
@@ -158,17 +161,6 @@ where
                 format!("the body does not fit: {e}"),
             )
         })
-    }
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
