@@ -22,30 +22,10 @@ use serde_json::{Value, json};
 
 const PROTOCOL: &str = "2025-11-25";
 
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+#[path = "common.rs"]
+mod common;
 
-fn pct(v: &mut [Duration], q: f64) -> Duration {
-    v.sort();
-    v[((v.len() as f64 * q) as usize).min(v.len() - 1)]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1e3)
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::{Killed, env, free_port, ms, pct};
 
 fn call(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hello"}}})
@@ -250,13 +230,6 @@ fn ratio(what: &str, ours: &Figures, theirs: &Figures) {
         ours.per_second / theirs.per_second,
         theirs.list.as_secs_f64() / ours.list.as_secs_f64()
     );
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port()
 }
 
 fn wait_http(url: &str) {

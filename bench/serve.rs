@@ -7,24 +7,13 @@
 //! Run with `cargo bench -p toolsmith --bench serve` (`BENCH_N` calls, `BENCH_TOOLS` tools).
 
 use std::io::Write;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+#[path = "common.rs"]
+mod common;
 
-fn pct(v: &mut [Duration], q: f64) -> Duration {
-    v.sort();
-    v[((v.len() as f64 * q) as usize).min(v.len() - 1)]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.3} ms", d.as_secs_f64() * 1e3)
-}
+use common::{Killed, env, free_port, ms, pct};
 
 fn rss_mib(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -36,27 +25,15 @@ fn rss_mib(pid: u32) -> f64 {
         / 1024.0
 }
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn main() {
-    let calls = env("BENCH_N", 1000);
-    let tools = env("BENCH_TOOLS", 100_000);
+    let calls = env("BENCH_N", 1000) as usize;
+    let tools = env("BENCH_TOOLS", 100_000) as usize;
     let bin = env!("CARGO_BIN_EXE_toolsmith");
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("registry.db");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port();
+    let port = free_port();
     let base = format!("http://127.0.0.1:{port}/v1");
-    let server = Server(
+    let server = Killed(
         Command::new(bin)
             .args([
                 "serve",

@@ -1,0 +1,41 @@
+//! Helpers the server benchmarks share (`serve.rs`, `mcp.rs`): settings from the environment,
+//! percentiles, and child servers that are killed when the bench ends.
+
+use std::process::Child;
+use std::time::Duration;
+
+/// A number from the environment variable `name`, or `default`.
+pub fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The `q` quantile (0.5, 0.99) of `v`, which it sorts.
+pub fn pct(v: &mut [Duration], q: f64) -> Duration {
+    v.sort();
+    v[((v.len() as f64 * q) as usize).min(v.len() - 1)]
+}
+
+pub fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
+/// A loopback port nothing listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port()
+}
+
+/// A child process killed (and reaped) when dropped.
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
