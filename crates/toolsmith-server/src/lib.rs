@@ -146,7 +146,6 @@ pub fn app_with(state: Arc<AppState>, mcp: McpHttp) -> Router {
         config,
     );
     routes::router()
-        .0
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -211,11 +210,6 @@ async fn note_changes(
         state.changed();
     }
     response
-}
-
-/// The OpenAPI 3.1 document the server serves at [`openapi::PATH`].
-pub fn openapi_document() -> serde_json::Value {
-    routes::router().1.as_ref().clone()
 }
 
 /// Refuses to listen beyond the loopback interface without a token.

@@ -70,14 +70,6 @@ impl McpServer {
         }
     }
 
-    /// The same handler with other options, sharing the snapshot.
-    pub fn with_options(&self, options: McpOptions) -> Self {
-        Self {
-            options: Arc::new(options),
-            ..self.clone()
-        }
-    }
-
     /// The current snapshot, rebuilt first when the registry changed since it was taken.
     pub async fn snapshot(&self) -> Result<Arc<Snapshot>, ErrorData> {
         let mut guard = self.snapshot.lock().await;

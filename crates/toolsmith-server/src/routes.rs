@@ -29,9 +29,10 @@ use crate::error::{ApiError, Body, ErrorBody};
 type Shared = State<Arc<AppState>>;
 type ApiResult<T> = Result<T, ApiError>;
 
-/// The `/v1` routes and the OpenAPI document describing them, built from the same handler
-/// list so the two cannot drift apart.
-pub fn router() -> (Router<Arc<AppState>>, Arc<Value>) {
+/// The `/v1` routes, with the OpenAPI document describing them served at
+/// [`crate::openapi::PATH`]; both are built from the same handler list so they cannot drift
+/// apart.
+pub fn router() -> Router<Arc<AppState>> {
     let (router, api) = OpenApiRouter::with_openapi(crate::openapi::base())
         .routes(routes!(health))
         .routes(routes!(list, create))
@@ -47,9 +48,10 @@ pub fn router() -> (Router<Arc<AppState>>, Arc<Value>) {
         .routes(routes!(export))
         .routes(routes!(runs))
         .split_for_parts();
-    let document = Arc::new(crate::openapi::finish(api));
-    let served = axum::body::Bytes::from(serde_json::to_vec(document.as_ref()).unwrap_or_default());
-    let router = router
+    let served = axum::body::Bytes::from(
+        serde_json::to_vec(&crate::openapi::finish(api)).unwrap_or_default(),
+    );
+    router
         .route(
             crate::openapi::PATH,
             axum::routing::get(move || {
@@ -64,8 +66,7 @@ pub fn router() -> (Router<Arc<AppState>>, Arc<Value>) {
                 "method_not_allowed",
                 "this route does not take that method",
             )
-        });
-    (router, document)
+        })
 }
 
 /// The server is up.
