@@ -27,7 +27,7 @@ use toolsmith_core::model::{Format, OutputMode};
 use toolsmith_core::render::{RenderOptions, Rendered, render};
 use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
 use toolsmith_exec::CallOptions;
-use toolsmith_store::{Query, RunRecord, Store, decode_cursor, encode_cursor};
+use toolsmith_store::{Query, RunRecord, Store, StoreExt, decode_cursor, encode_cursor};
 
 use crate::AppState;
 
@@ -219,23 +219,7 @@ impl Confirmation {
 
 /// Reads every enabled tool and renders it for MCP.
 async fn build(state: &AppState, generation: u64) -> toolsmith_store::Result<Snapshot> {
-    let mut records = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = state
-            .store
-            .search(&Query {
-                limit: 1000,
-                cursor,
-                ..Query::default()
-            })
-            .await?;
-        records.extend(page.items);
-        match page.next_cursor {
-            Some(c) => cursor = Some(c),
-            None => break,
-        }
-    }
+    let records = state.store.search_all(Query::default()).await?;
     let tools: Vec<_> = records.iter().map(|r| r.tool.clone()).collect();
     let rendered = match render(&tools, Format::Mcp, RenderOptions::default()) {
         Rendered::Json(Value::Array(items)) => items,

@@ -559,24 +559,17 @@ struct ExportParams {
         (status = 400, description = "Unknown format", body = ErrorBody)))]
 async fn export(State(s): Shared, Query(p): Query<ExportParams>) -> ApiResult<Response> {
     let format = p.format;
-    let mut tools = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = s
-            .store
-            .search(&StoreQuery {
-                tag: p.tag.clone(),
-                limit: 1000,
-                cursor,
-                ..StoreQuery::default()
-            })
-            .await?;
-        tools.extend(page.items.into_iter().map(|r| r.tool));
-        match page.next_cursor {
-            Some(c) => cursor = Some(c),
-            None => break,
-        }
-    }
+    let tagged = StoreQuery {
+        tag: p.tag,
+        ..StoreQuery::default()
+    };
+    let tools: Vec<Tool> = s
+        .store
+        .search_all(tagged)
+        .await?
+        .into_iter()
+        .map(|r| r.tool)
+        .collect();
     Ok(
         match render(&tools, format, RenderOptions { strict: p.strict }) {
             Rendered::Json(v) => Json(v).into_response(),

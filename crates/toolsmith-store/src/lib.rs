@@ -432,6 +432,27 @@ pub trait StoreExt: Store {
         }
     }
 
+    /// Every tool `query` matches, in name order, read in pages of 1000 (its `limit` and
+    /// `cursor` are ignored).
+    fn search_all(&self, query: Query) -> impl Future<Output = Result<Vec<ToolRecord>>> + Send {
+        async move {
+            let mut query = Query {
+                limit: 1000,
+                cursor: None,
+                ..query
+            };
+            let mut all = Vec::new();
+            loop {
+                let page = self.search(&query).await?;
+                all.extend(page.items);
+                match page.next_cursor {
+                    Some(c) => query.cursor = Some(c),
+                    None => return Ok(all),
+                }
+            }
+        }
+    }
+
     /// Catalog sync: creates new tools, saves changed ones, leaves unchanged ones at their
     /// version; with `prune`, deletes live tools the catalog does not have.
     fn import(
@@ -452,33 +473,22 @@ pub trait StoreExt: Store {
                 report.extend(self.sync(batch, change).await?);
             }
             if prune {
-                let mut cursor = None;
-                loop {
-                    let page = self
-                        .search(&Query {
-                            include_disabled: true,
-                            limit: 1000,
-                            cursor,
-                            ..Query::default()
-                        })
+                let everything = Query {
+                    include_disabled: true,
+                    ..Query::default()
+                };
+                for record in self.search_all(everything).await? {
+                    if !tools.iter().any(|t| t.name == record.tool.name) {
+                        let name = record.tool.name.to_string();
+                        self.delete(
+                            &name,
+                            Change {
+                                author,
+                                summary: "not in the catalog (pruned)",
+                            },
+                        )
                         .await?;
-                    for record in &page.items {
-                        if !tools.iter().any(|t| t.name == record.tool.name) {
-                            let name = record.tool.name.to_string();
-                            self.delete(
-                                &name,
-                                Change {
-                                    author,
-                                    summary: "not in the catalog (pruned)",
-                                },
-                            )
-                            .await?;
-                            report.deleted.push(name);
-                        }
-                    }
-                    match page.next_cursor {
-                        Some(c) => cursor = Some(c),
-                        None => break,
+                        report.deleted.push(name);
                     }
                 }
             }
