@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod error;
+pub mod guard;
 pub mod mcp;
 pub mod openapi;
 mod routes;
@@ -97,47 +98,62 @@ impl AppState {
     }
 }
 
-/// How `/mcp` behaves.
+/// How the HTTP server behaves towards browsers and MCP clients.
 #[derive(Debug, Clone, Default)]
-pub struct McpHttp {
-    /// Run dangerous tools without asking.
+pub struct HttpOptions {
+    /// MCP clients may run dangerous tools without asking.
     pub allow_dangerous: bool,
-    /// `Host` values accepted besides localhost, 127.0.0.1 and ::1 (DNS-rebinding defence).
+    /// `Host` values accepted besides localhost, 127.0.0.1 and [::1] (DNS-rebinding
+    /// defence): `name` (any port) or `name:port`; `*` accepts any.
     pub allowed_hosts: Vec<String>,
-    /// Browser `Origin`s accepted besides http://localhost and http://127.0.0.1 (any port).
+    /// Browser origins that may change state besides the server's own (and, for `/mcp`,
+    /// http://localhost, http://127.0.0.1 and http://[::1] on any port); they also get CORS
+    /// headers.
     pub allowed_origins: Vec<String>,
+    /// The address the server listens on: a specific non-loopback one is an allowed `Host`.
+    pub listen: Option<SocketAddr>,
 }
 
-/// The router with `/mcp` as `McpHttp::default()` sets it up.
+/// The router with the default options (loopback hosts, the server's own origin).
 pub fn app(state: Arc<AppState>) -> Router {
-    app_with(state, McpHttp::default())
+    app_with(state, HttpOptions::default())
 }
 
-/// The router: `/v1/...` and `/mcp` (Streamable HTTP, stateless), with authentication, a
-/// body limit and JSON errors.
-pub fn app_with(state: Arc<AppState>, mcp: McpHttp) -> Router {
+/// The router: `/v1/...` and `/mcp` (Streamable HTTP, stateless), behind the browser guard
+/// ([`guard`]), with authentication, a body limit and JSON errors.
+pub fn app_with(state: Arc<AppState>, options: HttpOptions) -> Router {
+    let policy = Arc::new(guard::Policy::new(
+        &options.allowed_hosts,
+        &options.allowed_origins,
+        options.listen,
+    ));
     let handler = mcp::McpServer::new(
         state.clone(),
         mcp::McpOptions {
-            allow_dangerous: mcp.allow_dangerous,
+            allow_dangerous: options.allow_dangerous,
             notify_changes: false,
             caller: "mcp".into(),
         },
     );
+    // rmcp checks Host and Origin on /mcp too; the guard in front has already applied the
+    // same lists, so these are a second line.
     let hosts = ["localhost", "127.0.0.1", "::1", "[::1]"]
         .into_iter()
         .map(String::from)
-        .chain(mcp.allowed_hosts);
+        .chain(policy.extra_hosts().iter().cloned());
     let origins = ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"]
         .into_iter()
         .map(String::from)
-        .chain(mcp.allowed_origins);
-    let config = rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default()
+        .chain(policy.extra_origins().iter().cloned());
+    let mut config = rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
         .with_max_request_body_bytes(BODY_LIMIT);
+    if policy.any_host() {
+        config = config.disable_allowed_hosts();
+    }
     let service = rmcp::transport::streamable_http_server::StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(
@@ -158,6 +174,7 @@ pub fn app_with(state: Arc<AppState>, mcp: McpHttp) -> Router {
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn(error::refuse_nul))
         .layer(axum::middleware::from_fn(error::json_errors))
+        .layer(axum::middleware::from_fn_with_state(policy, guard::check))
         .with_state(state)
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolsmith_exec::{Engine, EngineConfig};
-use toolsmith_server::{AppState, Role, Token, app, check_bind};
+use toolsmith_server::{AppState, Role, Token, check_bind};
 use toolsmith_store::Registry;
 
 struct Server {
@@ -23,6 +23,10 @@ impl Drop for Server {
 }
 
 async fn start(tokens: &[&str]) -> Server {
+    start_with(tokens, toolsmith_server::HttpOptions::default()).await
+}
+
+async fn start_with(tokens: &[&str], options: toolsmith_server::HttpOptions) -> Server {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Registry::open(&dir.path().join("reg.db").display().to_string())
         .await
@@ -39,7 +43,7 @@ async fn start(tokens: &[&str]) -> Server {
         .expect("bind");
     let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let router = app(AppState::new(store, engine, tokens));
+    let router = toolsmith_server::app_with(AppState::new(store, engine, tokens), options);
     tokio::spawn(toolsmith_server::serve(
         listener,
         router,
@@ -710,4 +714,301 @@ async fn responses_match_the_openapi_document() {
             "no case answered {status}: {seen:?}"
         );
     }
+}
+
+/// One request written by hand on a TCP socket, so every header (Host included) is exactly
+/// what a browser under attack would send: (status, headers in lower case, body).
+async fn raw(
+    s: &Server,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = s
+        .base
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    let mut text = format!(
+        "{method} {path} HTTP/1.1\r\nconnection: close\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        text.push_str(&format!("host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        text.push_str(&format!("{k}: {v}\r\n"));
+    }
+    text.push_str("\r\n");
+    text.push_str(body);
+    stream.write_all(text.as_bytes()).await.expect("write");
+    let mut out = Vec::new();
+    stream.read_to_end(&mut out).await.expect("read");
+    let out = String::from_utf8_lossy(&out).into_owned();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_ascii_lowercase(), body.to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_web_page_can_drive_the_server() {
+    let s = start(&[]).await;
+    let tool = json!({"name": "count_lines", "description": "Count.", "command": ["true"]});
+    assert_eq!(send(&s, "POST", "/tools", tool, &[]).await.0, 201);
+    let evil = [
+        ("host", "evil.example.com"),
+        ("origin", "http://evil.example.com"),
+        ("content-type", "application/json"),
+    ];
+
+    // DNS rebinding: a page on evil.example.com whose name now points at 127.0.0.1.
+    let pwn = json!({"name": "pwn", "description": "x", "command": ["touch", "pwned"]}).to_string();
+    let (st, _, body) = raw(&s, "POST", "/v1/tools", &evil, &pwn).await;
+    assert_eq!(st, 403, "{body}");
+    let v: Value = serde_json::from_str(&body).expect("json error");
+    assert_eq!(v["error"]["code"], "forbidden");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("DNS rebinding"),
+        "{v}"
+    );
+    let (st, _, _) = raw(&s, "POST", "/v1/tools/count_lines/call", &evil, "{}").await;
+    assert_eq!(st, 403);
+    // Reads are refused too (a rebinding page could read the response).
+    let (st, _, _) = raw(&s, "GET", "/v1/tools", &[("host", "evil.example.com")], "").await;
+    assert_eq!(st, 403);
+    let (st, _, _) = raw(
+        &s,
+        "GET",
+        "/v1/tools",
+        &[("host", "127.0.0.1.evil.example.com:80")],
+        "",
+    )
+    .await;
+    assert_eq!(st, 403);
+    let (st, _, _) = raw(&s, "POST", "/mcp", &evil, "{}").await;
+    assert_eq!(st, 403);
+
+    // CSRF: a plain HTML form posted from another site, to routes without a body, with the
+    // right Host (the browser sends the server's own), whatever the content type.
+    for (path, ctype) in [
+        (
+            "/v1/tools/count_lines/disable",
+            "application/x-www-form-urlencoded",
+        ),
+        ("/v1/tools/count_lines/restore/1", "text/plain"),
+        ("/v1/tools/count_lines/call", "text/plain"),
+    ] {
+        let headers = [
+            ("origin", "http://evil.example.com"),
+            ("content-type", ctype),
+        ];
+        let (st, _, body) = raw(&s, "POST", path, &headers, "a=1").await;
+        assert_eq!(st, 403, "{path}: {body}");
+        assert!(body.contains("cross-site request forgery"), "{body}");
+        // A browser that sends no Origin still says where the request came from.
+        let headers = [("sec-fetch-site", "cross-site"), ("content-type", ctype)];
+        assert_eq!(
+            raw(&s, "POST", path, &headers, "a=1").await.0,
+            403,
+            "{path}"
+        );
+    }
+    let (st, _, _) = raw(
+        &s,
+        "DELETE",
+        "/v1/tools/count_lines",
+        &[("origin", "null")],
+        "",
+    )
+    .await;
+    assert_eq!(
+        st, 403,
+        "an opaque origin (sandboxed frame, file://) is foreign"
+    );
+    // Another port of the same host is another origin.
+    let (st, _, _) = raw(
+        &s,
+        "POST",
+        "/v1/tools/count_lines/disable",
+        &[("origin", "http://127.0.0.1:1")],
+        "",
+    )
+    .await;
+    assert_eq!(st, 403);
+
+    // Nothing was created, changed or run.
+    let (_, v) = get(&s, "/tools?include_disabled=true").await;
+    let names: Vec<&str> = v["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["count_lines"]);
+    let (_, v) = get(&s, "/tools/count_lines").await;
+    assert_eq!(
+        (v["version"].clone(), v["definition"]["enabled"].clone()),
+        (json!(1), json!(true)),
+        "{v}"
+    );
+    let (_, v) = get(&s, "/runs").await;
+    assert_eq!(v["runs"], json!([]), "nothing ran");
+    assert!(!s._dir.path().join("pwned").exists());
+
+    // The server's own pages and programs without Origin still work; responses say nosniff
+    // and are not cached.
+    let addr = s
+        .base
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_owned();
+    let own = format!("http://{addr}");
+    let (st, head, body) = raw(
+        &s,
+        "POST",
+        "/v1/tools/count_lines/disable",
+        &[("origin", &own), ("sec-fetch-site", "same-origin")],
+        "",
+    )
+    .await;
+    assert_eq!(st, 200, "{body}");
+    assert!(head.contains("x-content-type-options: nosniff"), "{head}");
+    assert!(head.contains("cache-control: no-store"), "{head}");
+    assert!(
+        !head.contains("access-control-allow-origin"),
+        "no CORS for the server's own origin: {head}"
+    );
+    let (st, _, _) = raw(
+        &s,
+        "POST",
+        "/v1/tools/count_lines/enable",
+        &[("host", "localhost:1")],
+        "",
+    )
+    .await;
+    assert_eq!(st, 200, "no Origin: curl, SDKs, the CLI");
+    // A GET from another site (a link) works, but gets no CORS headers to read it with.
+    let (st, head, _) = raw(
+        &s,
+        "GET",
+        "/v1/tools",
+        &[
+            ("origin", "http://evil.example.com"),
+            ("sec-fetch-site", "cross-site"),
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(st, 200);
+    assert!(!head.contains("access-control-allow-origin"), "{head}");
+    // A preflight from a foreign origin gets nothing that would let it through.
+    let (_, head, _) = raw(
+        &s,
+        "OPTIONS",
+        "/v1/tools",
+        &[
+            ("origin", "http://evil.example.com"),
+            ("access-control-request-method", "POST"),
+        ],
+        "",
+    )
+    .await;
+    assert!(!head.contains("access-control-allow-origin"), "{head}");
+    // MCP as before: a browser client on another loopback port may talk to /mcp.
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    let mcp_headers = [
+        ("origin", "http://localhost:6274"),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let (st, _, body) = raw(&s, "POST", "/mcp", &mcp_headers, &list).await;
+    assert_eq!(st, 200, "{body}");
+    assert!(body.contains("count_lines"), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allowed_hosts_and_origins() {
+    let s = start_with(
+        &[],
+        toolsmith_server::HttpOptions {
+            allowed_hosts: vec!["tools.example.com".into()],
+            allowed_origins: vec!["http://localhost:5173".into()],
+            ..Default::default()
+        },
+    )
+    .await;
+    let tool = json!({"name": "t", "description": "d", "command": ["true"]}).to_string();
+    let (st, _, body) = raw(
+        &s,
+        "POST",
+        "/v1/tools",
+        &[
+            ("host", "tools.example.com:7700"),
+            ("origin", "http://tools.example.com:7700"),
+            ("content-type", "application/json"),
+        ],
+        &tool,
+    )
+    .await;
+    assert_eq!(st, 201, "{body}");
+    assert_eq!(
+        raw(&s, "GET", "/v1/tools", &[("host", "other.example.com")], "")
+            .await
+            .0,
+        403
+    );
+    // The allowed dev-server origin may write and gets CORS headers, preflight included.
+    let dev = [
+        ("origin", "http://localhost:5173"),
+        ("access-control-request-method", "PUT"),
+        ("access-control-request-headers", "if-match, content-type"),
+    ];
+    let (st, head, _) = raw(&s, "OPTIONS", "/v1/tools/t", &dev, "").await;
+    assert_eq!(st, 204);
+    assert!(
+        head.contains("access-control-allow-origin: http://localhost:5173"),
+        "{head}"
+    );
+    assert!(
+        head.contains("access-control-allow-headers:") && head.contains("if-match"),
+        "{head}"
+    );
+    let (st, head, _) = raw(
+        &s,
+        "POST",
+        "/v1/tools/t/disable",
+        &[("origin", "http://localhost:5173")],
+        "",
+    )
+    .await;
+    assert_eq!(st, 200);
+    assert!(
+        head.contains("access-control-allow-origin: http://localhost:5173"),
+        "{head}"
+    );
+    assert_eq!(
+        raw(
+            &s,
+            "POST",
+            "/v1/tools/t/enable",
+            &[("origin", "http://localhost:5174")],
+            ""
+        )
+        .await
+        .0,
+        403
+    );
 }

@@ -217,14 +217,25 @@ pub struct ServeArgs {
     /// need "confirm": true).
     #[arg(long)]
     pub allow_dangerous: bool,
-    /// A Host header /mcp accepts besides localhost, 127.0.0.1 and ::1 (protection against
-    /// DNS rebinding); repeatable, e.g. tools.example.com or tools.example.com:8443.
-    #[arg(long = "mcp-allow-host", value_name = "HOST")]
-    pub mcp_allow_hosts: Vec<String>,
-    /// A browser Origin /mcp accepts besides http://localhost and http://127.0.0.1 (any
-    /// port); repeatable, e.g. https://app.example.com:443.
-    #[arg(long = "mcp-allow-origin", value_name = "ORIGIN")]
-    pub mcp_allow_origins: Vec<String>,
+    /// A Host header the server answers besides localhost, 127.0.0.1 and [::1] (and the
+    /// --addr it listens on): NAME (any port) or NAME:PORT; repeatable. Anything else is
+    /// refused with 403, which protects against DNS rebinding. '*' turns the check off (only
+    /// behind a proxy that checks Host itself).
+    #[arg(
+        long = "allow-host",
+        visible_alias = "mcp-allow-host",
+        value_name = "HOST"
+    )]
+    pub allow_hosts: Vec<String>,
+    /// A browser origin that may change things (POST, PUT, DELETE) besides the server's own
+    /// pages, and gets CORS headers; repeatable, e.g. http://localhost:5173. /mcp also accepts
+    /// http://localhost, http://127.0.0.1 and http://[::1] on any port.
+    #[arg(
+        long = "allow-origin",
+        visible_alias = "mcp-allow-origin",
+        value_name = "ORIGIN"
+    )]
+    pub allow_origins: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -515,25 +526,33 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
             .await
             .with_context(|| format!("listening on {}", args.addr))?;
         let local = listener.local_addr()?;
+        let no_token = tokens.is_empty();
         eprintln!(
             "toolsmith: registry {} ({}); REST API on http://{local}/v1 and MCP on http://{local}/mcp ({})",
             redact_url(&args.db.address()),
             store.backend(),
-            if tokens.is_empty() {
+            if no_token {
                 "no token: loopback only".to_string()
             } else {
                 format!("{} token(s)", tokens.len())
             }
         );
+        if no_token {
+            eprintln!(
+                "toolsmith: no token, so only this machine can connect — but every user of this machine \
+                 can; on a shared machine start with --token NAME=SECRET"
+            );
+        }
         let state =
             toolsmith_server::AppState::with_retention(store, engine, tokens, args.run_retention);
         toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
         let app = toolsmith_server::app_with(
             state,
-            toolsmith_server::McpHttp {
+            toolsmith_server::HttpOptions {
                 allow_dangerous: args.allow_dangerous,
-                allowed_hosts: args.mcp_allow_hosts,
-                allowed_origins: args.mcp_allow_origins,
+                allowed_hosts: args.allow_hosts,
+                allowed_origins: args.allow_origins,
+                listen: Some(local),
             },
         );
         toolsmith_server::serve(
