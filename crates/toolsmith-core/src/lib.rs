@@ -4,6 +4,8 @@
 //!   problem at once with its path.
 //! - [`pipeline`] runs what a model sent through parse → coerce → defaults → validate, with a
 //!   JSON Schema compiled once per tool version ([`pipeline::CompiledTool`]).
+//! - [`json_text`] reads JSON text exactly: duplicate keys and numbers that would change
+//!   are refused, with their JSON pointer.
 //! - [`plan`] turns validated arguments into the exact argv, stdin and environment of a
 //!   command.
 //! - [`render`] shows tools to every provider (OpenAI, Anthropic, Gemini, MCP, XML).
@@ -14,6 +16,7 @@
 
 pub mod builtin;
 pub mod catalog;
+pub mod json_text;
 pub mod model;
 pub mod pipeline;
 pub mod plan;

@@ -12,7 +12,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::model::{ParamType, Parameter, Tool};
 use crate::result::{ErrorKind, Meta, Problem, ToolResult};
-use crate::schema;
+use crate::{json_text, schema};
 
 /// Compiles a JSON Schema with the options the whole crate uses: draft 2020-12, formats
 /// asserted, no remote references.
@@ -63,6 +63,7 @@ impl ParamSet {
         let mut walk = Walk {
             coerced: Vec::new(),
             problems: Vec::new(),
+            reported: Vec::new(),
             lenient,
             noun: self.noun,
         };
@@ -70,6 +71,13 @@ impl ParamSet {
         let value = Value::Object(args);
         let mut problems = walk.problems;
         for error in self.validator.iter_errors(&value) {
+            if walk
+                .reported
+                .iter()
+                .any(|r| r.as_str() == error.instance_path().as_str())
+            {
+                continue;
+            }
             problems.extend(describe(&error, self.noun));
         }
         if !problems.is_empty() {
@@ -123,15 +131,11 @@ impl CompiledTool {
     /// Parses, coerces, fills defaults and validates `raw` (a JSON object, or a JSON string
     /// holding one as OpenAI sends it; `null` counts as no arguments).
     pub fn prepare(&self, raw: Value) -> Result<Prepared, Vec<Problem>> {
-        let (args, unwrapped) = parse_arguments(raw)?;
+        let (args, notes) = parse_arguments(raw)?;
         let mut prepared =
             self.params
                 .prepare(&self.tool.parameters, args, !self.tool.strict_arguments)?;
-        if unwrapped {
-            prepared
-                .coerced
-                .insert(0, "arguments: string→object".into());
-        }
+        prepared.coerced.splice(0..0, notes);
         Ok(prepared)
     }
 
@@ -167,31 +171,23 @@ impl CompiledTool {
     }
 }
 
-/// Step 1: the arguments as an object. A JSON text is parsed; a JSON text that holds a
-/// string holding an object (arguments encoded twice, as some models send them) is unwrapped
-/// once, and the second value says so.
-fn parse_arguments(raw: Value) -> Result<(Map<String, Value>, bool), Vec<Problem>> {
-    let parse = |text: &str| {
-        serde_json::from_str::<Value>(text).map_err(|e| {
-            vec![Problem::new(
-                "",
-                format!("arguments are not valid JSON: {e}"),
-            )]
-        })
-    };
-    let (value, unwrapped) = match raw {
-        Value::Null => return Ok((Map::new(), false)),
-        Value::String(text) => match parse(&text)? {
-            Value::String(inner) => match serde_json::from_str::<Value>(&inner) {
-                Ok(v @ Value::Object(_)) => (v, true),
-                _ => (Value::String(inner), false),
-            },
-            v => (v, false),
+/// Step 1: the arguments as an object. `null` means none. Text (OpenAI's form, the CLI's
+/// `--args`) is read exactly ([`json_text`]: duplicate keys and numbers that would change are
+/// refused); empty text and `null` mean none; text wrapped in a markdown code fence is
+/// unwrapped; a JSON text holding a string holding an object (arguments encoded twice) is
+/// unwrapped once. Each of these repairs is returned as a note for `meta.coerced`.
+fn parse_arguments(raw: Value) -> Result<(Map<String, Value>, Vec<String>), Vec<Problem>> {
+    let mut notes = Vec::new();
+    let value = match raw {
+        Value::Null => return Ok((Map::new(), notes)),
+        Value::String(text) => match parse_text(&text, &mut notes)? {
+            Some(v) => v,
+            None => return Ok((Map::new(), notes)),
         },
-        other => (other, false),
+        other => other,
     };
     match value {
-        Value::Object(map) => Ok((map, unwrapped)),
+        Value::Object(map) => Ok((map, notes)),
         other => Err(vec![Problem::new(
             "",
             format!(
@@ -200,6 +196,59 @@ fn parse_arguments(raw: Value) -> Result<(Map<String, Value>, bool), Vec<Problem
             ),
         )]),
     }
+}
+
+/// Arguments given as text; `None` when the text means "no arguments".
+fn parse_text(text: &str, notes: &mut Vec<String>) -> Result<Option<Value>, Vec<Problem>> {
+    let mut body = text.trim();
+    if let Some(inner) = unfence(body) {
+        notes.push("arguments: markdown code fence removed".into());
+        body = inner.trim();
+    }
+    match body {
+        "" => {
+            notes.push("arguments: empty text→no arguments".into());
+            return Ok(None);
+        }
+        "null" => {
+            notes.push("arguments: null→no arguments".into());
+            return Ok(None);
+        }
+        _ => {}
+    }
+    let problem = |e: json_text::TextError| match e {
+        json_text::TextError::Syntax(m) => {
+            vec![Problem::new(
+                "",
+                format!("arguments are not valid JSON: {m}"),
+            )]
+        }
+        json_text::TextError::Value { pointer, message } => vec![Problem::new(pointer, message)],
+    };
+    match json_text::parse(body).map_err(problem)? {
+        Value::String(inner) if inner.trim_start().starts_with('{') => {
+            let v = json_text::parse(inner.trim()).map_err(problem)?;
+            notes.push("arguments: string→object".into());
+            Ok(Some(v))
+        }
+        Value::Null => {
+            notes.push("arguments: null→no arguments".into());
+            Ok(None)
+        }
+        v => Ok(Some(v)),
+    }
+}
+
+/// The inside of a markdown code fence (```` ```json … ``` ````), when `text` is exactly one.
+fn unfence(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("```")?;
+    let (info, rest) = rest.split_once('\n')?;
+    let info = info.trim();
+    if !(info.is_empty() || info.eq_ignore_ascii_case("json")) {
+        return None;
+    }
+    let inner = rest.trim_end().strip_suffix("```")?;
+    (!inner.contains("```")).then_some(inner)
 }
 
 /// `Parameters: path (string, required): The file. ...` for error messages.
@@ -236,6 +285,8 @@ pub fn parameter_summary(tool: &Tool) -> String {
 struct Walk {
     coerced: Vec<String>,
     problems: Vec<Problem>,
+    /// Pointers the walk already reported a problem at.
+    reported: Vec<String>,
     lenient: bool,
     noun: &'static str,
 }
@@ -307,23 +358,50 @@ impl Walk {
     fn value(&mut self, p: &Parameter, v: &mut Value, path: &str) {
         if self.lenient
             && let Value::String(s) = v
-            && let Some((new, to)) = coerce_string(p, s)
         {
-            self.coerced.push(format!("{path}: string→{to}"));
-            *v = new;
+            match coerce_string(p, s) {
+                Coercion::Keep => {}
+                Coercion::To(new, to) => {
+                    self.coerced.push(format!("{path}: string→{to}"));
+                    *v = new;
+                }
+                Coercion::EnumCase(new) => {
+                    self.coerced.push(format!(
+                        "{path}: {} → {new} (enum case)",
+                        Value::String(s.clone())
+                    ));
+                    *v = Value::String(new);
+                }
+                Coercion::Refuse(message) => {
+                    self.refuse(path, message);
+                    return;
+                }
+            }
         }
         match v {
             Value::Number(n) if p.ty == ParamType::Integer || p.is_integer_enum() => {
-                if let Some(f) = n.as_f64().filter(|_| !n.is_i64()) {
-                    if f.fract() == 0.0 && f >= -(2f64.powi(63)) && f < 2f64.powi(63) {
+                if let Some(f) = n.as_f64().filter(|_| !n.is_i64() && !n.is_u64()) {
+                    if f.fract() == 0.0 && f.abs() <= MAX_EXACT_F64 {
                         // 2.0 and 2 are the same integer; keep the integer form.
                         *v = Value::from(f as i64);
+                    } else if f.fract() == 0.0 && !(-(2f64.powi(63))..2f64.powi(63)).contains(&f) {
+                        self.refuse(path, format!("{f:.0} is out of range for a 64-bit integer"));
                     } else if f.fract() == 0.0 {
-                        self.problems.push(Problem::new(
-                            pointer_of(path),
-                            format!("{n} is out of range for a 64-bit integer"),
-                        ));
+                        self.refuse(
+                            path,
+                            format!(
+                                "{f:.0} cannot be taken as an exact integer: written with a fraction or exponent, \
+                                 only whole numbers up to 2^53 are exact; send it as a plain integer"
+                            ),
+                        );
                     }
+                } else if n.is_u64() && !n.is_i64() {
+                    self.refuse(
+                        path,
+                        format!(
+                            "{n} is out of range for a 64-bit integer (at most 9223372036854775807)"
+                        ),
+                    );
                 }
             }
             Value::Array(items) if p.ty == ParamType::Array => {
@@ -340,50 +418,141 @@ impl Walk {
             _ => {}
         }
     }
-}
 
-/// The coercion rules of SPEC §3.2 for a string sent where `p` expects another type.
-fn coerce_string(p: &Parameter, s: &str) -> Option<(Value, &'static str)> {
-    let t = s.trim();
-    match p.ty {
-        ParamType::String => None,
-        ParamType::Enum if !p.is_integer_enum() => None,
-        ParamType::Integer | ParamType::Enum => {
-            parse_integer(t).map(|i| (Value::from(i), "integer"))
-        }
-        ParamType::Number => t
-            .parse::<f64>()
-            .ok()
-            .filter(|f| f.is_finite())
-            .and_then(Number::from_f64)
-            .map(|n| (Value::Number(n), "number")),
-        ParamType::Boolean => {
-            if t.eq_ignore_ascii_case("true") {
-                Some((Value::Bool(true), "boolean"))
-            } else if t.eq_ignore_ascii_case("false") {
-                Some((Value::Bool(false), "boolean"))
-            } else {
-                None
-            }
-        }
-        ParamType::Array => match serde_json::from_str::<Value>(t) {
-            Ok(v @ Value::Array(_)) => Some((v, "array")),
-            _ => None,
-        },
-        ParamType::Object => match serde_json::from_str::<Value>(t) {
-            Ok(v @ Value::Object(_)) => Some((v, "object")),
-            _ => None,
-        },
+    /// A problem found by the walk; the validator's own report at the same place (a bare
+    /// "is not an integer") is then left out.
+    fn refuse(&mut self, path: &str, message: String) {
+        let at = pointer_of(path);
+        self.reported.push(at.clone());
+        self.problems.push(Problem::new(at, message));
     }
 }
 
+/// Integers a 64-bit float holds exactly: up to 2^53.
+const MAX_EXACT_F64: f64 = 9_007_199_254_740_992.0;
+
+/// What to do with a string sent where another type is expected.
+enum Coercion {
+    Keep,
+    To(Value, &'static str),
+    /// A string enum value matched one allowed value except for case.
+    EnumCase(String),
+    /// The string was meant as that type but cannot be taken exactly: say why.
+    Refuse(String),
+}
+
+/// The coercion rules of SPEC §3.2 for a string sent where `p` expects another type.
+fn coerce_string(p: &Parameter, s: &str) -> Coercion {
+    let t = s.trim();
+    let quoted = Value::String(s.to_owned());
+    match p.ty {
+        ParamType::String => Coercion::Keep,
+        ParamType::Enum if !p.is_integer_enum() => {
+            if p.values.iter().any(|v| v.as_str() == Some(s)) {
+                return Coercion::Keep;
+            }
+            let matches: Vec<&str> = p
+                .values
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|v| v.eq_ignore_ascii_case(t))
+                .collect();
+            match matches.as_slice() {
+                [one] => Coercion::EnumCase((*one).to_owned()),
+                _ => Coercion::Keep,
+            }
+        }
+        ParamType::Integer | ParamType::Enum => match parse_integer(t) {
+            Some(Ok(i)) => Coercion::To(Value::from(i), "integer"),
+            Some(Err(())) => Coercion::Refuse(format!(
+                "{quoted} is out of range for a 64-bit integer (-9223372036854775808 to 9223372036854775807)"
+            )),
+            None => Coercion::Keep,
+        },
+        ParamType::Number => {
+            if let Some(Ok(i)) = parse_integer(t) {
+                return Coercion::To(Value::from(i), "number");
+            }
+            let Some(f) = t.parse::<f64>().ok().filter(|_| looks_numeric(t)) else {
+                return Coercion::Keep;
+            };
+            if !f.is_finite() {
+                return Coercion::Refuse(format!(
+                    "{quoted} is out of range for a number (a 64-bit floating-point number holds up to about 1.8e308)"
+                ));
+            }
+            if !json_text::Decimal::of(t).round_trips(f) {
+                return Coercion::Refuse(format!(
+                    "{quoted} cannot be held exactly by a 64-bit floating-point number (it would become {f}); \
+                     send a number with fewer digits"
+                ));
+            }
+            match Number::from_f64(f) {
+                Some(n) => Coercion::To(Value::Number(n), "number"),
+                None => Coercion::Keep,
+            }
+        }
+        ParamType::Boolean => {
+            if t.eq_ignore_ascii_case("true") {
+                Coercion::To(Value::Bool(true), "boolean")
+            } else if t.eq_ignore_ascii_case("false") {
+                Coercion::To(Value::Bool(false), "boolean")
+            } else {
+                Coercion::Keep
+            }
+        }
+        ParamType::Array | ParamType::Object => {
+            let (open, noun) = match p.ty {
+                ParamType::Array => ('[', "array"),
+                _ => ('{', "object"),
+            };
+            if !t.starts_with(open) {
+                return Coercion::Keep;
+            }
+            match json_text::parse(t) {
+                Ok(v @ (Value::Array(_) | Value::Object(_)))
+                    if v.is_array() == (p.ty == ParamType::Array) =>
+                {
+                    Coercion::To(v, noun)
+                }
+                Ok(_) => Coercion::Keep,
+                Err(json_text::TextError::Syntax(m)) => Coercion::Refuse(format!(
+                    "looks like a JSON {noun} sent as text, but it does not parse: {m}"
+                )),
+                Err(e @ json_text::TextError::Value { .. }) => {
+                    Coercion::Refuse(format!("a JSON {noun} sent as text, refused: {e}"))
+                }
+            }
+        }
+    }
+}
+
+/// JSON number syntax (with an optional `+`): `t.parse::<f64>()` also takes `inf`, `NaN` and
+/// `1.`, which are not what a model means by a number.
+fn looks_numeric(t: &str) -> bool {
+    let body = t.strip_prefix(['+', '-']).unwrap_or(t);
+    let (mantissa, exp) = match body.find(['e', 'E']) {
+        Some(i) => (&body[..i], Some(&body[i + 1..])),
+        None => (body, None),
+    };
+    let (int, frac) = match mantissa.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (mantissa, None),
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    digits(int)
+        && frac.is_none_or(digits)
+        && exp.is_none_or(|e| digits(e.strip_prefix(['+', '-']).unwrap_or(e)))
+}
+
 /// Integer syntax only: an optional sign and digits (`"2.5"`, `"12abc"`, `"1e3"` are not).
-fn parse_integer(t: &str) -> Option<i64> {
+/// `Some(Err)` for integer syntax beyond 64 bits.
+fn parse_integer(t: &str) -> Option<Result<i64, ()>> {
     let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    t.parse::<i64>().ok()
+    Some(t.parse::<i64>().map_err(drop))
 }
 
 fn pointer_of(path: &str) -> String {
@@ -499,19 +668,30 @@ mod tests {
 
     #[test]
     fn integer_syntax() {
-        assert_eq!(parse_integer("2000"), Some(2000));
-        assert_eq!(parse_integer("-7"), Some(-7));
-        assert_eq!(parse_integer("+7"), Some(7));
-        for bad in [
-            "2.5",
-            "12abc",
-            "1e3",
-            "",
-            "-",
-            "0x10",
-            "99999999999999999999",
-        ] {
+        assert_eq!(parse_integer("2000"), Some(Ok(2000)));
+        assert_eq!(parse_integer("-7"), Some(Ok(-7)));
+        assert_eq!(parse_integer("+7"), Some(Ok(7)));
+        assert_eq!(parse_integer("99999999999999999999"), Some(Err(())));
+        for bad in ["2.5", "12abc", "1e3", "", "-", "0x10"] {
             assert_eq!(parse_integer(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn numeric_syntax() {
+        for ok in ["1", "-1.5", "+2e10", "3.0E-2"] {
+            assert!(looks_numeric(ok), "{ok}");
+        }
+        for bad in ["inf", "NaN", "1.", ".5", "1e", "0x1", ""] {
+            assert!(!looks_numeric(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn fences() {
+        assert_eq!(unfence("```json\n{\"a\": 1}\n```"), Some("{\"a\": 1}\n"));
+        assert_eq!(unfence("```\n{}\n```"), Some("{}\n"));
+        assert_eq!(unfence("```python\n{}\n```"), None);
+        assert_eq!(unfence("```json\n{}\n```\n```json\n{}\n```"), None);
     }
 }

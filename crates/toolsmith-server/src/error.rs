@@ -8,6 +8,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use toolsmith_core::json_text;
 use toolsmith_store::StoreError;
 use utoipa::ToSchema;
 
@@ -122,8 +123,9 @@ impl From<StoreError> for ApiError {
     }
 }
 
-/// `Json<T>` whose rejections (malformed JSON, wrong content type, a body that is not a JSON
-/// object, wrong shape) use the error shape above.
+/// A JSON body read exactly ([`json_text`]: a duplicate key or a number that would change is
+/// refused with its pointer), whose rejections (malformed JSON, wrong content type, a body
+/// that is not a JSON object, wrong shape) use the error shape above.
 pub struct Body<T>(pub T);
 
 impl<S, T> FromRequest<S> for Body<T>
@@ -134,34 +136,114 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let value = match Json::<Value>::from_request(req, state).await {
-            Ok(Json(v)) => v,
-            Err(rejection) => {
-                return Err(ApiError::new(
-                    rejection.status(),
-                    "bad_request",
-                    rejection.body_text(),
-                ));
-            }
-        };
-        if !value.is_object() {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid",
-                format!(
-                    "the body must be a JSON object, not {}",
-                    toolsmith_core::pipeline::type_phrase(&value)
-                ),
-            ));
-        }
-        serde_json::from_value(value).map(Body).map_err(|e| {
-            ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid",
-                format!("the body does not fit: {e}"),
-            )
-        })
+        let text = body_text(req, state).await?;
+        let value = json_text::parse(&text).map_err(body_error)?;
+        shaped(value).map(Body)
     }
+}
+
+/// A call's body: like [`Body`], except that a value inside `arguments` that cannot be taken
+/// exactly is the model's mistake, answered as an `invalid_arguments` result like any other
+/// argument problem (the rest of the body is then read as usual).
+pub struct CallRequest<T> {
+    pub body: T,
+    /// The problem with the arguments, with its pointer inside them.
+    pub arguments_problem: Option<toolsmith_core::result::Problem>,
+}
+
+impl<S, T> FromRequest<S> for CallRequest<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let text = body_text(req, state).await?;
+        match json_text::parse(&text) {
+            Ok(value) => Ok(Self {
+                body: shaped(value)?,
+                arguments_problem: None,
+            }),
+            Err(json_text::TextError::Value { pointer, message })
+                if pointer == "/arguments" || pointer.starts_with("/arguments/") =>
+            {
+                let value: Value = serde_json::from_str(&text).map_err(|e| {
+                    ApiError::new(StatusCode::BAD_REQUEST, "bad_request", e.to_string())
+                })?;
+                let inner = pointer["/arguments".len()..].to_owned();
+                Ok(Self {
+                    body: shaped(value)?,
+                    arguments_problem: Some(toolsmith_core::result::Problem::new(inner, message)),
+                })
+            }
+            Err(e) => Err(body_error(e)),
+        }
+    }
+}
+
+/// The body as text, once its content type says JSON.
+async fn body_text<S: Send + Sync>(req: Request, state: &S) -> Result<String, ApiError> {
+    let json = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .is_some_and(|v| v == "application/json" || v.ends_with("+json"));
+    if !json {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "bad_request",
+            "Expected request with `Content-Type: application/json`",
+        ));
+    }
+    let bytes = axum::body::Bytes::from_request(req, state)
+        .await
+        .map_err(|r| ApiError::new(r.status(), "bad_request", r.body_text()))?;
+    String::from_utf8(bytes.to_vec()).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the body is not UTF-8 text (byte {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+fn body_error(e: json_text::TextError) -> ApiError {
+    match e {
+        json_text::TextError::Syntax(m) => {
+            ApiError::bad_request(format!("Failed to parse the request body as JSON: {m}"))
+        }
+        json_text::TextError::Value { pointer, message } => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid",
+            format!("the body cannot be taken as sent: {pointer}: {message}"),
+        )
+        .with_details(vec![
+            serde_json::json!({"path": pointer, "message": message}),
+        ]),
+    }
+}
+
+/// A parsed body as `T`: it must be an object of the right shape.
+fn shaped<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    if !value.is_object() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid",
+            format!(
+                "the body must be a JSON object, not {}",
+                toolsmith_core::pipeline::type_phrase(&value)
+            ),
+        ));
+    }
+    serde_json::from_value(value).map_err(|e| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid",
+            format!("the body does not fit: {e}"),
+        )
+    })
 }
 
 /// Refuses a NUL character anywhere in the path or query (`%00`): no name, search or cursor

@@ -24,7 +24,7 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::auth::Caller;
-use crate::error::{ApiError, Body, ErrorBody};
+use crate::error::{ApiError, Body, CallRequest, ErrorBody};
 
 type Shared = State<Arc<AppState>>;
 type ApiResult<T> = Result<T, ApiError>;
@@ -653,10 +653,15 @@ struct Validation {
 async fn validate(
     State(s): Shared,
     Path(name): Path<String>,
-    Body(body): Body<CallBody>,
+    request: CallRequest<CallBody>,
 ) -> ApiResult<Json<Validation>> {
+    let body = request.body;
     let tool = compiled_tool(&s, &name, body.version).await?;
-    Ok(Json(match tool.prepare(body.arguments) {
+    let prepared = match request.arguments_problem {
+        Some(problem) => Err(vec![problem]),
+        None => tool.prepare(body.arguments),
+    };
+    Ok(Json(match prepared {
         Ok(p) => Validation {
             valid: true,
             arguments: Some(Value::Object(p.arguments)),
@@ -681,20 +686,26 @@ async fn call(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
-    Body(body): Body<CallBody>,
+    request: CallRequest<CallBody>,
 ) -> ApiResult<Json<ToolResult>> {
+    let body = request.body;
     let tool = compiled_tool(&s, &name, body.version).await?;
     let arguments = body.arguments.clone();
-    let result = s
-        .engine
-        .call(
-            &tool,
-            body.arguments,
-            CallOptions {
-                confirmed: body.confirm,
-            },
-        )
-        .await;
+    let result = match request.arguments_problem {
+        // (A disabled tool answers `disabled` whatever its arguments: the engine says so.)
+        Some(problem) if tool.tool.enabled => tool.invalid_arguments(vec![problem]),
+        _ => {
+            s.engine
+                .call(
+                    &tool,
+                    body.arguments,
+                    CallOptions {
+                        confirmed: body.confirm,
+                    },
+                )
+                .await
+        }
+    };
     // The log must not fail the call; a failure to write it goes to the server's log.
     if let Err(e) = s
         .store

@@ -1012,3 +1012,83 @@ async fn allowed_hosts_and_origins() {
         403
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_model_sent_arrives_exactly_or_is_refused() {
+    let s = start(&[]).await;
+    let tool = json!({"name": "echo_n", "description": "d", "command": ["printf", "%s\\n"], "end_of_options": "--",
+        "parameters": [{"name": "n", "type": "integer"}]});
+    assert_eq!(send(&s, "POST", "/tools", tool, &[]).await.0, 201);
+    let call = |body: &'static str| {
+        let url = format!("{}/tools/echo_n/call", s.base);
+        async move { req("POST", url, None, &[], Some(body.into())).await }
+    };
+    // A duplicate key inside the arguments is the model's mistake: a result, logged.
+    let (st, r) = call(r#"{"arguments": {"n": 5, "n": 50}}"#).await;
+    assert_eq!(st, 200);
+    assert_eq!(r["error"]["kind"], "invalid_arguments", "{r}");
+    assert_eq!(r["error"]["details"][0]["pointer"], "/n", "{r}");
+    // So is an integer beyond 64 bits, on either side.
+    for n in ["-9223372036854775809", "9223372036854775808"] {
+        let body: &'static str =
+            Box::leak(format!(r#"{{"arguments": {{"n": {n}}}}}"#).into_boxed_str());
+        let (_, r) = call(body).await;
+        assert_eq!(r["error"]["kind"], "invalid_arguments", "{r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(n),
+            "{r}"
+        );
+    }
+    // The edge itself passes unchanged.
+    let (_, r) = call(r#"{"arguments": {"n": -9223372036854775808}}"#).await;
+    assert_eq!(r["data"]["stdout"], "--\n-9223372036854775808\n", "{r}");
+    // The OpenAI form (a string), with a markdown fence, works the same.
+    let (_, r) = call(r#"{"arguments": "```json\n{\"n\": \"7\"}\n```"}"#).await;
+    assert_eq!(r["data"]["stdout"], "--\n7\n", "{r}");
+    assert_eq!(
+        r["meta"]["coerced"],
+        json!([
+            "arguments: markdown code fence removed",
+            "n: string→integer"
+        ])
+    );
+    let (_, runs) = get(&s, "/runs?tool=echo_n").await;
+    assert_eq!(
+        runs["runs"].as_array().map(Vec::len),
+        Some(5),
+        "every call is logged"
+    );
+    // The same rules hold for /validate and for the body itself.
+    let url = format!("{}/tools/echo_n/validate", s.base);
+    let (_, v) = req(
+        "POST",
+        url,
+        None,
+        &[],
+        Some(r#"{"arguments": {"n": 1, "n": 1}}"#.into()),
+    )
+    .await;
+    assert_eq!(
+        (v["valid"].clone(), v["details"][0]["pointer"].clone()),
+        (json!(false), json!("/n")),
+        "{v}"
+    );
+    let (st, v) = req(
+        "POST",
+        format!("{}/tools", s.base),
+        None,
+        &[],
+        Some(
+            r#"{"name": "t", "description": "a", "description": "b", "command": ["true"]}"#.into(),
+        ),
+    )
+    .await;
+    assert_eq!(
+        (st, v["error"]["details"][0]["path"].clone()),
+        (422, json!("/description")),
+        "{v}"
+    );
+}

@@ -81,8 +81,8 @@ fn integers_from_strings() {
     check(
         r#"{"i": 1e19}"#,
         expect![[r#"
-        /i: 1e+19 is out of range for a 64-bit integer
-    "#]],
+            /i: 10000000000000000000 is out of range for a 64-bit integer
+        "#]],
     );
 }
 
@@ -97,8 +97,8 @@ fn numbers_from_strings() {
     check(
         r#"{"n": "1e400"}"#,
         expect![[r#"
-        /n: "1e400" is not a number
-    "#]],
+            /n: "1e400" is out of range for a number (a 64-bit floating-point number holds up to about 1.8e308)
+        "#]],
     );
     check(
         r#"{"n": "NaN"}"#,
@@ -159,8 +159,8 @@ fn arrays_and_objects_from_json_text_with_nested_rules() {
     check(
         r#"{"a": "[1, 2"}"#,
         expect![[r#"
-        /a: "[1, 2" is not an array
-    "#]],
+            /a: looks like a JSON array sent as text, but it does not parse: EOF while parsing a list at line 1 column 6
+        "#]],
     );
     check(
         r#"{"o": "{\"depth\": \"3\", \"tags\": \"[\\\"x\\\"]\"}"}"#,
@@ -233,11 +233,155 @@ fn integer_enums_and_nullable_types() {
     );
 }
 
+/// A tool for the "no silent change" corpus: what a model sent arrives exactly or is refused.
+fn sloppy() -> CompiledTool {
+    compiled(
+        r#"
+name: sloppy
+description: d
+script: {source: "x"}
+parameters:
+  - {name: limit, type: integer, required: false}
+  - {name: n, type: number, required: false}
+  - {name: paths, type: array, items: string, required: false}
+  - {name: opts, type: object, properties: [{name: k, required: false}], required: false}
+  - {name: order, type: enum, values: [asc, desc], required: false}
+  - {name: mode, type: enum, values: [fast, FAST, slow], required: false}
+"#,
+    )
+}
+
+/// Arguments given as text, as OpenAI sends them and `--args` takes them.
+fn text(args: &str) -> String {
+    run(&sloppy(), Value::String(args.into()))
+}
+
+#[test]
+fn no_silent_change_of_what_the_model_sent() {
+    // Duplicate keys: refused, naming the key, at any depth.
+    expect![[r#"
+        /limit: the key "limit" is given twice; send each key once
+    "#]]
+    .assert_eq(&text(r#"{"limit": 5, "limit": 50}"#));
+    expect![[r#"
+        /opts/k: the key "k" is given twice; send each key once
+    "#]]
+    .assert_eq(&text(r#"{"opts": {"k": "a", "k": "b"}}"#));
+    expect![[r#"
+        /paths: a JSON array sent as text, refused: /0/a: the key "a" is given twice; send each key once
+    "#]]
+    .assert_eq(&text(r#"{"paths": "[{\"a\": 1, \"a\": 2}]"}"#));
+    // Integers beyond 64 bits: both sides refused, quoting what was sent.
+    expect![[r#"
+        /limit: -9223372036854775809 is out of range: integers must fit in 64 bits (-9223372036854775808 to 18446744073709551615)
+    "#]]
+    .assert_eq(&text(r#"{"limit": -9223372036854775809}"#));
+    expect![[r#"
+        /limit: 9223372036854775808 is out of range for a 64-bit integer (at most 9223372036854775807)
+    "#]]
+    .assert_eq(&text(r#"{"limit": 9223372036854775808}"#));
+    expect![[r#"
+        /limit: 99999999999999999999 is out of range: integers must fit in 64 bits (-9223372036854775808 to 18446744073709551615)
+    "#]]
+    .assert_eq(&text(r#"{"limit": 99999999999999999999}"#));
+    expect![[r#"
+        /limit: "-9223372036854775809" is out of range for a 64-bit integer (-9223372036854775808 to 9223372036854775807)
+    "#]]
+    .assert_eq(&text(r#"{"limit": "-9223372036854775809"}"#));
+    expect![[r#"
+        ok {"limit":-9223372036854775808}
+        coerced []"#]]
+    .assert_eq(&text(r#"{"limit": -9223372036854775808}"#));
+    // A number sent as text keeps its exact value, or is refused.
+    expect![[r#"
+        ok {"n":9007199254740993}
+        coerced ["n: string→number"]"#]]
+    .assert_eq(&text(r#"{"n": "9007199254740993"}"#));
+    expect![[r#"
+        ok {"n":9007199254740993}
+        coerced []"#]]
+    .assert_eq(&text(r#"{"n": 9007199254740993}"#));
+    expect![[r#"
+        /n: "9007199254740993.5" cannot be held exactly by a 64-bit floating-point number (it would become 9007199254740994); send a number with fewer digits
+    "#]]
+    .assert_eq(&text(r#"{"n": "9007199254740993.5"}"#));
+    expect![[r#"
+        ok {"n":0.1}
+        coerced ["n: string→number"]"#]]
+    .assert_eq(&text(r#"{"n": "0.1"}"#));
+    expect![[r#"
+        /n: 2.0000000000000001 cannot be kept exactly: a 64-bit floating-point number would round it to the whole number 2
+    "#]]
+    .assert_eq(&text(r#"{"n": 2.0000000000000001}"#));
+    // "null" and "" mean no arguments, and say so.
+    expect![[r#"
+        ok {}
+        coerced ["arguments: null→no arguments"]"#]]
+    .assert_eq(&text("null"));
+    expect![[r#"
+        ok {}
+        coerced ["arguments: empty text→no arguments"]"#]]
+    .assert_eq(&text("  "));
+    // JSON text cut short says it looked like JSON and where it broke.
+    expect![[r#"
+        /paths: looks like a JSON array sent as text, but it does not parse: EOF while parsing a string at line 1 column 9
+    "#]]
+    .assert_eq(&text(r#"{"paths": "[\"a\", \"b"}"#));
+    expect![[r#"
+        /opts: looks like a JSON object sent as text, but it does not parse: expected `,` or `}` at line 1 column 11
+    "#]]
+    .assert_eq(&text(r#"{"opts": "{\"k\": \"a\" \"j\"}"}"#));
+    // Beyond any peer: a markdown code fence around the arguments is taken off.
+    expect![[r#"
+        ok {"limit":3}
+        coerced ["arguments: markdown code fence removed", "limit: string→integer"]"#]]
+    .assert_eq(&text("```json\n{\"limit\": \"3\"}\n```"));
+    expect![[r#"
+        ok {"limit":3}
+        coerced ["arguments: markdown code fence removed"]"#]]
+    .assert_eq(&text("```\n{\"limit\": 3}\n```"));
+    // An enum value that matches exactly one allowed value but for case is mapped to it;
+    // one matching two is refused.
+    expect![[r#"
+        ok {"order":"desc"}
+        coerced ["order: \"DESC\" → desc (enum case)"]"#]]
+    .assert_eq(&text(r#"{"order": "DESC"}"#));
+    expect![[r#"
+        /mode: "Fast" is not one of "fast", "FAST", "slow"
+    "#]]
+    .assert_eq(&text(r#"{"mode": "Fast"}"#));
+    expect![[r#"
+        ok {"mode":"slow"}
+        coerced ["mode: \"Slow\" → slow (enum case)"]"#]]
+    .assert_eq(&text(r#"{"mode": "Slow"}"#));
+}
+
+/// Arguments that arrive already parsed (MCP): floats only become integers when exact.
+#[test]
+fn parsed_floats_become_integers_only_when_exact() {
+    let t = sloppy();
+    expect![[r#"
+        ok {"limit":9007199254740992}
+        coerced []"#]]
+    .assert_eq(&run(&t, json!({"limit": 9007199254740992.0_f64})));
+    expect![[r#"
+        /limit: 9223372036854775808 is out of range for a 64-bit integer
+    "#]]
+    .assert_eq(&run(
+        &t,
+        json!({"limit": -9223372036854775808.0_f64 * -1.0}),
+    ));
+    expect![[r#"
+        /limit: -9223372036854775808 cannot be taken as an exact integer: written with a fraction or exponent, only whole numbers up to 2^53 are exact; send it as a plain integer
+    "#]]
+    .assert_eq(&run(&t, json!({"limit": -9223372036854775808.0_f64})));
+}
+
 #[test]
 fn parse_step_errors() {
     let t = typed();
     expect![[r#"
-        arguments are not valid JSON: expected `:` at line 1 column 6
+        arguments are not valid JSON: expected `:` after a key at line 1 column 6
     "#]]
     .assert_eq(&run(&t, json!("{\"i\" 1}")));
     expect![[r#"
@@ -245,8 +389,8 @@ fn parse_step_errors() {
     "#]]
     .assert_eq(&run(&t, json!([1])));
     expect![[r#"
-        arguments are not valid JSON: EOF while parsing a value at line 1 column 0
-    "#]]
+        ok {}
+        coerced ["arguments: empty text→no arguments"]"#]]
     .assert_eq(&run(&t, json!("")));
     // A JSON string holding the object (sent encoded twice) is unwrapped once and noted.
     expect![[r#"
