@@ -149,6 +149,16 @@ impl CompiledTool {
         }
     }
 
+    /// The `disabled` result: a disabled tool runs nothing, whatever it is sent.
+    pub fn disabled(&self) -> ToolResult {
+        ToolResult::err(
+            ErrorKind::Disabled,
+            format!("tool `{}` is disabled", self.tool.name),
+            Vec::new(),
+            self.meta(Vec::new()),
+        )
+    }
+
     /// The `invalid_arguments` result for `problems`, quoting the parameters so a model can
     /// retry.
     pub fn invalid_arguments(&self, problems: Vec<Problem>) -> ToolResult {

@@ -78,9 +78,13 @@ pub fn plan(tool: &Tool, args: &Map<String, Value>) -> Result<Invocation, Vec<Pr
     }
 }
 
-/// Runs the pipeline and the plan without running anything: the `--dry-run` result, whose
+/// Runs the pipeline and the plan without running anything (a disabled tool answers
+/// `disabled`, as its call would): the `--dry-run` result, whose
 /// `data` is `{"arguments", "argv", "stdin", "env"}` (plus `"builtin"` for built-ins).
 pub fn dry_run(compiled: &CompiledTool, raw: Value) -> ToolResult {
+    if !compiled.tool.enabled {
+        return compiled.disabled();
+    }
     let prepared = match compiled.prepare(raw) {
         Ok(p) => p,
         Err(problems) => return compiled.invalid_arguments(problems),

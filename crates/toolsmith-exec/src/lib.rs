@@ -139,12 +139,7 @@ impl Engine {
     async fn call_inner(&self, tool: &CompiledTool, raw: Value, opts: CallOptions) -> ToolResult {
         let t = &tool.tool;
         if !t.enabled {
-            return ToolResult::err(
-                ErrorKind::Disabled,
-                format!("tool `{}` is disabled", t.name),
-                Vec::new(),
-                tool.meta(Vec::new()),
-            );
+            return tool.disabled();
         }
         let prepared = match tool.prepare(raw) {
             Ok(p) => p,

@@ -620,79 +620,78 @@ async fn sqlite_reopens_with_its_data() {
     assert_eq!(s.get("kept").await.expect("get").tool.description, "Kept.");
 }
 
-/// PostgreSQL, when `TOOLSMITH_TEST_POSTGRES` names a database (CI always sets it): each test
-/// gets a schema of its own.
-async fn postgres(test: &str) -> Option<toolsmith_store::postgres::PgStore> {
-    let Ok(url) = std::env::var("TOOLSMITH_TEST_POSTGRES") else {
-        eprintln!("TOOLSMITH_TEST_POSTGRES is not set: skipping the PostgreSQL run of {test}");
-        return None;
-    };
+/// The PostgreSQL runs are `#[ignore]`d, so a plain `cargo test` lists them as ignored
+/// rather than passing them silently; `.ci/run` starts PostgreSQL, sets
+/// `TOOLSMITH_TEST_POSTGRES` and runs them with `--include-ignored`.
+const NEEDS_PG: &str = "TOOLSMITH_TEST_POSTGRES=postgres://user:pass@host/db is needed for the PostgreSQL tests (.ci/run sets it)";
+
+/// PostgreSQL at `TOOLSMITH_TEST_POSTGRES`: each test gets a schema of its own.
+async fn postgres(test: &str) -> toolsmith_store::postgres::PgStore {
+    let url = std::env::var("TOOLSMITH_TEST_POSTGRES").expect(NEEDS_PG);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     let schema = format!("ts_{test}_{}_{nanos}", std::process::id());
-    Some(
-        toolsmith_store::postgres::PgStore::open_in_schema(&url, Some(&schema))
-            .await
-            .expect("postgres"),
-    )
+    toolsmith_store::postgres::PgStore::open_in_schema(&url, Some(&schema))
+        .await
+        .expect("postgres")
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (TOOLSMITH_TEST_POSTGRES)"]
 async fn postgres_versions_history_and_restore() {
-    if let Some(s) = postgres("versions").await {
-        versions_history_and_restore(&s).await;
-    }
+    let s = postgres("versions").await;
+    versions_history_and_restore(&s).await;
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (TOOLSMITH_TEST_POSTGRES)"]
 async fn postgres_enable_disable_delete() {
-    if let Some(s) = postgres("enable").await {
-        enable_disable_delete(&s).await;
-    }
+    let s = postgres("enable").await;
+    enable_disable_delete(&s).await;
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (TOOLSMITH_TEST_POSTGRES)"]
 async fn postgres_search_and_pagination() {
-    if let Some(s) = postgres("search").await {
-        search_and_pagination(&s).await;
-    }
+    let s = postgres("search").await;
+    search_and_pagination(&s).await;
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (TOOLSMITH_TEST_POSTGRES)"]
 async fn postgres_search_matches_a_scan() {
-    if let Some(s) = postgres("scan").await {
-        search_matches_a_scan(&s).await;
-    }
+    let s = postgres("scan").await;
+    search_matches_a_scan(&s).await;
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (TOOLSMITH_TEST_POSTGRES)"]
 async fn postgres_generation_follows_writes() {
-    if let Some(s) = postgres("generation").await {
-        generation_follows_writes(&s).await;
-    }
+    let s = postgres("generation").await;
+    generation_follows_writes(&s).await;
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (TOOLSMITH_TEST_POSTGRES)"]
 async fn postgres_catalog_sync() {
-    if let Some(s) = postgres("sync").await {
-        catalog_sync(&s).await;
-    }
+    let s = postgres("sync").await;
+    catalog_sync(&s).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (TOOLSMITH_TEST_POSTGRES)"]
 async fn postgres_racing_writers() {
-    if let Some(s) = postgres("race").await {
-        racing_writers(Arc::new(s)).await;
-    }
+    let s = postgres("race").await;
+    racing_writers(Arc::new(s)).await;
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (TOOLSMITH_TEST_POSTGRES)"]
 async fn postgres_execution_log() {
-    if let Some(s) = postgres("runs").await {
-        execution_log(&s).await;
-    }
+    let s = postgres("runs").await;
+    execution_log(&s).await;
 }
 
 #[tokio::test]
@@ -705,10 +704,14 @@ async fn registry_opens_either_backend_by_address() {
     assert_eq!(r.backend(), "sqlite");
     r.create(&tool("x", "d"), ALICE).await.expect("create");
     assert!(path.exists());
-    if let Ok(url) = std::env::var("TOOLSMITH_TEST_POSTGRES") {
-        let r = toolsmith_store::Registry::open(&url)
-            .await
-            .expect("postgres");
-        assert_eq!(r.backend(), "postgres");
-    }
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL (TOOLSMITH_TEST_POSTGRES)"]
+async fn registry_opens_postgres_by_address() {
+    let url = std::env::var("TOOLSMITH_TEST_POSTGRES").expect(NEEDS_PG);
+    let r = toolsmith_store::Registry::open(&url)
+        .await
+        .expect("postgres");
+    assert_eq!(r.backend(), "postgres");
 }

@@ -242,7 +242,7 @@ pub struct ServeArgs {
 pub struct McpArgs {
     /// Serve the tools of this catalog file. With --db, import it into that registry first;
     /// alone, serve it from a private temporary registry.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, short, value_name = "FILE")]
     pub catalog: Option<PathBuf>,
     #[command(flatten)]
     pub db: DbArg,
@@ -375,7 +375,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 .tools
                 .iter()
                 .filter(|t| tags.is_empty() || t.tags.iter().any(|tag| tags.contains(tag)));
-            print!(
+            out!(
                 "{}",
                 render(selected, format, RenderOptions { strict }).to_text()
             );
@@ -411,7 +411,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                     },
                 )
                 .await?;
-            println!(
+            outln!(
                 "{name}: version {version} restored as version {}",
                 r.version
             );
@@ -452,16 +452,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             );
             let changes = toolsmith_store::diff_definitions(&a.definition, &b.definition)?;
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"from": from, "to": to, "changes": changes})
                 );
             } else if changes.is_empty() {
-                println!("{name}: versions {from} and {to} are the same");
+                outln!("{name}: versions {from} and {to} are the same");
             } else {
-                println!("{name}: version {from} → {to}");
+                outln!("{name}: version {from} → {to}");
                 for c in changes {
-                    println!("  {}: {} → {}", c.path, c.from, c.to);
+                    outln!("  {}: {} → {}", c.path, c.from, c.to);
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -668,7 +668,7 @@ fn set_enabled(name: String, db: DbArg, enabled: bool) -> Result<ExitCode> {
                 },
             )
             .await?;
-        println!(
+        outln!(
             "{name}: {} (version {})",
             if enabled { "enabled" } else { "disabled" },
             r.version
@@ -795,7 +795,7 @@ fn runtime(command: RuntimeCommand) -> Result<ExitCode> {
             let rt = at(dir);
             rt.setup(&python, &with, &mut |line| eprintln!("runtime: {line}"))
                 .map_err(anyhow::Error::msg)?;
-            println!("runtime ready: {}", rt.dir.display());
+            outln!("runtime ready: {}", rt.dir.display());
             Ok(ExitCode::SUCCESS)
         }
         RuntimeCommand::Status { dir, json } => {
@@ -810,7 +810,7 @@ fn runtime(command: RuntimeCommand) -> Result<ExitCode> {
                             .collect()
                     })
                     .unwrap_or_default();
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"dir": rt.dir, "exists": rt.exists(), "packages": list})
                 );
@@ -818,15 +818,15 @@ fn runtime(command: RuntimeCommand) -> Result<ExitCode> {
             }
             match packages {
                 Ok(list) => {
-                    println!(
+                    outln!(
                         "runtime: {} (used by python3 script tools)",
                         rt.dir.display()
                     );
                     for (name, version) in list {
-                        println!("  {name} {version}");
+                        outln!("  {name} {version}");
                     }
                 }
-                Err(e) => println!("runtime: not set up — {e}"),
+                Err(e) => outln!("runtime: not set up — {e}"),
             }
             Ok(ExitCode::SUCCESS)
         }

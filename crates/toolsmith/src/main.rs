@@ -4,6 +4,21 @@
 //! Exit codes: 0 success; 1 the tool call returned an error result; 2 a usage or catalog
 //! error.
 
+/// `print!` to stdout, except that a closed pipe (`toolsmith list | head`) ends the program
+/// quietly instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::output::write_stdout(format_args!($($arg)*), false)
+    };
+}
+
+/// `println!`, with [`out!`]'s handling of a closed pipe.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::output::write_stdout(format_args!($($arg)*), true)
+    };
+}
+
 mod cli;
 mod output;
 mod source;

@@ -25,10 +25,10 @@ pub fn check_summary(file: &Path, catalog: &Catalog, json: bool) {
             "enabled": enabled,
             "by_executor": {"command": count("command"), "script": count("script"), "builtin": count("builtin")},
         });
-        println!("{summary}");
+        outln!("{summary}");
         return;
     }
-    println!(
+    outln!(
         "ok: {} — {} tool{} ({enabled} enabled; {} command, {} script, {} builtin) from {} file{}",
         file.display(),
         catalog.tools.len(),
@@ -58,7 +58,7 @@ pub fn list(catalog: &Catalog, json: bool) {
                 })
             })
             .collect();
-        println!("{}", Value::Array(rows));
+        outln!("{}", Value::Array(rows));
         return;
     }
     let width = catalog
@@ -68,12 +68,15 @@ pub fn list(catalog: &Catalog, json: bool) {
         .max()
         .unwrap_or(4)
         .max(4);
-    println!(
+    outln!(
         "{:width$}  {:8}  {:9}  {:8}  DESCRIPTION",
-        "NAME", "EXECUTOR", "DANGER", "STATUS"
+        "NAME",
+        "EXECUTOR",
+        "DANGER",
+        "STATUS"
     );
     for t in &catalog.tools {
-        println!(
+        outln!(
             "{:width$}  {:8}  {:9}  {:8}  {}",
             t.name.as_str(),
             t.executor.kind(),
@@ -94,14 +97,14 @@ pub fn show(tool: &Tool, json: bool) {
             "definition": tool.to_catalog_value(Secrets::Redact),
             "input_schema": object_schema(&tool.parameters, false),
         });
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
         return;
     }
     match &tool.title {
-        Some(title) => println!("{} — {title}", tool.name),
-        None => println!("{}", tool.name),
+        Some(title) => outln!("{} — {title}", tool.name),
+        None => outln!("{}", tool.name),
     }
-    println!("{}\n", tool.description.trim_end());
+    outln!("{}\n", tool.description.trim_end());
     let executor = match &tool.executor {
         toolsmith_core::model::Executor::Command(argv) => format!("command: {}", argv.join(" ")),
         toolsmith_core::model::Executor::Script(s) => format!(
@@ -111,8 +114,8 @@ pub fn show(tool: &Tool, json: bool) {
         ),
         toolsmith_core::model::Executor::Builtin(b) => format!("builtin: {b}"),
     };
-    println!("  executor:  {executor}");
-    println!(
+    outln!("  executor:  {executor}");
+    outln!(
         "  danger:    {}    timeout: {} ms    {}",
         if tool.is_dangerous() {
             "dangerous"
@@ -123,25 +126,25 @@ pub fn show(tool: &Tool, json: bool) {
         if tool.enabled { "enabled" } else { "disabled" }
     );
     if !tool.tags.is_empty() {
-        println!("  tags:      {}", tool.tags.join(", "));
+        outln!("  tags:      {}", tool.tags.join(", "));
     }
     if tool.parameters.is_empty() {
-        println!("  parameters: none");
+        outln!("  parameters: none");
     } else {
-        println!("  parameters:");
+        outln!("  parameters:");
         for p in &tool.parameters {
-            println!("    {}", parameter_line(p, tool));
+            outln!("    {}", parameter_line(p, tool));
         }
     }
     if !tool.config_schema.is_empty() {
-        println!("  config:");
+        outln!("  config:");
         for p in &tool.config_schema {
             let value = match tool.config.get(&p.name) {
                 Some(_) if p.secret => "***".to_string(),
                 Some(v) => v.to_string(),
                 None => "(not set)".into(),
             };
-            println!(
+            outln!(
                 "    {} = {value}{}",
                 p.name,
                 if p.secret { "  (secret)" } else { "" }
@@ -177,7 +180,7 @@ fn parameter_line(p: &Parameter, tool: &Tool) -> String {
 
 pub fn call_result(result: &ToolResult, json: bool) {
     if json {
-        println!("{}", result.to_json());
+        outln!("{}", result.to_json());
         return;
     }
     if let Some(error) = &result.error {
@@ -196,42 +199,43 @@ pub fn call_result(result: &ToolResult, json: bool) {
         // A real run: the tool's output as it is.
         match (&data["stdout"], &data["exit_code"]) {
             (Value::String(out), Value::Number(_)) => {
-                print!("{out}");
+                out!("{out}");
                 eprint!("{}", data["stderr"].as_str().unwrap_or_default());
             }
-            _ => println!(
+            _ => outln!(
                 "{}",
                 serde_json::to_string_pretty(&data).unwrap_or_default()
             ),
         }
         return;
     }
-    println!(
+    outln!(
         "tool:      {} (version {})",
-        result.meta.tool, result.meta.version
+        result.meta.tool,
+        result.meta.version
     );
     if let Some(b) = data.get("builtin").and_then(Value::as_str) {
-        println!("builtin:   {b}");
+        outln!("builtin:   {b}");
     }
-    println!("arguments: {}", data["arguments"]);
+    outln!("arguments: {}", data["arguments"]);
     if let Some(argv) = data["argv"].as_array().filter(|a| !a.is_empty()) {
         let words: Vec<String> = argv
             .iter()
             .map(|a| shell_quote(a.as_str().unwrap_or_default()))
             .collect();
-        println!("argv:      {}", words.join(" "));
+        outln!("argv:      {}", words.join(" "));
     }
     match data["stdin"].as_str() {
-        Some(s) => println!("stdin:     {}", first_line(s, 200)),
-        None => println!("stdin:     (empty)"),
+        Some(s) => outln!("stdin:     {}", first_line(s, 200)),
+        None => outln!("stdin:     (empty)"),
     }
     if let Some(env) = data["env"].as_object().filter(|e| !e.is_empty()) {
         for (k, v) in env {
-            println!("env:       {k}={}", v.as_str().unwrap_or_default());
+            outln!("env:       {k}={}", v.as_str().unwrap_or_default());
         }
     }
     if !result.meta.coerced.is_empty() {
-        println!("coerced:   {}", result.meta.coerced.join(", "));
+        outln!("coerced:   {}", result.meta.coerced.join(", "));
     }
 }
 
@@ -258,10 +262,10 @@ fn first_line(s: &str, max: usize) -> String {
 
 pub fn import_report(file: &Path, r: &toolsmith_store::ImportReport, json: bool) {
     if json {
-        println!("{}", serde_json::to_value(r).unwrap_or_default());
+        outln!("{}", serde_json::to_value(r).unwrap_or_default());
         return;
     }
-    println!(
+    outln!(
         "imported {}: {} created, {} updated, {} unchanged, {} deleted",
         file.display(),
         r.created.len(),
@@ -275,7 +279,7 @@ pub fn import_report(file: &Path, r: &toolsmith_store::ImportReport, json: bool)
         ("deleted", &r.deleted),
     ] {
         if !names.is_empty() {
-            println!("  {what}: {}", names.join(", "));
+            outln!("  {what}: {}", names.join(", "));
         }
     }
 }
@@ -292,11 +296,11 @@ pub fn history(versions: &[toolsmith_store::VersionRecord], json: bool) {
                 json!({"version": v.version, "created_at_ms": v.created_at_ms, "author": v.author, "summary": v.summary, "definition": definition})
             })
             .collect();
-        println!("{}", Value::Array(rows));
+        outln!("{}", Value::Array(rows));
         return;
     }
     for v in versions {
-        println!(
+        outln!(
             "v{:<4} {}  {:<12} {}",
             v.version,
             utc(v.created_at_ms),
@@ -308,11 +312,11 @@ pub fn history(versions: &[toolsmith_store::VersionRecord], json: bool) {
 
 pub fn runs(runs: &[toolsmith_store::RunRecord], json: bool) {
     if json {
-        println!("{}", serde_json::to_value(runs).unwrap_or_default());
+        outln!("{}", serde_json::to_value(runs).unwrap_or_default());
         return;
     }
     for r in runs {
-        println!(
+        outln!(
             "{}  {:<20} v{:<3} {:<18} {:>9.1} ms  {}",
             utc(r.started_at_ms),
             r.tool,
@@ -353,5 +357,27 @@ mod tests {
         assert_eq!(super::utc(0), "1970-01-01 00:00:00");
         assert_eq!(super::utc(1_795_000_000_000), "2026-11-18 11:06:40");
         assert_eq!(super::utc(951_782_400_000), "2000-02-29 00:00:00");
+    }
+}
+
+/// Writes to stdout; when the reader has gone away (a closed pipe), exits at once with
+/// status 0, as `head` expects of the programs it reads from.
+pub fn write_stdout(args: std::fmt::Arguments<'_>, newline: bool) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let written = out.write_fmt(args).and_then(|()| {
+        if newline {
+            out.write_all(b"\n")
+        } else {
+            Ok(())
+        }
+    });
+    match written {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            eprintln!("error: writing to stdout: {e}");
+            std::process::exit(2);
+        }
     }
 }

@@ -295,7 +295,7 @@ fn call_errors_exit_1_with_every_problem() {
     );
     let o = toolsmith(&["call", "search_text", "--args", "{not json", "--dry-run"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).starts_with("error (invalid_arguments): invalid arguments for tool `search_text`: arguments are not valid JSON: key must be a string at line 1 column 2."), "{}", stderr(&o));
+    assert!(stderr(&o).starts_with("error (invalid_arguments): invalid arguments for tool `search_text`: arguments are not valid JSON: expected a key in double quotes at line 1 column 2."), "{}", stderr(&o));
     let o = toolsmith(&["call", "search_text", "-a", "oops", "--dry-run"]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
@@ -781,4 +781,70 @@ fn kill_9_during_a_burst_of_writes_loses_no_acknowledged_version() {
     );
     server.kill().expect("stop");
     server.wait().expect("reaped");
+}
+
+#[test]
+fn dry_run_of_a_disabled_tool_answers_disabled() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("c.yaml");
+    std::fs::write(
+        &file,
+        "tools:\n  - {name: off, description: d, command: [echo], enabled: false}\n",
+    )
+    .expect("write");
+    let f = file.to_str().expect("utf-8");
+    for dry in [true, false] {
+        let mut args = vec!["call", "off", "-c", f, "--json"];
+        if dry {
+            args.push("--dry-run");
+        }
+        let o = toolsmith(&args);
+        assert_eq!(o.status.code(), Some(1), "dry run {dry}");
+        assert_eq!(json_out(&o)["error"]["kind"], "disabled", "dry run {dry}");
+    }
+}
+
+#[test]
+fn mcp_takes_dash_c_like_every_command() {
+    // With stdin closed the server starts, loads the catalog, and stops at the end of its
+    // input, before any client said hello.
+    let o = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .args(["mcp", "-c", "examples/catalog.yaml", "--no-cgroups"])
+        .current_dir(repo())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("runs");
+    assert!(
+        !stderr(&o).contains("unexpected argument"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn a_closed_output_pipe_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("many.yaml");
+    let mut text = String::from("tools:\n");
+    for i in 0..5000 {
+        text.push_str(&format!("  - {{name: tool_{i:05}, description: A tool with a long enough description to fill the pipe., command: [true]}}\n"));
+    }
+    std::fs::write(&file, text).expect("write");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .args(["list", "-c", file.to_str().expect("utf-8")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("a line");
+    // The reader is gone, as when `head -1` exits.
+    let o = child.wait_with_output().expect("wait");
+    assert!(!first.is_empty());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
 }
