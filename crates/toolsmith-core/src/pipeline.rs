@@ -181,12 +181,15 @@ impl CompiledTool {
     }
 }
 
+/// What step 1 repaired, for `meta.coerced`.
+type Notes = Vec<String>;
+
 /// Step 1: the arguments as an object. `null` means none. Text (OpenAI's form, the CLI's
 /// `--args`) is read exactly ([`json_text`]: duplicate keys and numbers that would change are
 /// refused); empty text and `null` mean none; text wrapped in a markdown code fence is
 /// unwrapped; a JSON text holding a string holding an object (arguments encoded twice) is
 /// unwrapped once. Each of these repairs is returned as a note for `meta.coerced`.
-fn parse_arguments(raw: Value) -> Result<(Map<String, Value>, Vec<String>), Vec<Problem>> {
+fn parse_arguments(raw: Value) -> Result<(Map<String, Value>, Notes), Vec<Problem>> {
     let mut notes = Vec::new();
     let value = match raw {
         Value::Null => return Ok((Map::new(), notes)),

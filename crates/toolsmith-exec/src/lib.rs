@@ -218,8 +218,13 @@ impl Engine {
         let ws = self.workspace.clone();
         let config = t.config.clone();
         let name_owned = name.to_owned();
-        let task =
-            tokio::task::spawn_blocking(move || builtin::run(&name_owned, &args, &config, &ws));
+        let stop = builtin::Stop::default();
+        // Raised when this future ends, however it ends: at the deadline, or dropped by a
+        // caller that went away.
+        let _raise = RaiseOnDrop(stop.clone());
+        let task = tokio::task::spawn_blocking(move || {
+            builtin::run(&name_owned, &args, &config, &ws, &stop)
+        });
         match tokio::time::timeout(Duration::from_millis(t.timeout_ms), task).await {
             Ok(Ok(Ok(data))) => ToolResult::ok(data, meta),
             Ok(Ok(Err(e))) => ToolResult::err(
@@ -338,6 +343,15 @@ impl Engine {
         meta.truncated = Some(done.stdout.truncated || done.stderr.truncated);
         meta.lossy = (done.stdout.lossy || done.stderr.lossy).then_some(true);
         finish(t, done, meta, limits)
+    }
+}
+
+/// Raises a built-in's [`builtin::Stop`] when dropped.
+struct RaiseOnDrop(builtin::Stop);
+
+impl Drop for RaiseOnDrop {
+    fn drop(&mut self) {
+        self.0.raise();
     }
 }
 

@@ -662,3 +662,180 @@ async fn http_request_talks_to_a_local_server() {
     let r = f.call(&t, json!({"url": "file:///etc/passwd"})).await;
     assert!(!r.success);
 }
+
+#[tokio::test]
+async fn write_file_never_follows_a_dangling_symlink_out() {
+    let f = fixture();
+    let ws = f.dir.path();
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::os::unix::fs::symlink(outside.path().join("new"), ws.join("abs")).expect("symlink");
+    std::os::unix::fs::symlink("../../outside-new", ws.join("rel")).expect("symlink");
+    std::fs::create_dir(ws.join("sub")).expect("mkdir");
+    std::os::unix::fs::symlink(outside.path(), ws.join("sub/dir")).expect("symlink");
+    let write = tool("{name: w, builtin: write_file}");
+    for path in ["abs", "rel", "sub/dir/new", "sub/dir/deeper/new"] {
+        for append in [false, true] {
+            let r = f
+                .call(
+                    &write,
+                    json!({"path": path, "content": "x", "append": append}),
+                )
+                .await;
+            let msg = r.error.map(|e| e.message).unwrap_or_default();
+            assert!(
+                msg.contains("rule: symlinks may not leave the workspace"),
+                "{path}: {msg}"
+            );
+        }
+    }
+    assert_eq!(
+        std::fs::read_dir(outside.path()).expect("list").count(),
+        0,
+        "nothing was created outside"
+    );
+    // A symlink that stays inside is followed.
+    std::fs::write(ws.join("real.txt"), "old").expect("write");
+    std::os::unix::fs::symlink("real.txt", ws.join("alias")).expect("symlink");
+    let r = f
+        .call(&write, json!({"path": "alias", "content": "new"}))
+        .await;
+    assert!(r.success, "{:?}", r.error);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("real.txt")).expect("read"),
+        "new"
+    );
+    // A hard link would write a file elsewhere: refused.
+    std::fs::write(ws.join("linked.txt"), "a").expect("write");
+    std::fs::hard_link(ws.join("linked.txt"), ws.join("twin.txt")).expect("link");
+    let r = f
+        .call(&write, json!({"path": "twin.txt", "content": "b"}))
+        .await;
+    let msg = r.error.map(|e| e.message).unwrap_or_default();
+    assert!(msg.contains("hard links"), "{msg}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("linked.txt")).expect("read"),
+        "a"
+    );
+}
+
+#[tokio::test]
+async fn file_builtins_refuse_what_is_not_a_regular_file_without_blocking() {
+    let f = fixture();
+    let ws = f.dir.path();
+    let made = std::process::Command::new("mkfifo")
+        .arg(ws.join("pipe"))
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let read = tool("{name: r, builtin: read_file, timeout_ms: 60000}");
+    let write = tool("{name: w, builtin: write_file, timeout_ms: 60000}");
+    // Many more than the blocking pool has threads: none may hang.
+    let calls = (0..600).map(|_| f.call(&read, json!({"path": "pipe"})));
+    for r in futures_join_all(calls).await {
+        let msg = r.error.map(|e| e.message).unwrap_or_default();
+        assert!(msg.contains("is a FIFO"), "{msg}");
+    }
+    let r = f
+        .call(&write, json!({"path": "pipe", "content": "x"}))
+        .await;
+    let msg = r.error.map(|e| e.message).unwrap_or_default();
+    assert!(
+        msg.contains("FIFO") || msg.contains("not a regular file"),
+        "{msg}"
+    );
+    let r = f.call(&read, json!({"path": "/dev/null"})).await;
+    assert!(!r.success, "outside the workspace anyway");
+}
+
+/// Runs futures at once and collects their outputs in order.
+async fn futures_join_all<F: std::future::Future>(
+    futures: impl Iterator<Item = F>,
+) -> Vec<F::Output> {
+    let mut set = Vec::new();
+    for f in futures {
+        set.push(f);
+    }
+    let mut out = Vec::with_capacity(set.len());
+    let mut pinned: Vec<_> = set.into_iter().map(Box::pin).collect();
+    for f in pinned.iter_mut() {
+        out.push(f.await);
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_read_past_its_deadline_times_out() {
+    let f = fixture();
+    let ws = f.dir.path();
+    // 20 GB of holes: no newline, nothing on disk, minutes of reading.
+    let file = std::fs::File::create(ws.join("sparse")).expect("create");
+    file.set_len(20 << 30).expect("set_len");
+    let read = tool("{name: r, builtin: read_file, timeout_ms: 300}");
+    let r = f
+        .call(&read, json!({"path": "sparse", "offset": 1000000}))
+        .await;
+    assert_eq!(kind(&r), Some(ErrorKind::Timeout), "{:?}", r.error);
+    // (That the blocking thread then stops, rather than reading on for minutes, is checked
+    // by the built-ins' own tests, where the thread can be watched.)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folder_swapped_for_a_symlink_mid_call_leads_nowhere() {
+    let f = fixture();
+    let ws = f.dir.path().to_path_buf();
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::write(outside.path().join("f.txt"), "OUTSIDE").expect("write");
+    std::fs::write(outside.path().join("secret_name.txt"), "x").expect("write");
+    std::fs::create_dir(ws.join("d")).expect("mkdir");
+    std::fs::write(ws.join("d/f.txt"), "inside").expect("write");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (ws, out, stop) = (ws.clone(), outside.path().to_path_buf(), stop.clone());
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = std::fs::rename(ws.join("d"), ws.join("d_real"));
+                let _ = std::os::unix::fs::symlink(&out, ws.join("d"));
+                std::thread::yield_now();
+                let _ = std::fs::remove_file(ws.join("d"));
+                let _ = std::fs::rename(ws.join("d_real"), ws.join("d"));
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let read = tool("{name: r, builtin: read_file}");
+    let list = tool("{name: l, builtin: list_dir}");
+    let glob = tool("{name: g, builtin: glob}");
+    let write = tool("{name: w, builtin: write_file}");
+    let started = std::time::Instant::now();
+    let (mut calls, mut ok) = (0u64, 0u64);
+    while started.elapsed() < std::time::Duration::from_secs(3) {
+        for (t, args) in [
+            (&read, json!({"path": "d/f.txt"})),
+            (&list, json!({"path": "d"})),
+            (&glob, json!({"pattern": "**/*.txt"})),
+            (&write, json!({"path": "d/written.txt", "content": "w"})),
+        ] {
+            let r = f.call(t, args).await;
+            calls += 1;
+            let text = r.data.as_ref().map(Value::to_string).unwrap_or_default();
+            assert!(
+                !text.contains("OUTSIDE") && !text.contains("secret_name"),
+                "{}: read outside the workspace: {text}",
+                t.tool.name
+            );
+            ok += u64::from(r.success);
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().expect("swapper");
+    assert!(
+        !outside.path().join("written.txt").exists(),
+        "wrote outside"
+    );
+    assert!(
+        swaps > 100 && ok > 0,
+        "the race ran: {swaps} swaps, {ok}/{calls} calls succeeded"
+    );
+}
