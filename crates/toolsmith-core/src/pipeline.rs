@@ -10,7 +10,7 @@ use jsonschema::Validator;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::{Map, Number, Value};
 
-use crate::model::{ParamType, Parameter, Tool};
+use crate::model::{ParamType, Parameter, REDACTED, Tool};
 use crate::result::{ErrorKind, Meta, Problem, ToolResult};
 use crate::{json_text, schema};
 
@@ -64,6 +64,7 @@ impl ParamSet {
             coerced: Vec::new(),
             problems: Vec::new(),
             reported: Vec::new(),
+            hiding: false,
             lenient,
             noun: self.noun,
         };
@@ -78,7 +79,13 @@ impl ParamSet {
             {
                 continue;
             }
-            problems.extend(describe(&error, self.noun));
+            let hide = error
+                .instance_path()
+                .as_str()
+                .split('/')
+                .nth(1)
+                .is_some_and(|top| params.iter().any(|p| p.secret && p.name == top));
+            problems.extend(describe(&error, self.noun, hide));
         }
         if !problems.is_empty() {
             return Err(problems);
@@ -300,6 +307,8 @@ struct Walk {
     problems: Vec<Problem>,
     /// Pointers the walk already reported a problem at.
     reported: Vec<String>,
+    /// Inside a secret config field: messages show `***`, never the value.
+    hiding: bool,
     lenient: bool,
     noun: &'static str,
 }
@@ -350,6 +359,9 @@ impl Walk {
             } else {
                 format!("{path}.{}", p.name)
             };
+            if path.is_empty() {
+                self.hiding = p.secret;
+            }
             match map.get_mut(&p.name) {
                 // OpenAI strict mode sends null for optional parameters it leaves out.
                 Some(Value::Null) if self.lenient && !p.nullable && !p.required => {
@@ -386,6 +398,7 @@ impl Walk {
                     *v = Value::String(new);
                 }
                 Coercion::Refuse(message) => {
+                    let message = self.hide(message, &Value::String(s.clone()).to_string());
                     self.refuse(path, message);
                     return;
                 }
@@ -393,28 +406,33 @@ impl Walk {
         }
         match v {
             Value::Number(n) if p.ty == ParamType::Integer || p.is_integer_enum() => {
-                if let Some(f) = n.as_f64().filter(|_| !n.is_i64() && !n.is_u64()) {
-                    if f.fract() == 0.0 && f.abs() <= MAX_EXACT_F64 {
+                let problem = if let Some(f) = n.as_f64().filter(|_| !n.is_i64() && !n.is_u64()) {
+                    if f.fract() != 0.0 {
+                        None // the validator says it is not an integer
+                    } else if f.abs() <= MAX_EXACT_F64 {
                         // 2.0 and 2 are the same integer; keep the integer form.
                         *v = Value::from(f as i64);
-                    } else if f.fract() == 0.0 && !(-(2f64.powi(63))..2f64.powi(63)).contains(&f) {
-                        self.refuse(path, format!("{f:.0} is out of range for a 64-bit integer"));
-                    } else if f.fract() == 0.0 {
-                        self.refuse(
-                            path,
-                            format!(
-                                "{f:.0} cannot be taken as an exact integer: written with a fraction or exponent, \
-                                 only whole numbers up to 2^53 are exact; send it as a plain integer"
-                            ),
-                        );
+                        None
+                    } else if !(-(2f64.powi(63))..2f64.powi(63)).contains(&f) {
+                        Some((format!("{f:.0}"), "is out of range for a 64-bit integer"))
+                    } else {
+                        Some((
+                            format!("{f:.0}"),
+                            "cannot be taken as an exact integer: written with a fraction or exponent, \
+                             only whole numbers up to 2^53 are exact; send it as a plain integer",
+                        ))
                     }
                 } else if n.is_u64() && !n.is_i64() {
-                    self.refuse(
-                        path,
-                        format!(
-                            "{n} is out of range for a 64-bit integer (at most 9223372036854775807)"
-                        ),
-                    );
+                    Some((
+                        n.to_string(),
+                        "is out of range for a 64-bit integer (at most 9223372036854775807)",
+                    ))
+                } else {
+                    None
+                };
+                if let Some((shown, why)) = problem {
+                    let message = self.hide(format!("{shown} {why}"), &shown);
+                    self.refuse(path, message);
                 }
             }
             Value::Array(items) if p.ty == ParamType::Array => {
@@ -429,6 +447,14 @@ impl Walk {
                 self.object(&p.properties, map, path, additional)
             }
             _ => {}
+        }
+    }
+
+    /// `message` with the value it quotes (`shown`) replaced by `***` inside a secret field.
+    fn hide(&self, message: String, shown: &str) -> String {
+        match self.hiding {
+            true => message.replacen(shown, "***", 1),
+            false => message,
         }
     }
 
@@ -584,10 +610,15 @@ fn pointer_of(path: &str) -> String {
     out
 }
 
-/// Step 4's messages: plain, with the pointer of the offending value.
-fn describe(error: &jsonschema::ValidationError<'_>, noun: &str) -> Vec<Problem> {
+/// Step 4's messages: plain, with the pointer of the offending value. `hide`: the value is a
+/// secret, shown as `***`.
+fn describe(error: &jsonschema::ValidationError<'_>, noun: &str, hide: bool) -> Vec<Problem> {
     let at = error.instance_path().as_str().to_string();
     let instance = error.instance();
+    let short = |v: &Value| match hide {
+        true => REDACTED.to_string(),
+        false => short(v),
+    };
     match error.kind() {
         ValidationErrorKind::Type { kind } => {
             let expected = match kind {
@@ -630,6 +661,12 @@ fn describe(error: &jsonschema::ValidationError<'_>, noun: &str) -> Vec<Problem>
                 format!("{} is not one of {list}", short(instance)),
             )]
         }
+        _ if hide => vec![Problem::new(
+            at,
+            error
+                .to_string()
+                .replacen(&instance.to_string(), REDACTED, 1),
+        )],
         _ => vec![Problem::new(at, error.to_string())],
     }
 }

@@ -15,7 +15,8 @@ use crate::model::{
 use crate::pipeline::CompiledTool;
 use crate::result::{Problem, ToolResult};
 
-/// The largest single argument or environment value: Linux's `MAX_ARG_STRLEN` (128 KiB).
+/// Linux's `MAX_ARG_STRLEN` (128 KiB): the most one argument or one `NAME=value` environment
+/// string may take, its terminating NUL included.
 pub const MAX_ARG_BYTES: usize = 128 * 1024;
 
 /// What a call will run.
@@ -27,6 +28,9 @@ pub struct Invocation {
     pub stdin: Option<String>,
     /// Variables set from parameters and config, on top of the tool's allowlist.
     pub env: Vec<EnvVar>,
+    /// What views show as stdin when it holds secrets (a script's `config`): the same with
+    /// secret values as `***`.
+    pub stdin_shown: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +54,8 @@ impl Invocation {
                 )
             })
             .collect();
-        json!({ "argv": self.argv, "stdin": self.stdin, "env": env })
+        let stdin = self.stdin_shown.as_ref().or(self.stdin.as_ref());
+        json!({ "argv": self.argv, "stdin": stdin, "env": env })
     }
 }
 
@@ -60,20 +65,36 @@ pub fn plan(tool: &Tool, args: &Map<String, Value>) -> Result<Invocation, Vec<Pr
     match &tool.executor {
         Executor::Command(base) => plan_command(tool, base, args),
         Executor::Script(script) => {
-            let mut input = args.clone();
-            if !tool.config.is_empty() {
-                input.insert("config".into(), Value::Object(tool.config.clone()));
-            }
+            let with_config = |config: Map<String, Value>| {
+                let mut input = args.clone();
+                if !config.is_empty() {
+                    input.insert("config".into(), Value::Object(config));
+                }
+                Value::Object(input).to_string()
+            };
+            let stdin = with_config(tool.config.clone());
+            let secrets = tool.config_schema.iter().any(|p| p.secret);
+            let stdin_shown = secrets.then(|| {
+                let mut shown = tool.config.clone();
+                for p in tool.config_schema.iter().filter(|p| p.secret) {
+                    if let Some(v) = shown.get_mut(&p.name) {
+                        *v = json!(REDACTED);
+                    }
+                }
+                with_config(shown)
+            });
             Ok(Invocation {
                 argv: vec![script.interpreter.clone(), SCRIPT_FILE.into()],
-                stdin: Some(Value::Object(input).to_string()),
+                stdin: Some(stdin),
                 env: Vec::new(),
+                stdin_shown,
             })
         }
         Executor::Builtin(_) => Ok(Invocation {
             argv: Vec::new(),
             stdin: None,
             env: Vec::new(),
+            stdin_shown: None,
         }),
     }
 }
@@ -121,6 +142,7 @@ fn plan_command(
     for v in &env {
         check_os_string(
             &v.value,
+            v.name.len() + 1,
             "",
             &format!("config field for {}", v.name),
             &mut problems,
@@ -222,6 +244,7 @@ fn plan_command(
                 };
                 check_os_string(
                     &value,
+                    name.len() + 1,
                     &at,
                     &format!("environment variable {name}"),
                     &mut problems,
@@ -235,11 +258,16 @@ fn plan_command(
             }
         }
         for a in &argv[first_new_arg..] {
-            check_os_string(a, &at, "the value", &mut problems);
+            check_os_string(a, 0, &at, "the value", &mut problems);
         }
     }
     if problems.is_empty() {
-        Ok(Invocation { argv, stdin, env })
+        Ok(Invocation {
+            argv,
+            stdin,
+            env,
+            stdin_shown: None,
+        })
     } else {
         Err(problems)
     }
@@ -268,16 +296,19 @@ fn config_env(tool: &Tool) -> Vec<EnvVar> {
 }
 
 /// What the operating system refuses or cuts, refused here with the parameter named.
-fn check_os_string(s: &str, at: &str, what: &str, problems: &mut Vec<Problem>) {
+/// `prefix`: bytes the kernel counts before the value (`NAME=` of a variable).
+fn check_os_string(s: &str, prefix: usize, at: &str, what: &str, problems: &mut Vec<Problem>) {
     if s.contains('\0') {
         problems.push(Problem::new(
             at,
             format!("{what} contains a NUL byte, which no program can receive"),
         ));
     }
-    if s.len() > MAX_ARG_BYTES {
+    // The kernel counts the terminating NUL too.
+    let most = MAX_ARG_BYTES - 1 - prefix;
+    if s.len() > most {
         problems.push(Problem::new(at, format!(
-            "{what} is {} bytes, over the {MAX_ARG_BYTES}-byte limit for one argument; pass large values on stdin (`inject_as: stdin`)",
+            "{what} is {} bytes, over the {most}-byte limit the kernel sets for one argument or variable; pass large values on stdin (`inject_as: stdin`)",
             s.len()
         )));
     }

@@ -93,7 +93,8 @@ pub struct Engine {
     config: EngineConfig,
     workspace: Workspace,
     global: Arc<Semaphore>,
-    per_tool: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// Each tool's own limit and its semaphore.
+    per_tool: Mutex<HashMap<String, (u32, Arc<Semaphore>)>>,
     scripts: script::Scripts,
     cgroups: Option<Arc<limits::Cgroups>>,
 }
@@ -176,9 +177,15 @@ impl Engine {
         let wait = self.config.queue_timeout;
         let tool_sem = t.max_concurrency.map(|n| {
             let mut map = self.per_tool.lock().unwrap_or_else(|e| e.into_inner());
-            map.entry(t.name.to_string())
-                .or_insert_with(|| Arc::new(Semaphore::new(n as usize)))
-                .clone()
+            let entry = map
+                .entry(t.name.to_string())
+                .or_insert_with(|| (n, Arc::new(Semaphore::new(n as usize))));
+            // An edited limit takes effect at once; calls already running keep the permits
+            // of the old one until they end.
+            if entry.0 != n {
+                *entry = (n, Arc::new(Semaphore::new(n as usize)));
+            }
+            entry.1.clone()
         });
         let acquire = async {
             let mut permits = Vec::with_capacity(2);
@@ -305,6 +312,10 @@ impl Engine {
             },
         };
         let limits = t.limits.or(self.config.default_limits);
+        let searched = env
+            .get("PATH")
+            .cloned()
+            .unwrap_or_else(|| process::DEFAULT_PATH.to_owned());
         let spec = process::Spec {
             argv: &argv,
             stdin: invocation.stdin.as_deref(),
@@ -317,11 +328,14 @@ impl Engine {
         let done = match process::run(spec, self.cgroups.as_ref()).await {
             Ok(d) => d,
             Err(process::SpawnError::NotFound(program)) => {
-                let path = std::env::var("PATH").unwrap_or_default();
+                let place = match program.contains('/') {
+                    true => String::new(),
+                    false => format!(" in the tool's PATH={searched}"),
+                };
                 return ToolResult::err(
                     ErrorKind::SpawnFailed,
                     format!(
-                        "cannot run `{}`: program {program:?} not found (PATH={path})",
+                        "cannot run `{}`: program {program:?} not found{place}",
                         t.name
                     ),
                     Vec::new(),

@@ -154,14 +154,17 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
     })
 }
 
+/// Where programs are looked up for a tool whose environment has no PATH.
+pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
 /// The file `program` names: itself when it holds a `/`, else the first executable of that
-/// name in `path` (the tool's PATH; `/usr/local/bin:/usr/bin:/bin` when it has none).
+/// name in `path` (the tool's PATH; [`DEFAULT_PATH`] when it has none).
 pub fn resolve_program(program: &str, path: Option<&str>) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     if program.contains('/') {
         return Some(PathBuf::from(program));
     }
-    path.unwrap_or("/usr/local/bin:/usr/bin:/bin")
+    path.unwrap_or(DEFAULT_PATH)
         .split(':')
         .filter(|d| !d.is_empty())
         .map(|d| std::path::Path::new(d).join(program))

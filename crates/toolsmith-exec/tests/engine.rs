@@ -214,8 +214,19 @@ async fn missing_programs_and_failing_commands() {
     assert_eq!(kind(&r), Some(ErrorKind::SpawnFailed));
     let msg = r.error.expect("error").message;
     assert!(
-        msg.contains("program \"no-such-program-ts\" not found"),
+        msg.contains("program \"no-such-program-ts\" not found in the tool's PATH="),
         "{msg}"
+    );
+    let r = f
+        .call(
+            &tool("{name: t, description: d, command: [nope-ts], env: {PATH: /opt/x:/opt/y}}"),
+            json!({}),
+        )
+        .await;
+    let msg = r.error.expect("error").message;
+    assert!(
+        msg.contains("not found in the tool's PATH=/opt/x:/opt/y"),
+        "the PATH searched, not the server's: {msg}"
     );
 
     let r = f
@@ -838,4 +849,29 @@ async fn a_folder_swapped_for_a_symlink_mid_call_leads_nowhere() {
         swaps > 100 && ok > 0,
         "the race ran: {swaps} swaps, {ok}/{calls} calls succeeded"
     );
+}
+
+#[tokio::test]
+async fn arguments_and_variables_up_to_the_kernel_limit_spawn() {
+    let f = fixture();
+    let most = toolsmith_core::plan::MAX_ARG_BYTES - 1;
+    let t = tool(
+        "{name: t, description: d, command: [printf, '%s'], parameters: [{name: a}, {name: e, inject_as: env, required: false}]}",
+    );
+    let r = f.call(&t, json!({"a": "x".repeat(most)})).await;
+    assert!(r.success, "{:?}", r.error);
+    assert_eq!(
+        r.data.expect("data")["stdout"].as_str().map(str::len),
+        Some(most)
+    );
+    let r = f.call(&t, json!({"a": "x".repeat(most + 1)})).await;
+    assert_eq!(
+        kind(&r),
+        Some(ErrorKind::InvalidArguments),
+        "refused before spawning"
+    );
+    let r = f
+        .call(&t, json!({"a": "", "e": "y".repeat(most - 2)}))
+        .await;
+    assert!(r.success, "E=... at the limit spawns: {:?}", r.error);
 }

@@ -31,6 +31,12 @@ pub const DEFAULT_RUN_RETENTION: usize = 100_000;
 /// The largest request body accepted.
 pub const BODY_LIMIT: usize = 4 * 1024 * 1024;
 
+/// Compiled tools kept at most.
+const COMPILED_CACHE: usize = 4096;
+
+/// Name, version, enabled, dangerous.
+type CompiledKey = (String, u64, bool, bool);
+
 /// What every request shares.
 pub struct AppState {
     pub store: Registry,
@@ -38,8 +44,9 @@ pub struct AppState {
     pub tokens: Vec<Token>,
     /// Entries kept in the execution log.
     pub run_retention: usize,
-    /// Compiled tools by name and version: a version never changes, so neither does its entry.
-    compiled: Mutex<HashMap<(String, u64), Arc<CompiledTool>>>,
+    /// Compiled tools by name, version, and the current state a pinned version runs under
+    /// (enabled, dangerous): a version never changes, so neither does its entry.
+    compiled: Mutex<HashMap<CompiledKey, Arc<CompiledTool>>>,
     /// Counts registry changes; MCP snapshots and list_changed notifications follow it.
     changes: tokio::sync::watch::Sender<u64>,
 }
@@ -81,18 +88,27 @@ impl AppState {
         self.changes.subscribe()
     }
 
-    /// The compiled form of `tool` at `version`, compiled once.
+    /// The compiled form of `tool` at `version`, compiled once. The cache is bounded: when
+    /// full it starts again (recompiling takes microseconds per tool).
     pub(crate) fn compiled(
         &self,
         tool: &toolsmith_core::Tool,
         version: u64,
     ) -> Result<Arc<CompiledTool>, String> {
-        let key = (tool.name.to_string(), version);
+        let key = (
+            tool.name.to_string(),
+            version,
+            tool.enabled,
+            tool.is_dangerous(),
+        );
         let mut cache = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = cache.get(&key) {
             return Ok(c.clone());
         }
         let c = Arc::new(CompiledTool::new(tool.clone(), version)?);
+        if cache.len() >= COMPILED_CACHE {
+            cache.clear();
+        }
         cache.insert(key, c.clone());
         Ok(c)
     }

@@ -612,21 +612,25 @@ fn integral<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Er
     }
 }
 
-/// The tool at the pinned or current version, compiled.
+/// The tool at the pinned or current version, compiled. A pinned version runs only while
+/// the tool exists and is enabled now, and as dangerous if either it or the current version
+/// is: a pin chooses a definition, not a way around what the tool's owner decided since.
 async fn compiled_tool(
     s: &AppState,
     name: &str,
     version: Option<u64>,
 ) -> ApiResult<Arc<toolsmith_core::CompiledTool>> {
+    let current = s.store.get(name).await?;
     let (tool, v) = match version {
-        Some(v) => (
-            definition_to_tool(&s.store.version(name, v).await?.definition)?,
-            v,
-        ),
-        None => {
-            let r = s.store.get(name).await?;
-            (r.tool, r.version)
+        Some(v) if v != current.version => {
+            let mut pinned = definition_to_tool(&s.store.version(name, v).await?.definition)?;
+            pinned.enabled = current.tool.enabled;
+            if current.tool.is_dangerous() {
+                pinned.danger = toolsmith_core::model::Danger::Dangerous;
+            }
+            (pinned, v)
         }
+        _ => (current.tool, current.version),
     };
     s.compiled(&tool, v).map_err(ApiError::internal)
 }

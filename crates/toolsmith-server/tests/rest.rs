@@ -1092,3 +1092,68 @@ async fn what_the_model_sent_arrives_exactly_or_is_refused() {
         "{v}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_never_leave_in_diffs_errors_or_plans() {
+    let s = start(&[]).await;
+    let def = |keys: Value, obj: Value, max: u64| {
+        json!({"name": "api", "description": "d", "script": {"source": "print('{}')"},
+            "config_schema": [
+                {"name": "keys", "type": "array", "items": "string", "secret": true},
+                {"name": "obj", "type": "object", "properties": [{"name": "password"}], "secret": true},
+                {"name": "token", "secret": true, "max_length": max}],
+            "config": {"keys": keys, "obj": obj, "token": "tok-SECRET-123456"}})
+    };
+    let (st, _) = send(
+        &s,
+        "POST",
+        "/tools",
+        def(
+            json!(["key-SECRET-a"]),
+            json!({"password": "pw-SECRET-1"}),
+            100,
+        ),
+        &[],
+    )
+    .await;
+    assert_eq!(st, 201);
+    let (st, _) = send(
+        &s,
+        "PUT",
+        "/tools/api",
+        def(
+            json!(["key-SECRET-b", "key-SECRET-c"]),
+            json!({"password": "pw-SECRET-2"}),
+            100,
+        ),
+        &[("if-match", "1")],
+    )
+    .await;
+    assert_eq!(st, 200);
+    let (_, d) = get(&s, "/tools/api/diff?from=1&to=2").await;
+    assert!(!d.to_string().contains("SECRET"), "{d}");
+    assert_eq!(
+        d["changes"],
+        json!([
+            {"path": "config.keys", "from": "***", "to": "***"},
+            {"path": "config.obj", "from": "***", "to": "***"},
+        ])
+    );
+    // A tightened schema with the secret sent back as *** is refused without quoting it.
+    let mut tight = def(json!("***"), json!("***"), 5);
+    tight["config"]["token"] = json!("***");
+    let (st, v) = send(&s, "PUT", "/tools/api", tight, &[("if-match", "2")]).await;
+    assert_eq!(st, 422, "{v}");
+    assert!(!v.to_string().contains("SECRET"), "{v}");
+    assert!(v.to_string().contains("config.token"), "{v}");
+    // Nor does a validation of a call, or the plan of a script (its stdin carries config).
+    let (_, v) = send(
+        &s,
+        "POST",
+        "/tools/api/validate",
+        json!({"arguments": {}}),
+        &[],
+    )
+    .await;
+    assert!(!v.to_string().contains("SECRET"), "{v}");
+}

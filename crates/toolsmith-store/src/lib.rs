@@ -19,7 +19,7 @@ mod rows;
 pub mod sqlite;
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use toolsmith_core::Tool;
 use toolsmith_core::catalog::{self, CatalogSource};
 use toolsmith_core::model::Secrets;
@@ -509,8 +509,8 @@ pub struct Difference {
     pub to: Value,
 }
 
-/// The differences from `a` to `b`, walking objects by key and arrays by index. Secret config
-/// values are compared, but shown as `***`.
+/// The differences from `a` to `b`, walking objects by key and arrays by index (knowing
+/// nothing of secrets: use [`diff_definitions`] for definitions).
 pub fn diff(a: &Value, b: &Value) -> Vec<Difference> {
     fn walk(a: &Value, b: &Value, path: String, out: &mut Vec<Difference>) {
         match (a, b) {
@@ -554,24 +554,53 @@ pub fn diff(a: &Value, b: &Value) -> Vec<Difference> {
     out
 }
 
-/// `diff` of two stored definitions, with secret values shown as `***`.
+/// `diff` of two stored definitions, with secret values shown as `***`: a secret config
+/// value — a string, or a whole array or object — is compared as one value and reported as
+/// one change at `config.<name>`, so nothing inside it reaches the output.
 pub fn diff_definitions(a: &Value, b: &Value) -> Result<Vec<Difference>> {
     let (ta, tb) = (definition_to_tool(a)?, definition_to_tool(b)?);
-    let secret = |t: &Tool, path: &str| {
-        t.config_schema
-            .iter()
-            .any(|p| p.secret && path == format!("config.{}", p.name))
-    };
-    let mut out = diff(a, b);
-    for d in &mut out {
-        if secret(&ta, &d.path) || secret(&tb, &d.path) {
-            for v in [&mut d.from, &mut d.to] {
-                if !v.is_null() {
-                    *v = Value::String(toolsmith_core::model::REDACTED.into());
-                }
-            }
+    let mut secrets: Vec<&str> = ta
+        .config_schema
+        .iter()
+        .chain(&tb.config_schema)
+        .filter(|p| p.secret)
+        .map(|p| p.name.as_str())
+        .collect();
+    secrets.sort_unstable();
+    secrets.dedup();
+    let (mut a, mut b) = (a.clone(), b.clone());
+    let mut out = Vec::new();
+    for name in secrets {
+        let take = |v: &mut Value| {
+            v.get_mut("config")
+                .and_then(Value::as_object_mut)
+                .and_then(|c| c.remove(name))
+        };
+        let (from, to) = (take(&mut a), take(&mut b));
+        if from != to {
+            let shown = |v: Option<Value>| {
+                v.map_or(Value::Null, |_| {
+                    Value::String(toolsmith_core::model::REDACTED.into())
+                })
+            };
+            out.push(Difference {
+                path: format!("config.{name}"),
+                from: shown(from),
+                to: shown(to),
+            });
         }
     }
+    for v in [&mut a, &mut b] {
+        if let Some(map) = v.as_object_mut()
+            && map
+                .get("config")
+                .is_some_and(|c| c.as_object().is_some_and(Map::is_empty))
+        {
+            map.remove("config");
+        }
+    }
+    out.extend(diff(&a, &b));
+    out.sort_by(|x, y| x.path.cmp(&y.path));
     Ok(out)
 }
 

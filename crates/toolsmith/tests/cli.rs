@@ -852,3 +852,54 @@ fn a_closed_output_pipe_ends_quietly() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
 }
+
+#[test]
+fn secrets_stay_out_of_errors_and_dry_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("c.yaml");
+    std::fs::write(
+        &file,
+        "tools:\n  - name: s\n    description: d\n    script: {source: \"print('{}')\"}\n    config_schema: [{name: key, secret: true, max_length: 100}]\n    config: {key: \"${TS_TEST_SECRET}\"}\n",
+    )
+    .expect("write");
+    let f = file.to_str().expect("utf-8");
+    let run = |secret: &str, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+            .args(args)
+            .env("TS_TEST_SECRET", secret)
+            .current_dir(repo())
+            .output()
+            .expect("runs")
+    };
+    let o = run(
+        "short-SECRET",
+        &["call", "s", "-c", f, "--dry-run", "--json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("SECRET"), "{}", stdout(&o));
+    assert_eq!(
+        json_out(&o)["data"]["stdin"],
+        "{\"config\":{\"key\":\"***\"}}"
+    );
+    let long = format!("long-SECRET-{}", "x".repeat(200));
+    let o = run(&long, &["check", f]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("config.key"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("SECRET"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_parameter_cannot_set_a_variable_the_operator_sets() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("c.yaml");
+    std::fs::write(
+        &file,
+        "tools:\n  - name: s\n    description: d\n    command: [env]\n    env: {MODE: safe}\n    config_schema: [{name: key, secret: true, env_name: API_KEY}]\n    config: {key: k}\n    parameters:\n      - {name: k, inject_as: env, env_name: API_KEY}\n      - {name: mode, inject_as: env}\n",
+    )
+    .expect("write");
+    let o = toolsmith(&["check", file.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("tools[0].parameters[0].env_name: environment variable \"API_KEY\" is already set by the secret config field \"key\""), "{err}");
+    assert!(err.contains("tools[0].parameters[1].env_name: environment variable \"MODE\" is already set by the tool's `env`"), "{err}");
+}

@@ -157,21 +157,28 @@ fn nul_bytes_and_oversized_arguments_are_refused() {
         /e: environment variable E contains a NUL byte, which no program can receive
     "#]],
     );
-    let big = "x".repeat(MAX_ARG_BYTES + 1);
+    // The kernel's limit counts the terminating NUL (and `NAME=` for a variable).
+    let big = "x".repeat(MAX_ARG_BYTES);
     check(
         t,
         json!({"a": big}),
         expect![[r#"
-        /a: the value is 131073 bytes, over the 131072-byte limit for one argument; pass large values on stdin (`inject_as: stdin`)
+        /a: the value is 131072 bytes, over the 131071-byte limit the kernel sets for one argument or variable; pass large values on stdin (`inject_as: stdin`)
     "#]],
     );
+    let t3 = compiled(t);
+    let fits = "x".repeat(MAX_ARG_BYTES - 1);
+    assert!(plan::dry_run(&t3, json!({"a": fits})).success);
+    let env_fits = "x".repeat(MAX_ARG_BYTES - 1 - "E=".len());
+    assert!(plan::dry_run(&t3, json!({"e": env_fits.clone()})).success);
+    assert!(!plan::dry_run(&t3, json!({"e": format!("{env_fits}x")})).success);
     // stdin takes any size and any bytes JSON can carry.
     let t2 = compiled(t);
     let r = plan::dry_run(&t2, json!({"s": format!("{big}\u{0}")}));
     assert!(r.success, "{:?}", r.error);
     assert_eq!(
         r.data.expect("data")["stdin"].as_str().map(str::len),
-        Some(MAX_ARG_BYTES + 2)
+        Some(MAX_ARG_BYTES + 1)
     );
 }
 
