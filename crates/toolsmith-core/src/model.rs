@@ -471,6 +471,10 @@ pub struct Parameter {
     pub injection: Injection,
     #[serde(skip_serializing_if = "is_false")]
     pub secret: bool,
+    /// A string naming a path inside the workspace: relative, without `..`, and (checked by
+    /// the engine before a command runs) not leaving the workspace through a symlink.
+    #[serde(skip_serializing_if = "is_false")]
+    pub workspace_path: bool,
 }
 
 impl Parameter {

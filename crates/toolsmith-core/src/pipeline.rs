@@ -405,6 +405,12 @@ impl Walk {
             }
         }
         match v {
+            Value::String(text) if p.workspace_path => {
+                if let Some(why) = outside_workspace(text) {
+                    let message = format!("{} refused: {why}", Value::String(text.clone()));
+                    self.refuse(path, message);
+                }
+            }
             Value::Number(n) if p.ty == ParamType::Integer || p.is_integer_enum() => {
                 let problem = if let Some(f) = n.as_f64().filter(|_| !n.is_i64() && !n.is_u64()) {
                     if f.fract() != 0.0 {
@@ -464,6 +470,18 @@ impl Walk {
         let at = pointer_of(path);
         self.reported.push(at.clone());
         self.problems.push(Problem::new(at, message));
+    }
+}
+
+/// Why `path` cannot name a place inside the workspace, by its text alone (symlinks are the
+/// engine's to check): absolute paths and `..` components are refused.
+pub fn outside_workspace(path: &str) -> Option<&'static str> {
+    if path.starts_with('/') {
+        Some("paths are relative to the workspace (rule: no absolute paths)")
+    } else if path.split('/').any(|c| c == "..") {
+        Some("`..` is not allowed in paths (rule: no parent references)")
+    } else {
+        None
     }
 }
 

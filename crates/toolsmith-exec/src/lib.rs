@@ -162,6 +162,10 @@ impl Engine {
             Ok(i) => i,
             Err(problems) => return tool.invalid_arguments(problems),
         };
+        let problems = self.workspace_paths(t, &prepared.arguments);
+        if !problems.is_empty() {
+            return tool.invalid_arguments(problems);
+        }
         let _permits = match self.acquire(t).await {
             Ok(p) => p,
             Err(message) => return ToolResult::err(ErrorKind::Timeout, message, Vec::new(), meta),
@@ -170,6 +174,37 @@ impl Engine {
             Executor::Builtin(name) => self.builtin(t, name, prepared.arguments, meta).await,
             Executor::Command(_) | Executor::Script(_) => self.process(t, invocation, meta).await,
         }
+    }
+
+    /// Parameters marked `workspace_path` (and array items so marked) must not leave the
+    /// workspace through a symlink either; the pipeline has already refused absolute paths
+    /// and `..`.
+    fn workspace_paths(
+        &self,
+        t: &Tool,
+        args: &serde_json::Map<String, Value>,
+    ) -> Vec<toolsmith_core::result::Problem> {
+        let mut problems = Vec::new();
+        let mut check = |pointer: String, v: &Value| {
+            if let Some(path) = v.as_str()
+                && let Err(message) = self.workspace.check_path(path)
+            {
+                problems.push(toolsmith_core::result::Problem::new(pointer, message));
+            }
+        };
+        for p in &t.parameters {
+            let Some(v) = args.get(&p.name) else { continue };
+            if p.workspace_path {
+                check(format!("/{}", p.name), v);
+            } else if p.items.as_ref().is_some_and(|i| i.workspace_path)
+                && let Some(items) = v.as_array()
+            {
+                for (i, item) in items.iter().enumerate() {
+                    check(format!("/{}/{i}", p.name), item);
+                }
+            }
+        }
+        problems
     }
 
     /// A global slot, then the tool's own, waiting at most `queue_timeout` in all.

@@ -242,6 +242,23 @@ impl Workspace {
         Ok(())
     }
 
+    /// Checks that `path` (for a command tool's argument) stays inside the workspace: the
+    /// longest part of it that exists resolves beneath the root. The command opens the path
+    /// itself later; this refuses what already leads out, it cannot stop a swap made after.
+    pub fn check_path(&self, path: &str) -> Result<(), String> {
+        let at = self.inside(path)?;
+        let parts: Vec<_> = at.rel.components().collect();
+        for n in (0..=parts.len()).rev() {
+            let prefix: PathBuf = parts[..n].iter().collect();
+            match self.open_beneath(&prefix, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()) {
+                Ok(_) => return Ok(()),
+                Err(Errno::NOENT | Errno::NOTDIR) => continue,
+                Err(e) => return Err(self.open_error(&at, e)),
+            }
+        }
+        Ok(())
+    }
+
     /// Resolves `path` (relative to the root, or absolute inside it) to a canonical path
     /// inside the workspace, for a tool's `working_dir` (set by the catalog, not by a
     /// model). `must_exist: false` allows a path whose last components do not exist yet.

@@ -82,15 +82,18 @@ pub struct Caller {
     pub name: String,
 }
 
-/// The role a request needs: reads and validation `read`, calls (and MCP) `call`, other
-/// writes `admin`.
-fn needed(method: &Method, path: &str) -> Role {
-    if path.ends_with("/call") || path == "/mcp" || path.starts_with("/mcp/") {
-        Role::Call
-    } else if method == Method::GET || method == Method::HEAD || path.ends_with("/validate") {
-        Role::Read
-    } else {
-        Role::Admin
+/// The role a request needs, decided from the whole route — never from a suffix, which a
+/// tool's own name could supply (a tool named `validate` or `call`): reads, validations and
+/// plans `read`; calls and MCP `call`; every other write `admin`.
+pub fn needed(method: &Method, path: &str) -> Role {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match (method, segments.as_slice()) {
+        (_, ["mcp", ..]) => Role::Call,
+        (&Method::POST, ["v1", "tools", _, "call"]) => Role::Call,
+        (&Method::POST, ["v1", "tools", _, "validate" | "plan"]) => Role::Read,
+        (&Method::POST, ["v1", "check"]) => Role::Read,
+        (&Method::GET | &Method::HEAD | &Method::OPTIONS, _) => Role::Read,
+        _ => Role::Admin,
     }
 }
 

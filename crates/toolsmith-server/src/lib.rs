@@ -233,11 +233,7 @@ async fn note_changes(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let path = req.uri().path();
-    let writes = req.method() != axum::http::Method::GET
-        && req.method() != axum::http::Method::HEAD
-        && path.starts_with("/v1/tools")
-        && !path.ends_with("/call")
-        && !path.ends_with("/validate");
+    let writes = path.starts_with("/v1/tools") && auth::needed(req.method(), path) == Role::Admin;
     let response = next.run(req).await;
     if writes && response.status().is_success() {
         state.changed();

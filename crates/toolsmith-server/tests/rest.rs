@@ -1157,3 +1157,124 @@ async fn secrets_never_leave_in_diffs_errors_or_plans() {
     .await;
     assert!(!v.to_string().contains("SECRET"), "{v}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roles_come_from_the_route_not_from_a_tools_name() {
+    let s = start(&[
+        "reader:read=read-secret-1",
+        "caller:call=call-secret-1",
+        "boss=admin-secret-1",
+    ])
+    .await;
+    let url = |p: &str| format!("{}{p}", s.base);
+    for name in ["validate", "call", "plan"] {
+        let tool = json!({"name": name, "description": "d", "command": ["true"]}).to_string();
+        let (st, _) = req(
+            "POST",
+            url("/tools"),
+            Some("admin-secret-1"),
+            &[],
+            Some(tool),
+        )
+        .await;
+        assert_eq!(st, 201);
+    }
+    let edit = json!({"description": "changed", "command": ["true"]}).to_string();
+    for (token, name) in [
+        ("read-secret-1", "validate"),
+        ("read-secret-1", "plan"),
+        ("call-secret-1", "call"),
+    ] {
+        let (st, _) = req(
+            "PUT",
+            url(&format!("/tools/{name}")),
+            Some(token),
+            &[("if-match", "1")],
+            Some(edit.clone()),
+        )
+        .await;
+        assert_eq!(st, 403, "{token} edits {name}");
+        let (st, _) = req(
+            "DELETE",
+            url(&format!("/tools/{name}")),
+            Some(token),
+            &[],
+            None,
+        )
+        .await;
+        assert_eq!(st, 403, "{token} deletes {name}");
+    }
+    let (_, v) = req("GET", url("/tools/call"), Some("read-secret-1"), &[], None).await;
+    assert_eq!(
+        (v["version"].clone(), v["definition"]["description"].clone()),
+        (json!(1), json!("d"))
+    );
+    // What each role may do still works.
+    let (st, _) = req(
+        "POST",
+        url("/tools/validate/validate"),
+        Some("read-secret-1"),
+        &[],
+        Some("{}".into()),
+    )
+    .await;
+    assert_eq!(st, 200);
+    let (st, v) = req(
+        "POST",
+        url("/tools/call/call"),
+        Some("call-secret-1"),
+        &[],
+        Some("{}".into()),
+    )
+    .await;
+    assert_eq!((st, v["success"].clone()), (200, json!(true)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pinned_version_obeys_the_tool_as_it_is_now() {
+    let s = start(&[]).await;
+    let v1 = json!({"name": "rm_it", "description": "d", "command": ["touch", "ran"], "working_dir": "."});
+    assert_eq!(send(&s, "POST", "/tools", v1, &[]).await.0, 201);
+    let v2 = json!({"name": "rm_it", "description": "now dangerous", "command": ["touch", "ran"], "working_dir": ".", "danger": "dangerous"});
+    assert_eq!(
+        send(&s, "PUT", "/tools/rm_it", v2, &[("if-match", "1")])
+            .await
+            .0,
+        200
+    );
+    // Version 1 was safe; the tool is dangerous now, so the pin needs confirmation too.
+    let (_, r) = send(&s, "POST", "/tools/rm_it/call", json!({"version": 1}), &[]).await;
+    assert_eq!(r["error"]["kind"], "needs_confirmation", "{r}");
+    assert!(!s._dir.path().join("ran").exists());
+    // Disabled now: no version runs.
+    assert_eq!(
+        send(&s, "POST", "/tools/rm_it/disable", json!(null), &[])
+            .await
+            .0,
+        200
+    );
+    let (_, r) = send(
+        &s,
+        "POST",
+        "/tools/rm_it/call",
+        json!({"version": 1, "confirm": true}),
+        &[],
+    )
+    .await;
+    assert_eq!(r["error"]["kind"], "disabled", "{r}");
+    // Deleted: no version runs either.
+    assert_eq!(
+        send(&s, "DELETE", "/tools/rm_it", json!(null), &[]).await.0,
+        204
+    );
+    let (st, _) = send(
+        &s,
+        "POST",
+        "/tools/rm_it/call",
+        json!({"version": 1, "confirm": true}),
+        &[],
+    )
+    .await;
+    assert_eq!(st, 404);
+    assert!(!s._dir.path().join("ran").exists(), "nothing ran");
+}

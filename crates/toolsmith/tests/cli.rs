@@ -903,3 +903,61 @@ fn a_parameter_cannot_set_a_variable_the_operator_sets() {
     assert!(err.contains("tools[0].parameters[0].env_name: environment variable \"API_KEY\" is already set by the secret config field \"key\""), "{err}");
     assert!(err.contains("tools[0].parameters[1].env_name: environment variable \"MODE\" is already set by the tool's `env`"), "{err}");
 }
+
+#[test]
+fn example_tools_stay_inside_the_workspace() {
+    let ws = tempfile::tempdir().expect("tempdir");
+    std::fs::write(ws.path().join("notes.txt"), "root of the matter\n").expect("write");
+    std::os::unix::fs::symlink("/etc", ws.path().join("etc")).expect("symlink");
+    let w = ws.path().to_str().expect("utf-8");
+    let search = |path: &str| {
+        toolsmith(&[
+            "call",
+            "search_text",
+            "--workspace",
+            w,
+            "--json",
+            "-a",
+            "pattern=root",
+            "-a",
+            &format!("path={path}"),
+        ])
+    };
+    for (path, rule) in [
+        ("/etc/passwd", "rule: no absolute paths"),
+        ("../../etc/passwd", "rule: no parent references"),
+        ("etc/passwd", "rule: symlinks may not leave the workspace"),
+        ("etc", "rule: symlinks may not leave the workspace"),
+    ] {
+        let o = search(path);
+        assert_eq!(o.status.code(), Some(1), "{path}");
+        let r = json_out(&o);
+        assert_eq!(r["error"]["kind"], "invalid_arguments", "{path}: {r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(rule),
+            "{path}: {r}"
+        );
+        assert!(
+            !stdout(&o).contains("root:x:0"),
+            "{path} read the host's files"
+        );
+    }
+    let o = search("notes.txt");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("root of the matter"));
+    let o = toolsmith(&[
+        "call",
+        "remove_files",
+        "--workspace",
+        w,
+        "--yes",
+        "--json",
+        "--args",
+        "{\"paths\": [\"notes.txt\", \"/etc/hostname\"]}",
+    ]);
+    assert_eq!(json_out(&o)["error"]["details"][0]["pointer"], "/paths/1");
+    assert!(ws.path().join("notes.txt").exists(), "nothing ran");
+}

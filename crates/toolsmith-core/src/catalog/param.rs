@@ -43,6 +43,7 @@ const KEYS: &[&str] = &[
     "separator",
     "env_name",
     "secret",
+    "workspace_path",
 ];
 
 const INJECTION_KEYS: &[&str] = &[
@@ -182,6 +183,18 @@ pub(crate) fn parse(v: &Value, path: &str, place: Place, e: &mut Errs) -> Option
     parse_constraints(&f, &mut p, e);
     parse_injection(&f, &mut p, place, e);
 
+    if let Some(w) = f.boolean("workspace_path", e) {
+        if p.ty != ParamType::String {
+            e.push(
+                &f.at("workspace_path"),
+                format!(
+                    "`workspace_path` applies to string parameters (for a list of paths, set it on `items`), not {}",
+                    p.ty.as_str()
+                ),
+            );
+        }
+        p.workspace_path = w;
+    }
     if place == Place::Config {
         p.secret = f.boolean("secret", e).unwrap_or(false);
     } else if f.has("secret") {
