@@ -252,28 +252,106 @@ pub fn check_bind(addr: SocketAddr, tokens: &[Token]) -> Result<(), String> {
     Ok(())
 }
 
+/// How the HTTP server treats connections.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    /// Connections open at once; more are closed as they arrive.
+    pub max_connections: usize,
+    /// Time a client has to send a request's headers, and how long an idle keep-alive
+    /// connection waits for the next request, before it is closed.
+    pub header_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 4096,
+            header_timeout: Duration::from_secs(15),
+        }
+    }
+}
+
 /// Serves `app` on `listener` until `shutdown` resolves, then waits up to `grace` for running
-/// requests (tool calls included) to finish.
+/// requests (tool calls included) to finish. Connections are capped and idle or slow ones are
+/// closed ([`ConnectionLimits`]): thousands of idle sockets cannot exhaust file handles.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
     grace: Duration,
 ) -> std::io::Result<()> {
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        shutdown.await;
-        let _ = tx.send(());
-    });
-    let server = async move { server.await };
+    serve_with(listener, app, shutdown, grace, ConnectionLimits::default()).await
+}
+
+/// [`serve`] with chosen [`ConnectionLimits`].
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    grace: Duration,
+    limits: ConnectionLimits,
+) -> std::io::Result<()> {
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut shutdown = std::pin::pin!(shutdown);
+    let mut refused_logged = false;
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(c) => c,
+                Err(e) => {
+                    // Out of file handles, say: wait a little rather than spin.
+                    tracing::warn!("accepting a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            if !refused_logged {
+                tracing::warn!(
+                    "{} connections are open, the most allowed; closing new ones until some end",
+                    limits.max_connections
+                );
+                refused_logged = true;
+            }
+            drop(stream);
+            continue;
+        };
+        refused_logged = false;
+        let _ = stream.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let mut stop = stop_rx.clone();
+        let header_timeout = limits.header_timeout;
+        tokio::spawn(async move {
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_timeout)
+                .keep_alive(true);
+            let conn = builder
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .with_upgrades();
+            let mut conn = std::pin::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                () = async move { let _ = stop.wait_for(|s| *s).await.map(drop); } => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+            drop(slot);
+        });
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
     tokio::select! {
-        r = server => r,
-        _ = async move {
-            let _ = rx.await;
-            tokio::time::sleep(grace).await;
-        } => {
+        _ = slots.acquire_many(all) => {}
+        () = tokio::time::sleep(grace) => {
             eprintln!("toolsmith: requests still running after {} s; stopping anyway", grace.as_secs());
-            Ok(())
         }
     }
+    Ok(())
 }

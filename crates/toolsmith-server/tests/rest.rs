@@ -1278,3 +1278,66 @@ async fn a_pinned_version_obeys_the_tool_as_it_is_now() {
     assert_eq!(st, 404);
     assert!(!s._dir.path().join("ran").exists(), "nothing ran");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_and_slow_connections_are_bounded() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Registry::open(&dir.path().join("reg.db").display().to_string())
+        .await
+        .expect("store");
+    let engine = Arc::new(Engine::new(EngineConfig::new(dir.path())).expect("engine"));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let limits = toolsmith_server::ConnectionLimits {
+        max_connections: 20,
+        header_timeout: std::time::Duration::from_millis(400),
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(toolsmith_server::serve_with(
+        listener,
+        toolsmith_server::app(AppState::new(store, engine, Vec::new())),
+        async move {
+            let _ = rx.await;
+        },
+        std::time::Duration::from_secs(5),
+        limits,
+    ));
+    // Twenty idle connections fill the server; a slow client trickles half a request.
+    let mut idle = Vec::new();
+    for _ in 0..19 {
+        idle.push(tokio::net::TcpStream::connect(addr).await.expect("connect"));
+    }
+    let mut slow = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    slow.write_all(b"GET /v1/health HTTP/1.1\r\nhost: 127.0.0.1\r\n")
+        .await
+        .expect("write");
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    // The 21st is closed at once.
+    let mut extra = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let mut buf = [0u8; 64];
+    let n = tokio::time::timeout(std::time::Duration::from_secs(2), extra.read(&mut buf)).await;
+    assert!(
+        matches!(n, Ok(Ok(0)) | Ok(Err(_))),
+        "over the cap: closed, got {n:?}"
+    );
+    // After the header timeout the idle and the slow ones are closed too…
+    for c in idle.iter_mut().chain(std::iter::once(&mut slow)) {
+        let n = tokio::time::timeout(std::time::Duration::from_secs(3), c.read(&mut buf)).await;
+        assert!(
+            matches!(n, Ok(Ok(_)) | Ok(Err(_))),
+            "closed by the server: {n:?}"
+        );
+    }
+    // …and the server answers again.
+    let mut c = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    c.write_all(b"GET /v1/health HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
+        .await
+        .expect("write");
+    let mut out = String::new();
+    c.read_to_string(&mut out).await.expect("read");
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    let _ = tx.send(());
+}

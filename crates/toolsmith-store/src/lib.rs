@@ -599,9 +599,9 @@ pub fn diff_definitions(a: &Value, b: &Value) -> Result<Vec<Difference>> {
             map.remove("config");
         }
     }
-    out.extend(diff(&a, &b));
-    out.sort_by(|x, y| x.path.cmp(&y.path));
-    Ok(out)
+    let mut all = diff(&a, &b);
+    all.extend(out);
+    Ok(all)
 }
 
 /// Two definitions are the same when their catalog forms (secrets included) are equal.

@@ -217,6 +217,10 @@ pub struct ServeArgs {
     /// need "confirm": true).
     #[arg(long)]
     pub allow_dangerous: bool,
+    /// Connections open at once; more are closed as they arrive. Idle connections and
+    /// clients slow to send their request's headers are closed after 15 s.
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    pub max_connections: usize,
     /// A Host header the server answers besides localhost, 127.0.0.1 and [::1] (and the
     /// --addr it listens on): NAME (any port) or NAME:PORT; repeatable. Anything else is
     /// refused with 403, which protects against DNS rebinding. '*' turns the check off (only
@@ -555,11 +559,15 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
                 listen: Some(local),
             },
         );
-        toolsmith_server::serve(
+        toolsmith_server::serve_with(
             listener,
             app,
             shutdown_signal(),
             std::time::Duration::from_secs(30),
+            toolsmith_server::ConnectionLimits {
+                max_connections: args.max_connections.max(1),
+                ..Default::default()
+            },
         )
         .await?;
         eprintln!("toolsmith: stopped");
