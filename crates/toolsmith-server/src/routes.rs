@@ -695,6 +695,13 @@ async fn call(
     let body = request.body;
     let tool = compiled_tool(&s, &name, body.version).await?;
     let arguments = body.arguments.clone();
+    let mut unfinished = LogIfDropped {
+        state: s.clone(),
+        tool: tool.clone(),
+        arguments: arguments.clone(),
+        caller: caller.name.clone(),
+        started: std::time::Instant::now(),
+    };
     let result = match request.arguments_problem {
         // (A disabled tool answers `disabled` whatever its arguments: the engine says so.)
         Some(problem) if tool.tool.enabled => tool.invalid_arguments(vec![problem]),
@@ -710,6 +717,7 @@ async fn call(
                 .await
         }
     };
+    unfinished.disarm();
     // The log must not fail the call; a failure to write it goes to the server's log.
     if let Err(e) = s
         .store
@@ -734,6 +742,49 @@ async fn call(
         return Ok(Json(r));
     }
     Ok(Json(result))
+}
+
+/// Writes a `cancelled` entry to the execution log when a call's request goes away before
+/// the call ends (the client disconnected; dropping the call killed its processes), so every
+/// call that started is in the log.
+struct LogIfDropped {
+    state: Arc<AppState>,
+    tool: Arc<toolsmith_core::CompiledTool>,
+    arguments: Value,
+    caller: String,
+    started: std::time::Instant,
+}
+
+impl LogIfDropped {
+    /// The call ended normally; its own entry will be written.
+    fn disarm(&mut self) {
+        self.caller.clear();
+    }
+}
+
+impl Drop for LogIfDropped {
+    fn drop(&mut self) {
+        if self.caller.is_empty() {
+            return;
+        }
+        let mut meta = self.tool.meta(Vec::new());
+        meta.duration_ms = Some(self.started.elapsed().as_secs_f64() * 1000.0);
+        let result = ToolResult::err(
+            ErrorKind::Cancelled,
+            "the client went away before the call ended; its processes were killed",
+            Vec::new(),
+            meta,
+        );
+        let record = RunRecord::of(&result, &self.arguments, &self.caller);
+        let state = self.state.clone();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                if let Err(e) = state.store.record_run(&record, state.run_retention).await {
+                    tracing::warn!("recording a cancelled run: {e}");
+                }
+            });
+        }
+    }
 }
 
 #[derive(Deserialize, IntoParams)]

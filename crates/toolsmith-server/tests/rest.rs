@@ -1341,3 +1341,41 @@ async fn idle_and_slow_connections_are_bounded() {
     assert!(out.starts_with("HTTP/1.1 200"), "{out}");
     let _ = tx.send(());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_client_goes_away_is_logged_as_cancelled() {
+    use tokio::io::AsyncWriteExt;
+    let s = start(&[]).await;
+    let tool = json!({"name": "nap", "description": "d", "command": ["sleep", "30.123"]});
+    assert_eq!(send(&s, "POST", "/tools", tool, &[]).await.0, 201);
+    let addr = s
+        .base
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_owned();
+    let mut c = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    let body = "{}";
+    c.write_all(format!("POST /v1/tools/nap/call HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len()).as_bytes()).await.expect("write");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    drop(c);
+    let mut logged = Value::Null;
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let (_, v) = get(&s, "/runs?tool=nap").await;
+        if v["runs"].as_array().is_some_and(|r| !r.is_empty()) {
+            logged = v["runs"][0].clone();
+            break;
+        }
+    }
+    assert_eq!(logged["kind"], "cancelled", "{logged}");
+    let sleeping = std::fs::read_dir("/proc")
+        .expect("proc")
+        .flatten()
+        .any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| c.windows(6).any(|w| w == b"30.123"))
+        });
+    assert!(!sleeping, "the tool's process was killed");
+}
