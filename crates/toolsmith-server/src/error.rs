@@ -262,8 +262,11 @@ pub async fn refuse_nul(req: Request, next: Next) -> Response {
 }
 
 /// Turns the plain-text rejections of axum's extractors (a malformed path or query parameter,
-/// say) into the error shape above, so every failure is JSON.
+/// say) into the error shape above, so every failure is JSON. On `/mcp` the shape is a
+/// JSON-RPC error instead (a body that is not JSON is a parse error, -32700, with status
+/// 400), since MCP clients read those.
 pub async fn json_errors(req: Request, next: Next) -> Response {
+    let mcp = req.uri().path() == "/mcp";
     let response = next.run(req).await;
     let status = response.status();
     let is_json = response
@@ -278,6 +281,16 @@ pub async fn json_errors(req: Request, next: Next) -> Response {
         Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_owned(),
         Err(_) => String::new(),
     };
+    if mcp && status.is_client_error() {
+        let parse_error = text.contains("deserialize");
+        let (status, code) = match parse_error {
+            true => (StatusCode::BAD_REQUEST, -32700),
+            false => (status, -32600),
+        };
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": null,
+            "error": {"code": code, "message": if text.is_empty() { status.to_string() } else { text }}});
+        return (status, Json(body)).into_response();
+    }
     let code = match status {
         StatusCode::NOT_FOUND => "not_found",
         StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
