@@ -289,7 +289,11 @@ async fn errors_have_one_shape() {
     let mcp = s.base.replace("/v1", "/mcp");
     let headers = [("accept", "application/json, text/event-stream")];
     let (st, v) = req("POST", mcp, None, &headers, Some("{not json".into())).await;
-    assert_eq!((st, v["error"]["code"].clone(), v["jsonrpc"].clone()), (400, json!(-32700), json!("2.0")), "{v}");
+    assert_eq!(
+        (st, v["error"]["code"].clone(), v["jsonrpc"].clone()),
+        (400, json!(-32700), json!("2.0")),
+        "{v}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -350,16 +350,6 @@ fn utc(ms: i64) -> String {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn utc_dates() {
-        assert_eq!(super::utc(0), "1970-01-01 00:00:00");
-        assert_eq!(super::utc(1_795_000_000_000), "2026-11-18 11:06:40");
-        assert_eq!(super::utc(951_782_400_000), "2000-02-29 00:00:00");
-    }
-}
-
 /// Writes to stdout; when the reader has gone away (a closed pipe), exits at once with
 /// status 0, as `head` expects of the programs it reads from.
 pub fn write_stdout(args: std::fmt::Arguments<'_>, newline: bool) {
@@ -379,5 +369,15 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>, newline: bool) {
             eprintln!("error: writing to stdout: {e}");
             std::process::exit(2);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_dates() {
+        assert_eq!(super::utc(0), "1970-01-01 00:00:00");
+        assert_eq!(super::utc(1_795_000_000_000), "2026-11-18 11:06:40");
+        assert_eq!(super::utc(951_782_400_000), "2000-02-29 00:00:00");
     }
 }
