@@ -12,7 +12,10 @@ use axum::response::Response;
 use crate::AppState;
 use crate::error::ApiError;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Role {
     Read,
     Call,
@@ -80,6 +83,9 @@ pub fn parse_tokens_file(text: &str) -> Result<Vec<Token>, String> {
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub name: String,
+    pub role: Role,
+    /// Whether the server asks for tokens at all.
+    pub auth_required: bool,
 }
 
 /// The role a request needs, decided from the whole route — never from a suffix, which a
@@ -102,9 +108,15 @@ pub async fn require(
     mut req: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
+    // The web UI's files are public: the page must load before it can ask for a token.
+    if crate::ui::is_ui_path(req.uri().path()) && req.method() == Method::GET {
+        return Ok(next.run(req).await);
+    }
     let caller = if state.tokens.is_empty() {
         Caller {
             name: "local".into(),
+            role: Role::Admin,
+            auth_required: false,
         }
     } else {
         let presented = req
@@ -139,6 +151,8 @@ pub async fn require(
         }
         Caller {
             name: token.name.clone(),
+            role: token.role,
+            auth_required: true,
         }
     };
     req.extensions_mut().insert(caller);

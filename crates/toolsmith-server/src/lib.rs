@@ -11,6 +11,7 @@ pub mod guard;
 pub mod mcp;
 pub mod openapi;
 mod routes;
+pub mod ui;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -178,6 +179,7 @@ pub fn app_with(state: Arc<AppState>, options: HttpOptions) -> Router {
         config,
     );
     routes::router()
+        .merge(ui::routes())
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -44,7 +44,10 @@ pub fn router() -> Router<Arc<AppState>> {
         .routes(routes!(enable))
         .routes(routes!(disable))
         .routes(routes!(validate))
+        .routes(routes!(plan))
         .routes(routes!(call))
+        .routes(routes!(whoami))
+        .routes(routes!(events))
         .routes(routes!(export))
         .routes(routes!(runs))
         .split_for_parts();
@@ -550,6 +553,8 @@ struct ExportParams {
     strict: bool,
     /// Only tools with this tag.
     tag: Option<String>,
+    /// Only this tool (when it is enabled).
+    name: Option<String>,
 }
 
 /// Every enabled tool rendered for one provider.
@@ -559,17 +564,28 @@ struct ExportParams {
         (status = 400, description = "Unknown format", body = ErrorBody)))]
 async fn export(State(s): Shared, Query(p): Query<ExportParams>) -> ApiResult<Response> {
     let format = p.format;
-    let tagged = StoreQuery {
-        tag: p.tag,
-        ..StoreQuery::default()
+    let tools: Vec<Tool> = match p.name {
+        Some(name) => match s.store.get(&name).await {
+            Ok(r) => vec![r.tool]
+                .into_iter()
+                .filter(|t| p.tag.as_ref().is_none_or(|tag| t.tags.contains(tag)))
+                .collect(),
+            Err(toolsmith_store::StoreError::NotFound(_)) => Vec::new(),
+            Err(e) => return Err(e.into()),
+        },
+        None => {
+            let tagged = StoreQuery {
+                tag: p.tag,
+                ..StoreQuery::default()
+            };
+            s.store
+                .search_all(tagged)
+                .await?
+                .into_iter()
+                .map(|r| r.tool)
+                .collect()
+        }
     };
-    let tools: Vec<Tool> = s
-        .store
-        .search_all(tagged)
-        .await?
-        .into_iter()
-        .map(|r| r.tool)
-        .collect();
     Ok(
         match render(&tools, format, RenderOptions { strict: p.strict }) {
             Rendered::Json(v) => Json(v).into_response(),
@@ -679,6 +695,69 @@ async fn validate(
             details: Some(problems),
         },
     }))
+}
+
+/// What a call would run, without running it (the CLI's `call --dry-run`): the pipeline, then
+/// the plan. `data` is `{"arguments", "argv", "stdin", "env"}` (`"builtin"` for built-ins;
+/// secret values as `***`), `meta.coerced` the repairs; a problem is an `invalid_arguments`
+/// result, a disabled tool `disabled`. Dangerous tools are planned too: nothing runs.
+#[utoipa::path(post, path = "/v1/tools/{name}/plan", tag = "calls", params(("name" = String, Path, description = "The tool's name")), request_body = CallBody,
+    responses((status = 200, body = ToolResult), (status = 404, body = ErrorBody)))]
+async fn plan(
+    State(s): Shared,
+    Path(name): Path<String>,
+    request: CallRequest<CallBody>,
+) -> ApiResult<Json<ToolResult>> {
+    let body = request.body;
+    let tool = compiled_tool(&s, &name, body.version).await?;
+    Ok(Json(match request.arguments_problem {
+        Some(problem) if tool.tool.enabled => tool.invalid_arguments(vec![problem]),
+        _ => toolsmith_core::plan::dry_run(&tool, body.arguments),
+    }))
+}
+
+/// Who the caller is.
+#[derive(Serialize, ToSchema)]
+struct WhoAmI {
+    /// The token's name (`local` when the server has no tokens).
+    name: String,
+    /// `read`, `call` or `admin`.
+    role: crate::auth::Role,
+    /// Whether the server asks for tokens.
+    auth_required: bool,
+}
+
+/// The caller's name and role, for clients (the web UI) that show or hide what the role
+/// cannot do.
+#[utoipa::path(get, path = "/v1/whoami", tag = "server", responses((status = 200, body = WhoAmI)))]
+async fn whoami(Extension(caller): Extension<Caller>) -> Json<WhoAmI> {
+    Json(WhoAmI {
+        name: caller.name,
+        role: caller.role,
+        auth_required: caller.auth_required,
+    })
+}
+
+/// Registry changes as server-sent events: `event: changed` with `{"generation": N}` each
+/// time the registry changes (here, in another process on the same registry, or on another
+/// replica), and a comment every 15 s to keep proxies from closing the stream. Clients
+/// refetch what they show.
+#[utoipa::path(get, path = "/v1/events", tag = "server",
+    responses((status = 200, description = "An event stream (text/event-stream) of `changed` events", content_type = "text/event-stream", body = String)))]
+async fn events(State(s): Shared) -> impl IntoResponse {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    use tokio_stream::StreamExt;
+    let first = s.generation();
+    let changes = tokio_stream::wrappers::WatchStream::from_changes(s.subscribe());
+    let hello = tokio_stream::once(first);
+    let stream = hello.chain(changes).map(|generation| {
+        Ok::<_, std::convert::Infallible>(
+            Event::default()
+                .event("changed")
+                .data(json!({"generation": generation}).to_string()),
+        )
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(15)))
 }
 
 /// Calls a tool. Argument and execution failures are results (`success: false`) with a

@@ -1,0 +1,228 @@
+// The application shell: theme (light/dark, following the system until switched), the query
+// cache, the token prompt when the server asks for one, the header with navigation and who
+// you are, live updates, keyboard shortcuts, and the routes (pages load lazily).
+
+import { lazy, Suspense, useEffect, useMemo, useState, createContext, useContext } from 'react';
+import { BrowserRouter, Link, Navigate, Route, Routes, useLocation, useNavigate } from 'react-router';
+import { QueryClient, QueryClientProvider, useQuery, useQueryClient } from '@tanstack/react-query';
+import { App as AntApp, Alert, Button, ConfigProvider, Form, Input, Layout, Menu, Space, Spin, Switch, Tag, Typography, theme } from 'antd';
+import { ApiError, api, token, type WhoAmI } from './api';
+import { useRegistryEvents } from './live';
+import { ToolsPage } from './pages/Tools';
+
+const ToolPage = lazy(() => import('./pages/Tool'));
+const RunsPage = lazy(() => import('./pages/Runs'));
+const ExportPage = lazy(() => import('./pages/Export'));
+
+/** Who is using the UI (from /v1/whoami). */
+export const MeContext = createContext<WhoAmI | undefined>(undefined);
+export const useMe = () => useContext(MeContext);
+
+const DARK_KEY = 'toolsmith.dark';
+
+function useDarkMode(): [boolean, (dark: boolean) => void] {
+  const media = typeof window !== 'undefined' ? window.matchMedia?.('(prefers-color-scheme: dark)') : undefined;
+  const stored = localStorage.getItem(DARK_KEY);
+  const [system, setSystem] = useState(media?.matches ?? false);
+  const [chosen, setChosen] = useState<boolean | null>(stored === null ? null : stored === 'true');
+  useEffect(() => {
+    if (!media) return;
+    const on = (e: MediaQueryListEvent) => setSystem(e.matches);
+    media.addEventListener('change', on);
+    return () => media.removeEventListener('change', on);
+  }, [media]);
+  const set = (dark: boolean) => {
+    localStorage.setItem(DARK_KEY, String(dark));
+    setChosen(dark);
+  };
+  return [chosen ?? system, set];
+}
+
+/** A `#token=...` in the address (as `serve` may print it) moves into sessionStorage. */
+function takeTokenFromFragment(): void {
+  const m = /[#&]token=([^&]+)/.exec(window.location.hash);
+  if (m?.[1]) {
+    token.set(decodeURIComponent(m[1]));
+    history.replaceState(null, '', window.location.pathname + window.location.search);
+  }
+}
+
+export function App() {
+  takeTokenFromFragment();
+  const [dark, setDark] = useDarkMode();
+  const client = useMemo(
+    () =>
+      new QueryClient({
+        defaultOptions: {
+          queries: {
+            retry: (n, e) => !(e instanceof ApiError && e.status >= 400 && e.status < 500) && n < 2,
+            refetchOnWindowFocus: false,
+          },
+        },
+      }),
+    [],
+  );
+  useEffect(() => {
+    document.documentElement.style.colorScheme = dark ? 'dark' : 'light';
+  }, [dark]);
+  return (
+    <ConfigProvider theme={{ algorithm: dark ? theme.darkAlgorithm : theme.defaultAlgorithm }}>
+      <AntApp>
+        <QueryClientProvider client={client}>
+          <BrowserRouter basename="/ui">
+            <Shell dark={dark} setDark={setDark} />
+          </BrowserRouter>
+        </QueryClientProvider>
+      </AntApp>
+    </ConfigProvider>
+  );
+}
+
+function Shell({ dark, setDark }: { dark: boolean; setDark: (d: boolean) => void }) {
+  const me = useQuery({ queryKey: ['whoami'], queryFn: api.whoami });
+  const client = useQueryClient();
+  const { token: colors } = theme.useToken();
+  useRegistryEvents(me.isSuccess);
+  useShortcuts();
+  const location = useLocation();
+  const section = location.pathname.split('/')[1] || 'tools';
+
+  if (me.isPending) {
+    return <Spin fullscreen />;
+  }
+  const needsToken = me.error instanceof ApiError && me.error.needsToken;
+  if (needsToken) {
+    return <TokenPrompt rejected={token.get() !== null} onToken={() => void client.invalidateQueries()} />;
+  }
+  return (
+    <MeContext.Provider value={me.data}>
+      <Layout style={{ minHeight: '100vh' }}>
+        <Layout.Header
+          style={{ display: 'flex', alignItems: 'center', gap: 16, background: colors.colorBgContainer, borderBottom: `1px solid ${colors.colorBorderSecondary}`, paddingInline: 16, flexWrap: 'wrap', height: 'auto', minHeight: 64 }}
+        >
+          <Link to="/tools" style={{ fontWeight: 700, fontSize: 18, color: colors.colorText }}>
+            toolsmith
+          </Link>
+          <nav aria-label="Sections" style={{ flex: 1, minWidth: 200 }}>
+            <Menu
+              mode="horizontal"
+              selectedKeys={[section]}
+              style={{ borderBottom: 'none', background: 'transparent' }}
+              items={[
+                { key: 'tools', label: <Link to="/tools">Tools</Link> },
+                { key: 'runs', label: <Link to="/runs">Runs</Link> },
+                { key: 'export', label: <Link to="/export">Export</Link> },
+              ]}
+            />
+          </nav>
+          <Space wrap>
+            {me.data && (
+              <span>
+                <Typography.Text type="secondary">Signed in as </Typography.Text>
+                <Typography.Text strong>{me.data.name}</Typography.Text> <Tag>{me.data.role}</Tag>
+              </span>
+            )}
+            {me.data?.auth_required && (
+              <Button
+                size="small"
+                onClick={() => {
+                  token.set(null);
+                  void client.invalidateQueries();
+                }}
+              >
+                Sign out
+              </Button>
+            )}
+            <Switch
+              checked={dark}
+              onChange={setDark}
+              checkedChildren="Dark"
+              unCheckedChildren="Light"
+              aria-label="Dark mode"
+            />
+          </Space>
+        </Layout.Header>
+        <Layout.Content style={{ padding: 16, maxWidth: 1400, width: '100%', margin: '0 auto' }}>
+          {me.error && !needsToken && (
+            <Alert type="error" showIcon title="The server could not be asked who you are" description={me.error.message} style={{ marginBottom: 16 }} />
+          )}
+          <Suspense fallback={<Spin />}>
+            <Routes>
+              <Route path="/" element={<Navigate to="/tools" replace />} />
+              <Route path="/tools" element={<ToolsPage />} />
+              <Route path="/tools/:name" element={<ToolPage />} />
+              <Route path="/runs" element={<RunsPage />} />
+              <Route path="/export" element={<ExportPage />} />
+              <Route path="*" element={<NotFound />} />
+            </Routes>
+          </Suspense>
+        </Layout.Content>
+      </Layout>
+    </MeContext.Provider>
+  );
+}
+
+function NotFound() {
+  return (
+    <Alert
+      type="warning"
+      showIcon
+      title="No such page"
+      description={
+        <span>
+          Go to the <Link to="/tools">tool list</Link>.
+        </span>
+      }
+    />
+  );
+}
+
+/** `/` focuses the tool search (from any page). */
+function useShortcuts() {
+  const navigate = useNavigate();
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const target = e.target as HTMLElement | null;
+      const typing = target && (target.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName));
+      if (e.key === '/' && !typing && !e.ctrlKey && !e.metaKey && !e.altKey) {
+        e.preventDefault();
+        const search = document.getElementById('tool-search');
+        if (search) search.focus();
+        else navigate('/tools', { state: { focusSearch: true } });
+      }
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [navigate]);
+}
+
+function TokenPrompt({ rejected, onToken }: { rejected: boolean; onToken: () => void }) {
+  const [value, setValue] = useState('');
+  return (
+    <Layout style={{ minHeight: '100vh', alignItems: 'center', justifyContent: 'center', padding: 16 }}>
+      <main style={{ width: 'min(420px, 100%)' }}>
+        <Typography.Title level={2}>toolsmith</Typography.Title>
+        <Typography.Paragraph>
+          This server asks for a token. Paste one its operator gave you; it is kept in this tab only.
+        </Typography.Paragraph>
+        {rejected && (
+          <Alert type="error" showIcon title="That token was not accepted" description="Check it and try again, or ask the server's operator for one." style={{ marginBottom: 16 }} />
+        )}
+        <Form
+          layout="vertical"
+          onFinish={() => {
+            token.set(value.trim());
+            onToken();
+          }}
+        >
+          <Form.Item label="Token" htmlFor="token-input" required>
+            <Input.Password id="token-input" value={value} onChange={(e) => setValue(e.target.value)} autoFocus autoComplete="off" />
+          </Form.Item>
+          <Button type="primary" htmlType="submit" disabled={value.trim() === ''}>
+            Sign in
+          </Button>
+        </Form>
+      </main>
+    </Layout>
+  );
+}

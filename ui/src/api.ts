@@ -1,0 +1,287 @@
+// The REST client: every request goes to the server that served the page (/v1), with the
+// token from sessionStorage as a bearer header. Failures become ApiError, carrying the
+// server's code, message and details, so every page can show them plainly.
+
+export type Role = 'read' | 'call' | 'admin';
+
+export interface WhoAmI {
+  name: string;
+  role: Role;
+  auth_required: boolean;
+}
+
+export interface ToolSummary {
+  name: string;
+  title: string | null;
+  description: string;
+  version: number;
+  enabled: boolean;
+  danger: 'safe' | 'dangerous';
+  executor: 'command' | 'script' | 'builtin';
+  tags: string[];
+}
+
+export interface ToolList {
+  tools: ToolSummary[];
+  next_cursor: string | null;
+}
+
+/** A parameter as the catalog form writes it (SPEC §3). */
+export interface ParameterDef {
+  name?: string;
+  type?: string;
+  description?: string;
+  required?: boolean;
+  default?: unknown;
+  nullable?: boolean;
+  values?: unknown[];
+  items?: ParameterDef | string;
+  properties?: ParameterDef[];
+  additional_properties?: boolean;
+  inject_as?: string;
+  option_name?: string;
+  option_style?: string;
+  boolean_style?: string;
+  array_style?: string;
+  separator?: string;
+  env_name?: string;
+  secret?: boolean;
+  workspace_path?: boolean;
+  [constraint: string]: unknown;
+}
+
+/** A tool definition in catalog form (secrets as "***"). */
+export interface Definition {
+  name: string;
+  title?: string;
+  description: string;
+  danger?: 'safe' | 'dangerous';
+  annotations?: Record<string, boolean>;
+  tags?: string[];
+  enabled?: boolean;
+  timeout_ms?: number;
+  command?: string[];
+  script?: { interpreter?: string; source?: string };
+  builtin?: string;
+  parameters?: ParameterDef[];
+  config_schema?: ParameterDef[];
+  config?: Record<string, unknown>;
+  limits?: Record<string, number>;
+  env_allowlist?: string[];
+  env?: Record<string, string>;
+  working_dir?: string;
+  output?: string;
+  output_schema?: unknown;
+  end_of_options?: string;
+  max_concurrency?: number;
+  strict_arguments?: boolean;
+  [key: string]: unknown;
+}
+
+export interface ToolView {
+  name: string;
+  version: number;
+  updated_at_ms: number;
+  updated_by: string;
+  definition: Definition;
+  input_schema: JsonSchema;
+}
+
+export interface JsonSchema {
+  type?: string | string[];
+  description?: string;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  items?: JsonSchema;
+  enum?: unknown[];
+  default?: unknown;
+  additionalProperties?: boolean | JsonSchema;
+  [keyword: string]: unknown;
+}
+
+export interface VersionView {
+  version: number;
+  created_at_ms: number;
+  author: string;
+  summary: string;
+  definition?: Definition;
+}
+
+export interface Difference {
+  path: string;
+  from: unknown;
+  to: unknown;
+}
+
+export interface Problem {
+  pointer: string;
+  message: string;
+}
+
+export interface ToolResult {
+  success: boolean;
+  data?: unknown;
+  error?: { kind: string; message: string; details?: Problem[] };
+  meta: {
+    tool: string;
+    version: number;
+    coerced?: string[];
+    duration_ms?: number;
+    exit_code?: number | null;
+    truncated?: boolean;
+    stdout_bytes?: number;
+    stderr_bytes?: number;
+    lossy?: boolean;
+  };
+}
+
+export interface RunRecord {
+  id: number;
+  tool: string;
+  version: number;
+  caller: string;
+  arguments: unknown;
+  kind: string;
+  duration_ms: number;
+  exit_code: number | null;
+  truncated: boolean;
+  started_at_ms: number;
+}
+
+export interface RunList {
+  runs: RunRecord[];
+  next_cursor: string | null;
+}
+
+/** A request the server refused: its status and the error body's code, message and details. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly details: unknown[];
+  readonly currentVersion: number | undefined;
+
+  constructor(status: number, code: string, message: string, details: unknown[] = [], currentVersion?: number) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+    this.details = details;
+    this.currentVersion = currentVersion;
+  }
+
+  /** The server wants a token, or a better one. */
+  get needsToken(): boolean {
+    return this.status === 401;
+  }
+}
+
+const TOKEN_KEY = 'toolsmith.token';
+
+export const token = {
+  get(): string | null {
+    return sessionStorage.getItem(TOKEN_KEY);
+  },
+  set(value: string | null): void {
+    if (value) sessionStorage.setItem(TOKEN_KEY, value);
+    else sessionStorage.removeItem(TOKEN_KEY);
+  },
+};
+
+export function authHeaders(): Record<string, string> {
+  const t = token.get();
+  return t ? { authorization: `Bearer ${t}` } : {};
+}
+
+/** Reads a failed response into an ApiError. */
+export async function errorOf(response: Response): Promise<ApiError> {
+  const text = await response.text().catch(() => '');
+  try {
+    const body = JSON.parse(text) as {
+      error?: { code?: string; message?: string; details?: unknown[]; current_version?: number };
+    };
+    if (body.error) {
+      return new ApiError(
+        response.status,
+        body.error.code ?? 'error',
+        body.error.message ?? response.statusText,
+        body.error.details ?? [],
+        body.error.current_version,
+      );
+    }
+  } catch {
+    // not JSON: fall through
+  }
+  return new ApiError(response.status, 'error', text.trim() || `${response.status} ${response.statusText}`);
+}
+
+/** One request to the API; resolves with the parsed JSON body (or text for non-JSON). */
+export async function request<T>(
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(`/v1${path}`, {
+      method,
+      headers: {
+        ...authHeaders(),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (e) {
+    throw new ApiError(0, 'unreachable', `the server cannot be reached (${String(e)})`);
+  }
+  if (!response.ok) throw await errorOf(response);
+  const type = response.headers.get('content-type') ?? '';
+  if (response.status === 204) return undefined as T;
+  return (type.includes('json') ? response.json() : response.text()) as Promise<T>;
+}
+
+function query(params: Record<string, string | number | boolean | undefined | null>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== undefined && v !== null && v !== '' && v !== false) q.set(k, String(v));
+  }
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+export const api = {
+  whoami: () => request<WhoAmI>('GET', '/whoami'),
+  tools: (p: { q?: string; tag?: string; limit?: number; cursor?: string | null; include_disabled?: boolean }) =>
+    request<ToolList>('GET', `/tools${query(p)}`),
+  tool: (name: string) => request<ToolView>('GET', `/tools/${encodeURIComponent(name)}`),
+  setEnabled: (name: string, enabled: boolean) =>
+    request<ToolView>('POST', `/tools/${encodeURIComponent(name)}/${enabled ? 'enable' : 'disable'}`),
+  versions: (name: string) =>
+    request<{ versions: VersionView[] }>('GET', `/tools/${encodeURIComponent(name)}/versions`),
+  version: (name: string, v: number) =>
+    request<VersionView>('GET', `/tools/${encodeURIComponent(name)}/versions/${v}`),
+  diff: (name: string, from: number, to: number) =>
+    request<{ from: number; to: number; changes: Difference[] }>(
+      'GET',
+      `/tools/${encodeURIComponent(name)}/diff${query({ from, to })}`,
+    ),
+  plan: (name: string, args: unknown) =>
+    request<ToolResult>('POST', `/tools/${encodeURIComponent(name)}/plan`, { arguments: args }),
+  call: (name: string, args: unknown, confirm: boolean, version?: number) =>
+    request<ToolResult>('POST', `/tools/${encodeURIComponent(name)}/call`, {
+      arguments: args,
+      confirm,
+      ...(version ? { version } : {}),
+    }),
+  runs: (p: { tool?: string; kind?: string; caller?: string; limit?: number; cursor?: string | null }) =>
+    request<RunList>('GET', `/runs${query(p)}`),
+  export: (p: { format: string; strict?: boolean; tag?: string; name?: string }) =>
+    request<unknown>('GET', `/export${query(p)}`),
+};
+
+/** Whether `role` may do what needs `needed`. */
+export function allows(role: Role | undefined, needed: Role): boolean {
+  const rank: Record<Role, number> = { read: 0, call: 1, admin: 2 };
+  return role !== undefined && rank[role] >= rank[needed];
+}

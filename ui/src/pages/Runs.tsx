@@ -1,0 +1,108 @@
+// The execution log, newest first: filter by tool, outcome and caller; a run's detail with
+// its arguments, and a way to try them again in the test panel.
+
+import { useState } from 'react';
+import { Link, useNavigate } from 'react-router';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { Alert, Button, Descriptions, Input, Select, Space, Table, Tag, Typography } from 'antd';
+import { api, type RunRecord } from '../api';
+import { duration } from '../result';
+import { useDebounced } from './Tools';
+
+const KINDS = ['ok', 'invalid_arguments', 'unknown_tool', 'disabled', 'needs_confirmation', 'timeout', 'exit_status', 'output_limit', 'spawn_failed', 'bad_output', 'cancelled', 'internal'];
+
+export function KindTag({ kind }: { kind: string }) {
+  return <Tag color={kind === 'ok' ? 'green' : kind === 'needs_confirmation' ? 'gold' : 'red'}>{kind}</Tag>;
+}
+
+export default function RunsPage() {
+  const navigate = useNavigate();
+  const [tool, setTool] = useState('');
+  const [caller, setCaller] = useState('');
+  const [kind, setKind] = useState<string | undefined>();
+  const [limit, setLimit] = useState(50);
+  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  const t = useDebounced(tool.trim(), 250);
+  const c = useDebounced(caller.trim(), 250);
+  const cursor = cursors[cursors.length - 1] ?? null;
+  const page = useQuery({
+    queryKey: ['runs', { t, c, kind, limit, cursor }],
+    queryFn: () => api.runs({ tool: t || undefined, caller: c || undefined, kind, limit, cursor }),
+    placeholderData: keepPreviousData,
+  });
+  const reset = () => setCursors([null]);
+
+  return (
+    <main>
+      <Typography.Title level={2} style={{ marginTop: 0 }}>
+        Runs
+      </Typography.Title>
+      <Space wrap style={{ marginBottom: 12 }}>
+        <Input aria-label="Filter by tool" placeholder="Tool" allowClear value={tool} onChange={(e) => { setTool(e.target.value); reset(); }} style={{ width: 200 }} />
+        <Select
+          aria-label="Filter by outcome"
+          placeholder="Any outcome"
+          allowClear
+          value={kind}
+          onChange={(v) => { setKind(v); reset(); }}
+          options={KINDS.map((k) => ({ value: k, label: k }))}
+          style={{ width: 200 }}
+        />
+        <Input aria-label="Filter by caller" placeholder="Caller" allowClear value={caller} onChange={(e) => { setCaller(e.target.value); reset(); }} style={{ width: 160 }} />
+      </Space>
+      {page.error && <Alert type="error" showIcon title="The execution log could not be read" description={page.error.message} style={{ marginBottom: 12 }} />}
+      <Table<RunRecord>
+        rowKey="id"
+        size="middle"
+        loading={page.isFetching && !page.data}
+        dataSource={page.data?.runs ?? []}
+        pagination={false}
+        scroll={{ x: 'max-content' }}
+        locale={{ emptyText: 'No calls yet' }}
+        expandable={{
+          expandedRowRender: (r) => (
+            <Descriptions size="small" column={1} bordered>
+              <Descriptions.Item label="Arguments">
+                <pre style={{ margin: 0, fontFamily: 'monospace', whiteSpace: 'pre-wrap' }}>{JSON.stringify(r.arguments, null, 2)}</pre>
+              </Descriptions.Item>
+              <Descriptions.Item label="Outcome"><KindTag kind={r.kind} /></Descriptions.Item>
+              <Descriptions.Item label="Duration">{duration(r.duration_ms)}</Descriptions.Item>
+              <Descriptions.Item label="Exit code">{r.exit_code ?? '—'}</Descriptions.Item>
+              <Descriptions.Item label="Version that ran">{r.version}</Descriptions.Item>
+              <Descriptions.Item label="Output truncated">{r.truncated ? 'yes' : 'no'}</Descriptions.Item>
+              <Descriptions.Item label="Try again">
+                <Button onClick={() => navigate(`/tools/${encodeURIComponent(r.tool)}?tab=test`, { state: { args: r.arguments } })}>
+                  Open in Test panel with these arguments
+                </Button>
+              </Descriptions.Item>
+            </Descriptions>
+          ),
+        }}
+        columns={[
+          { title: 'Time', dataIndex: 'started_at_ms', render: (ms: number) => new Date(ms).toLocaleString() },
+          { title: 'Tool', dataIndex: 'tool', render: (n: string) => <Link to={`/tools/${encodeURIComponent(n)}`}>{n}</Link> },
+          { title: 'Version', dataIndex: 'version' },
+          { title: 'Caller', dataIndex: 'caller' },
+          { title: 'Outcome', dataIndex: 'kind', render: (k: string) => <KindTag kind={k} /> },
+          { title: 'Duration', dataIndex: 'duration_ms', render: (ms: number) => duration(ms) },
+          { title: 'Exit code', dataIndex: 'exit_code', render: (c: number | null) => c ?? '—' },
+        ]}
+      />
+      <Space style={{ marginTop: 12 }} wrap>
+        <Button disabled={cursors.length <= 1} onClick={() => setCursors((x) => x.slice(0, -1))}>
+          Previous page
+        </Button>
+        <Button
+          disabled={!page.data?.next_cursor}
+          onClick={() => {
+            const next = page.data?.next_cursor;
+            if (next) setCursors((x) => [...x, next]);
+          }}
+        >
+          Next page
+        </Button>
+        <Select aria-label="Runs per page" value={limit} onChange={(v) => { setLimit(v); reset(); }} options={[25, 50, 100, 200].map((n) => ({ value: n, label: `${n} per page` }))} style={{ width: 140 }} />
+      </Space>
+    </main>
+  );
+}

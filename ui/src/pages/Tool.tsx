@@ -1,0 +1,297 @@
+// One tool: its definition read-only, the test panel, its history with field-level diffs,
+// and how each provider sees it.
+
+import { useState } from 'react';
+import { Link, useLocation, useParams, useSearchParams } from 'react-router';
+import { useQuery } from '@tanstack/react-query';
+import { Alert, Button, Descriptions, Empty, Segmented, Select, Space, Spin, Table, Tabs, Tag, Typography } from 'antd';
+import { api, type Definition, type Difference, type ParameterDef } from '../api';
+import { DangerTag, EnabledSwitch } from './Tools';
+import { TestPanel } from '../TestPanel';
+
+const code: React.CSSProperties = { fontFamily: 'monospace', whiteSpace: 'pre-wrap', wordBreak: 'break-all', margin: 0 };
+
+function typeOf(p: ParameterDef): string {
+  const t = p.type ?? 'string';
+  if (t === 'array') {
+    const items = typeof p.items === 'string' ? p.items : (p.items?.type ?? 'string');
+    return `array of ${items}`;
+  }
+  if (t === 'enum') return `enum: ${(p.values ?? []).map((v) => JSON.stringify(v)).join(' | ')}`;
+  return t + (p.nullable ? ' | null' : '');
+}
+
+const CONSTRAINTS = ['min_length', 'max_length', 'pattern', 'format', 'minimum', 'maximum', 'exclusive_minimum', 'exclusive_maximum', 'multiple_of', 'min_items', 'max_items', 'unique_items', 'workspace_path'];
+
+function constraintsOf(p: ParameterDef): string {
+  return CONSTRAINTS.filter((k) => p[k] !== undefined)
+    .map((k) => `${k}: ${JSON.stringify(p[k])}`)
+    .join(', ');
+}
+
+function injectionOf(p: ParameterDef, executor: string): string {
+  if (executor !== 'command') return 'JSON (stdin of the script, or the built-in)';
+  const how = p.inject_as ?? 'argument';
+  switch (how) {
+    case 'option':
+      return `option ${p.option_name ?? ''}${p.option_style === 'equals' ? '=value' : ' value'}${p.boolean_style ? ` (${p.boolean_style})` : ''}${p.array_style ? ` (${p.array_style})` : ''}`;
+    case 'env':
+      return `environment ${p.env_name ?? (p.name ?? '').toUpperCase()}`;
+    default:
+      return how + (p.array_style ? ` (${p.array_style})` : '');
+  }
+}
+
+function executorOf(d: Definition): string {
+  return d.command ? 'command' : d.script ? 'script' : d.builtin ? 'builtin' : 'unknown';
+}
+
+function Definition({ d }: { d: Definition }) {
+  const executor = executorOf(d);
+  const params = d.parameters ?? [];
+  return (
+    <Space direction="vertical" style={{ width: '100%' }} size="large">
+      <Descriptions bordered size="small" column={1}>
+        <Descriptions.Item label="Description">{d.description}</Descriptions.Item>
+        <Descriptions.Item label="Executor">
+          {executor === 'command' && <pre style={code}>{(d.command ?? []).join(' ')}</pre>}
+          {executor === 'builtin' && <span>built-in {d.builtin}</span>}
+          {executor === 'script' && (
+            <div>
+              <div>script, interpreter {d.script?.interpreter ?? 'python3'}</div>
+              <pre style={{ ...code, maxHeight: 320, overflow: 'auto', border: '1px solid rgba(128,128,128,.3)', padding: 8, borderRadius: 6 }}>{d.script?.source}</pre>
+            </div>
+          )}
+        </Descriptions.Item>
+        {d.end_of_options && <Descriptions.Item label="End of options">{d.end_of_options}</Descriptions.Item>}
+        <Descriptions.Item label="Danger">
+          <DangerTag danger={d.danger ?? 'safe'} />
+        </Descriptions.Item>
+        <Descriptions.Item label="Annotations">
+          {d.annotations && Object.keys(d.annotations).length
+            ? Object.entries(d.annotations).map(([k, v]) => (
+                <Tag key={k}>
+                  {k}: {String(v)}
+                </Tag>
+              ))
+            : 'none'}
+        </Descriptions.Item>
+        <Descriptions.Item label="Timeout">{d.timeout_ms ?? 30000} ms</Descriptions.Item>
+        <Descriptions.Item label="Limits">{d.limits ? JSON.stringify(d.limits) : 'the server defaults'}</Descriptions.Item>
+        {d.working_dir && <Descriptions.Item label="Working folder">{d.working_dir} (in the workspace)</Descriptions.Item>}
+        {d.env_allowlist && <Descriptions.Item label="Environment allowlist">{d.env_allowlist.join(', ')}</Descriptions.Item>}
+        {d.env && <Descriptions.Item label="Environment">{Object.entries(d.env).map(([k, v]) => `${k}=${v}`).join(', ')}</Descriptions.Item>}
+        <Descriptions.Item label="Tags">{(d.tags ?? []).map((t) => <Tag key={t}>{t}</Tag>)}</Descriptions.Item>
+      </Descriptions>
+      <div>
+        <Typography.Title level={4}>Parameters</Typography.Title>
+        <Table<ParameterDef>
+          rowKey={(p) => p.name ?? ''}
+          size="small"
+          pagination={false}
+          dataSource={params}
+          scroll={{ x: 'max-content' }}
+          locale={{ emptyText: 'This tool takes no parameters.' }}
+          columns={[
+            { title: 'Name', dataIndex: 'name', render: (n: string, p) => <span><Typography.Text code>{n}</Typography.Text>{p.description && <div><Typography.Text type="secondary">{p.description}</Typography.Text></div>}</span> },
+            { title: 'Type', render: (_, p) => typeOf(p) },
+            { title: 'Required', render: (_, p) => (p.required === false || p.default !== undefined ? 'no' : 'yes') },
+            { title: 'Default', render: (_, p) => (p.default === undefined ? '—' : <Typography.Text code>{JSON.stringify(p.default)}</Typography.Text>) },
+            { title: 'Constraints', render: (_, p) => constraintsOf(p) || '—' },
+            { title: 'Injected as', render: (_, p) => injectionOf(p, executor) },
+          ]}
+        />
+      </div>
+      {(d.config_schema ?? []).length > 0 && (
+        <div>
+          <Typography.Title level={4}>Config</Typography.Title>
+          <Table<ParameterDef>
+            rowKey={(p) => p.name ?? ''}
+            size="small"
+            pagination={false}
+            dataSource={d.config_schema}
+            columns={[
+              { title: 'Field', dataIndex: 'name', render: (n: string) => <Typography.Text code>{n}</Typography.Text> },
+              { title: 'Type', render: (_, p) => typeOf(p) },
+              { title: 'Secret', render: (_, p) => (p.secret ? <Tag color="purple">secret</Tag> : 'no') },
+              { title: 'Value', render: (_, p) => <Typography.Text code>{JSON.stringify(d.config?.[p.name ?? ''] ?? p.default ?? null)}</Typography.Text> },
+            ]}
+          />
+        </div>
+      )}
+    </Space>
+  );
+}
+
+function History({ name, current }: { name: string; current: number }) {
+  const versions = useQuery({ queryKey: ['versions', name], queryFn: () => api.versions(name) });
+  const [from, setFrom] = useState<number | undefined>();
+  const [to, setTo] = useState<number | undefined>();
+  const a = from ?? Math.max(1, current - 1);
+  const b = to ?? current;
+  const diff = useQuery({ queryKey: ['diff', name, a, b], queryFn: () => api.diff(name, a, b), enabled: a !== b });
+  if (versions.isPending) return <Spin />;
+  if (versions.error) return <Alert type="error" showIcon title="The history could not be read" description={versions.error.message} />;
+  const list = [...versions.data.versions].reverse();
+  const options = list.map((v) => ({ value: v.version, label: `version ${v.version}` }));
+  return (
+    <Space direction="vertical" style={{ width: '100%' }} size="large">
+      <Table
+        rowKey="version"
+        size="small"
+        pagination={list.length > 20 ? { pageSize: 20 } : false}
+        dataSource={list}
+        columns={[
+          { title: 'Version', dataIndex: 'version', render: (v: number) => (v === current ? <span>{v} <Tag color="blue">current</Tag></span> : v) },
+          { title: 'Time', dataIndex: 'created_at_ms', render: (ms: number) => new Date(ms).toLocaleString() },
+          { title: 'Author', dataIndex: 'author' },
+          { title: 'Summary', dataIndex: 'summary' },
+        ]}
+      />
+      <div>
+        <Typography.Title level={4}>Compare</Typography.Title>
+        <Space wrap style={{ marginBottom: 8 }}>
+          <Select aria-label="Compare from version" value={a} onChange={setFrom} options={options} style={{ width: 140 }} />
+          <span>→</span>
+          <Select aria-label="Compare to version" value={b} onChange={setTo} options={options} style={{ width: 140 }} />
+        </Space>
+        {a === b ? (
+          <Typography.Paragraph type="secondary">Choose two different versions.</Typography.Paragraph>
+        ) : diff.error ? (
+          <Alert type="error" showIcon title="The difference could not be computed" description={diff.error.message} />
+        ) : (
+          <Table<Difference>
+            rowKey="path"
+            size="small"
+            loading={diff.isPending}
+            pagination={false}
+            dataSource={diff.data?.changes ?? []}
+            locale={{ emptyText: `Versions ${a} and ${b} are the same.` }}
+            scroll={{ x: 'max-content' }}
+            columns={[
+              { title: 'Field', dataIndex: 'path', render: (p: string) => <Typography.Text code>{p}</Typography.Text> },
+              { title: `Version ${a}`, dataIndex: 'from', render: (v: unknown) => <pre style={code}>{v === null ? '(absent)' : JSON.stringify(v, null, 1)}</pre> },
+              { title: `Version ${b}`, dataIndex: 'to', render: (v: unknown) => <pre style={code}>{v === null ? '(absent)' : JSON.stringify(v, null, 1)}</pre> },
+            ]}
+          />
+        )}
+      </div>
+    </Space>
+  );
+}
+
+export const FORMATS: { key: string; label: string; format: string; strict?: boolean }[] = [
+  { key: 'openai', label: 'OpenAI', format: 'openai' },
+  { key: 'openai-strict', label: 'OpenAI strict', format: 'openai', strict: true },
+  { key: 'openai-responses', label: 'Responses', format: 'openai-responses' },
+  { key: 'anthropic', label: 'Anthropic', format: 'anthropic' },
+  { key: 'gemini', label: 'Gemini', format: 'gemini' },
+  { key: 'mcp', label: 'MCP', format: 'mcp' },
+  { key: 'xml', label: 'XML', format: 'xml' },
+];
+
+export function renderedText(v: unknown): string {
+  return typeof v === 'string' ? v : JSON.stringify(v, null, 2);
+}
+
+export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+  const [done, setDone] = useState(false);
+  return (
+    <Button
+      onClick={() => {
+        void navigator.clipboard?.writeText(text).then(() => {
+          setDone(true);
+          setTimeout(() => setDone(false), 1500);
+        });
+      }}
+    >
+      {done ? 'Copied' : label}
+    </Button>
+  );
+}
+
+function Formats({ name, enabled }: { name: string; enabled: boolean }) {
+  const [key, setKey] = useState('openai');
+  const chosen = FORMATS.find((f) => f.key === key) ?? FORMATS[0]!;
+  const out = useQuery({
+    queryKey: ['formats', name, key],
+    queryFn: () => api.export({ format: chosen.format, strict: chosen.strict, name }),
+    enabled,
+  });
+  if (!enabled) return <Empty description="Disabled tools are not shown to models; enable it to see how each provider would see it." />;
+  const text = out.data === undefined ? '' : renderedText(out.data);
+  return (
+    <Space direction="vertical" style={{ width: '100%' }}>
+      <Space wrap>
+        <Segmented aria-label="Provider format" value={key} onChange={(v) => setKey(String(v))} options={FORMATS.map((f) => ({ value: f.key, label: f.label }))} />
+        <CopyButton text={text} />
+      </Space>
+      {out.error ? (
+        <Alert type="error" showIcon title="The tool could not be rendered" description={out.error.message} />
+      ) : (
+        <pre aria-label={`${chosen.label} rendering`} style={{ ...code, maxHeight: 560, overflow: 'auto', border: '1px solid rgba(128,128,128,.3)', padding: 8, borderRadius: 6 }}>
+          {out.isPending ? 'rendering…' : text}
+        </pre>
+      )}
+    </Space>
+  );
+}
+
+export default function ToolPage() {
+  const { name = '' } = useParams();
+  const [params, setParams] = useSearchParams();
+  const location = useLocation();
+  const replay = (location.state as { args?: unknown } | null)?.args;
+  const tab = params.get('tab') ?? (replay !== undefined ? 'test' : 'definition');
+  const tool = useQuery({ queryKey: ['tool', name], queryFn: () => api.tool(name) });
+
+  if (tool.isPending) return <Spin />;
+  if (tool.error) {
+    return (
+      <Alert
+        type="error"
+        showIcon
+        title={tool.error.message}
+        description={
+          <span>
+            Back to the <Link to="/tools">tool list</Link>.
+          </span>
+        }
+      />
+    );
+  }
+  const t = tool.data;
+  const d = t.definition;
+  return (
+    <main>
+      <Space align="center" wrap style={{ marginBottom: 8 }}>
+        <Typography.Title level={2} style={{ margin: 0, fontFamily: 'monospace' }}>
+          {t.name}
+        </Typography.Title>
+        {d.title && <Typography.Text type="secondary">{d.title}</Typography.Text>}
+        <DangerTag danger={d.danger ?? 'safe'} />
+        <Tag>{executorOf(d)}</Tag>
+        <Tag>version {t.version}</Tag>
+        <label>
+          <Space>
+            <EnabledSwitch name={t.name} enabled={d.enabled !== false} />
+            {d.enabled === false ? 'disabled' : 'enabled'}
+          </Space>
+        </label>
+      </Space>
+      <Typography.Paragraph type="secondary">
+        Last changed by {t.updated_by} on {new Date(t.updated_at_ms).toLocaleString()}
+      </Typography.Paragraph>
+      <Tabs
+        activeKey={tab}
+        onChange={(k) => setParams({ tab: k }, { replace: true, state: location.state })}
+        items={[
+          { key: 'definition', label: 'Definition', children: <Definition d={d} /> },
+          { key: 'test', label: 'Test', children: <TestPanel key={t.name} tool={t} initialArguments={replay} /> },
+          { key: 'history', label: 'History', children: <History name={t.name} current={t.version} /> },
+          { key: 'formats', label: 'Formats', children: <Formats name={t.name} enabled={d.enabled !== false} /> },
+        ]}
+      />
+    </main>
+  );
+}
