@@ -5,10 +5,11 @@
 import { lazy, Suspense, useEffect, useMemo, useState, createContext, useContext } from 'react';
 import { BrowserRouter, Link, Navigate, Route, Routes, useLocation, useNavigate } from 'react-router';
 import { QueryClient, QueryClientProvider, useQuery, useQueryClient } from '@tanstack/react-query';
-import { App as AntApp, Alert, Button, ConfigProvider, Form, Input, Layout, Menu, Space, Spin, Switch, Tag, Typography, theme } from 'antd';
+import { App as AntApp, Alert, Button, ConfigProvider, Form, Input, Layout, Menu, Space, Spin, Switch, Typography, theme } from 'antd';
 import { ApiError, api, token, type WhoAmI } from './api';
 import { useRegistryEvents } from './live';
 import { ToolsPage } from './pages/Tools';
+import { Pill } from './Pill';
 
 const ToolPage = lazy(() => import('./pages/Tool'));
 const RunsPage = lazy(() => import('./pages/Runs'));
@@ -64,9 +65,19 @@ export function App() {
   );
   useEffect(() => {
     document.documentElement.style.colorScheme = dark ? 'dark' : 'light';
+    document.documentElement.dataset.theme = dark ? 'dark' : 'light';
   }, [dark]);
   return (
-    <ConfigProvider theme={{ algorithm: dark ? theme.darkAlgorithm : theme.defaultAlgorithm }}>
+    <ConfigProvider
+      theme={{
+        algorithm: dark ? theme.darkAlgorithm : theme.defaultAlgorithm,
+        // Contrast of at least 4.5:1 for text (WCAG AA): Ant Design's defaults for the primary
+        // colour and secondary text fall short on white.
+        token: dark
+          ? { colorPrimary: '#4096ff', colorLink: '#69b1ff', colorTextSecondary: 'rgba(255,255,255,0.72)', colorTextDescription: 'rgba(255,255,255,0.72)', colorTextTertiary: 'rgba(255,255,255,0.65)', colorTextPlaceholder: 'rgba(255,255,255,0.62)' }
+          : { colorPrimary: '#0958d9', colorLink: '#0958d9', colorTextSecondary: 'rgba(0,0,0,0.68)', colorTextDescription: 'rgba(0,0,0,0.68)', colorTextTertiary: 'rgba(0,0,0,0.6)', colorTextPlaceholder: 'rgba(0,0,0,0.6)' },
+      }}
+    >
       <AntApp>
         <QueryClientProvider client={client}>
           <BrowserRouter basename="/ui">
@@ -119,7 +130,7 @@ function Shell({ dark, setDark }: { dark: boolean; setDark: (d: boolean) => void
             {me.data && (
               <span>
                 <Typography.Text type="secondary">Signed in as </Typography.Text>
-                <Typography.Text strong>{me.data.name}</Typography.Text> <Tag>{me.data.role}</Tag>
+                <Typography.Text strong>{me.data.name}</Typography.Text> <Pill>{me.data.role}</Pill>
               </span>
             )}
             {me.data?.auth_required && (
@@ -133,13 +144,12 @@ function Shell({ dark, setDark }: { dark: boolean; setDark: (d: boolean) => void
                 Sign out
               </Button>
             )}
-            <Switch
-              checked={dark}
-              onChange={setDark}
-              checkedChildren="Dark"
-              unCheckedChildren="Light"
-              aria-label="Dark mode"
-            />
+            <label>
+              <Space size={4}>
+                <Switch size="small" checked={dark} onChange={setDark} aria-label="Dark mode" />
+                Dark
+              </Space>
+            </label>
           </Space>
         </Layout.Header>
         <Layout.Content style={{ padding: 16, maxWidth: 1400, width: '100%', margin: '0 auto' }}>

@@ -2,9 +2,10 @@
 // truncation marker called out), exit code, JSON data as a tree, meta, and each problem with
 // its pointer. Everything a tool printed is shown as text, never as HTML.
 
-import { Alert, Descriptions, List, Space, Tag, Typography } from 'antd';
+import { Alert, Descriptions, List, Space, Typography } from 'antd';
 import type { ToolResult } from './api';
 import { bytes, duration, omittedBytes, streamsOf, structuredData, summary } from './result';
+import { Pill } from './Pill';
 
 const pre: React.CSSProperties = {
   fontFamily: 'monospace',
@@ -53,11 +54,11 @@ function Stream({ label, text, total }: { label: string; text: string; total: nu
       <Typography.Text strong>{label}</Typography.Text>{' '}
       <Typography.Text type="secondary">{bytes(total ?? text.length)}</Typography.Text>
       {cut !== undefined && (
-        <Tag color="orange" style={{ marginLeft: 8 }}>
+        <Pill tone="warn">
           truncated: {bytes(cut)} omitted in the middle
-        </Tag>
+        </Pill>
       )}
-      <pre style={pre} aria-label={label}>
+      <pre style={pre} aria-label={label} tabIndex={0}>
         {text === '' ? <Typography.Text type="secondary">(empty)</Typography.Text> : text}
       </pre>
     </div>
@@ -91,7 +92,7 @@ export function ResultView({ result }: { result: ToolResult }) {
       {data !== undefined && (
         <div>
           <Typography.Text strong>Data</Typography.Text>
-          <div style={{ ...pre, whiteSpace: 'normal' }}>
+          <div style={{ ...pre, whiteSpace: 'normal' }} tabIndex={0} role="group" aria-label="Data">
             <JsonTree value={data} />
           </div>
         </div>
@@ -112,9 +113,7 @@ export function ResultView({ result }: { result: ToolResult }) {
           {m.coerced && m.coerced.length > 0 ? (
             <Space size={[0, 4]} wrap>
               {m.coerced.map((c) => (
-                <Tag key={c} color="blue">
-                  {c}
-                </Tag>
+                <Pill key={c} tone="info">{c}</Pill>
               ))}
             </Space>
           ) : (

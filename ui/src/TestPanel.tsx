@@ -4,13 +4,14 @@
 // exact command for a dangerous one. The last arguments per tool are kept in localStorage.
 
 import { useCallback, useEffect, useMemo, useState } from 'react';
-import { Alert, Button, Descriptions, Input, Modal, Space, Tabs, Tag, Typography } from 'antd';
+import { Alert, Button, Descriptions, Input, Modal, Space, Tabs, Typography } from 'antd';
 import { useMutation } from '@tanstack/react-query';
 import { allows, api, type ToolResult, type ToolView } from './api';
 import { useMe } from './App';
 import { ResultView } from './ResultView';
 import { SchemaForm } from './SchemaForm';
 import { argumentsFromValues, fieldOfPointer, fieldsFromSchema, valuesFromArguments } from './schemaForm';
+import { Pill } from './Pill';
 
 type Mode = 'form' | 'json';
 
@@ -74,7 +75,7 @@ export function PlanView({ plan, coerced }: { plan: Plan; coerced?: string[] }) 
         <pre style={{ margin: 0, whiteSpace: 'pre-wrap', fontFamily: 'monospace' }}>{JSON.stringify(plan.arguments, null, 2)}</pre>
       </Descriptions.Item>
       <Descriptions.Item label="Coerced">
-        {coerced && coerced.length ? coerced.map((c) => <Tag key={c} color="blue">{c}</Tag>) : 'nothing'}
+        {coerced && coerced.length ? coerced.map((c) => <Pill key={c} tone="info">{c}</Pill>) : 'nothing'}
       </Descriptions.Item>
     </Descriptions>
   );
@@ -199,7 +200,7 @@ export function TestPanel({ tool, initialArguments }: { tool: ToolView; initialA
         <Button onClick={() => plan.mutate()} loading={plan.isPending}>
           Preview
         </Button>
-        <Button type="primary" danger={dangerous} onClick={() => void run()} loading={call.isPending} disabled={!canCall}>
+        <Button type="primary" onClick={() => void run()} loading={call.isPending} disabled={!canCall}>
           Run
         </Button>
         <Typography.Text type="secondary">Ctrl/⌘+Enter runs</Typography.Text>
@@ -232,7 +233,6 @@ export function TestPanel({ tool, initialArguments }: { tool: ToolView; initialA
           <Button
             key="run"
             type="primary"
-            danger
             onClick={() => {
               setConfirming(undefined);
               call.mutate(true);

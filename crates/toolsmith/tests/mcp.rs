@@ -9,15 +9,12 @@
 //! them as ignored instead of passing them silently; `.ci/run` sets both variables and runs
 //! them with `--include-ignored` (where a missing variable fails the test, naming it).
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod common;
 
-const BIN: &str = env!("CARGO_BIN_EXE_toolsmith");
+use std::path::Path;
+use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use common::{BIN, repo, serve};
 
 /// The Python with the `mcp` client (`TOOLSMITH_TEST_PYTHON`).
 fn python() -> String {
@@ -72,55 +69,6 @@ fn client(python: &str, args: &[&str]) {
     );
 }
 
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `toolsmith serve` on a free port; returns it with its MCP and REST URLs.
-fn serve(db: &str, workspace: &Path) -> (Serve, String, String) {
-    let mut child = Command::new(BIN)
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--no-catalog",
-            "--no-cgroups",
-        ])
-        .args(["--db", db])
-        .arg("--workspace")
-        .arg(workspace)
-        .current_dir(workspace)
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn serve");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let (rest, mcp) = loop {
-        let line = lines
-            .next()
-            .expect("serve printed its address")
-            .expect("line");
-        if let Some(after) = line.split("REST API on ").nth(1) {
-            let mut words = after.split_whitespace();
-            let rest = words.next().expect("rest url").to_owned();
-            let mcp = after
-                .split("MCP on ")
-                .nth(1)
-                .and_then(|s| s.split_whitespace().next())
-                .expect("mcp url")
-                .to_owned();
-            break (rest, mcp);
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
-    (Serve(child), mcp, rest)
-}
-
 fn stdio(mode: &str) {
     let python = python();
     let dir = tempfile::tempdir().expect("tempdir");
@@ -149,7 +97,7 @@ fn python_client_over_streamable_http() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("registry.db").display().to_string();
     fill(&db, dir.path());
-    let (_server, mcp, rest) = serve(&db, dir.path());
+    let (_server, rest, mcp) = serve(&db, dir.path(), &["--no-catalog"]);
     let workspace = dir.path().display().to_string();
     client(&python, &["http", &mcp, &rest, &workspace]);
 }
@@ -175,7 +123,7 @@ fn an_edit_on_one_replica_reaches_an_mcp_client_of_another() {
     let db = format!("{url}{sep}options[search_path]={schema}");
     let dir = tempfile::tempdir().expect("tempdir");
     fill(&db, dir.path());
-    let (_a, mcp_a, rest_a) = serve(&db, dir.path());
-    let (_b, mcp_b, _) = serve(&db, dir.path());
+    let (_a, rest_a, mcp_a) = serve(&db, dir.path(), &["--no-catalog"]);
+    let (_b, _, mcp_b) = serve(&db, dir.path(), &["--no-catalog"]);
     client(&python, &["replicas", &mcp_a, &rest_a, &mcp_b]);
 }

@@ -51,7 +51,7 @@ export default function ExportPage() {
       {out.error ? (
         <Alert type="error" showIcon title="The export failed" description={out.error.message} />
       ) : (
-        <pre aria-label="Exported tools" style={{ fontFamily: 'monospace', whiteSpace: 'pre-wrap', wordBreak: 'break-all', maxHeight: '70vh', overflow: 'auto', border: '1px solid rgba(128,128,128,.3)', padding: 8, borderRadius: 6 }}>
+        <pre tabIndex={0} aria-label="Exported tools" style={{ fontFamily: 'monospace', whiteSpace: 'pre-wrap', wordBreak: 'break-all', maxHeight: '70vh', overflow: 'auto', border: '1px solid rgba(128,128,128,.3)', padding: 8, borderRadius: 6 }}>
           {out.isPending ? 'rendering…' : text}
         </pre>
       )}

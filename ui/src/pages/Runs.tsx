@@ -4,15 +4,16 @@
 import { useState } from 'react';
 import { Link, useNavigate } from 'react-router';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { Alert, Button, Descriptions, Input, Select, Space, Table, Tag, Typography } from 'antd';
+import { Alert, Button, Descriptions, Input, Select, Space, Table, Typography } from 'antd';
 import { api, type RunRecord } from '../api';
 import { duration } from '../result';
 import { useDebounced } from './Tools';
+import { Pill } from '../Pill';
 
 const KINDS = ['ok', 'invalid_arguments', 'unknown_tool', 'disabled', 'needs_confirmation', 'timeout', 'exit_status', 'output_limit', 'spawn_failed', 'bad_output', 'cancelled', 'internal'];
 
 export function KindTag({ kind }: { kind: string }) {
-  return <Tag color={kind === 'ok' ? 'green' : kind === 'needs_confirmation' ? 'gold' : 'red'}>{kind}</Tag>;
+  return <Pill tone={kind === 'ok' ? 'ok' : kind === 'needs_confirmation' ? 'warn' : 'danger'}>{kind}</Pill>;
 }
 
 export default function RunsPage() {

@@ -4,10 +4,11 @@
 import { useState } from 'react';
 import { Link, useLocation, useParams, useSearchParams } from 'react-router';
 import { useQuery } from '@tanstack/react-query';
-import { Alert, Button, Descriptions, Empty, Segmented, Select, Space, Spin, Table, Tabs, Tag, Typography } from 'antd';
+import { Alert, Button, Descriptions, Empty, Segmented, Select, Space, Spin, Table, Tabs, Typography } from 'antd';
 import { api, type Definition, type Difference, type ParameterDef } from '../api';
 import { DangerTag, EnabledSwitch } from './Tools';
 import { TestPanel } from '../TestPanel';
+import { Pill } from '../Pill';
 
 const code: React.CSSProperties = { fontFamily: 'monospace', whiteSpace: 'pre-wrap', wordBreak: 'break-all', margin: 0 };
 
@@ -59,7 +60,7 @@ function Definition({ d }: { d: Definition }) {
           {executor === 'script' && (
             <div>
               <div>script, interpreter {d.script?.interpreter ?? 'python3'}</div>
-              <pre style={{ ...code, maxHeight: 320, overflow: 'auto', border: '1px solid rgba(128,128,128,.3)', padding: 8, borderRadius: 6 }}>{d.script?.source}</pre>
+              <pre tabIndex={0} aria-label="Script source" style={{ ...code, maxHeight: 320, overflow: 'auto', border: '1px solid rgba(128,128,128,.3)', padding: 8, borderRadius: 6 }}>{d.script?.source}</pre>
             </div>
           )}
         </Descriptions.Item>
@@ -70,9 +71,7 @@ function Definition({ d }: { d: Definition }) {
         <Descriptions.Item label="Annotations">
           {d.annotations && Object.keys(d.annotations).length
             ? Object.entries(d.annotations).map(([k, v]) => (
-                <Tag key={k}>
-                  {k}: {String(v)}
-                </Tag>
+                <Pill key={k}>{k}: {String(v)}</Pill>
               ))
             : 'none'}
         </Descriptions.Item>
@@ -81,7 +80,7 @@ function Definition({ d }: { d: Definition }) {
         {d.working_dir && <Descriptions.Item label="Working folder">{d.working_dir} (in the workspace)</Descriptions.Item>}
         {d.env_allowlist && <Descriptions.Item label="Environment allowlist">{d.env_allowlist.join(', ')}</Descriptions.Item>}
         {d.env && <Descriptions.Item label="Environment">{Object.entries(d.env).map(([k, v]) => `${k}=${v}`).join(', ')}</Descriptions.Item>}
-        <Descriptions.Item label="Tags">{(d.tags ?? []).map((t) => <Tag key={t}>{t}</Tag>)}</Descriptions.Item>
+        <Descriptions.Item label="Tags">{(d.tags ?? []).map((t) => <Pill key={t}>{t}</Pill>)}</Descriptions.Item>
       </Descriptions>
       <div>
         <Typography.Title level={4}>Parameters</Typography.Title>
@@ -113,7 +112,7 @@ function Definition({ d }: { d: Definition }) {
             columns={[
               { title: 'Field', dataIndex: 'name', render: (n: string) => <Typography.Text code>{n}</Typography.Text> },
               { title: 'Type', render: (_, p) => typeOf(p) },
-              { title: 'Secret', render: (_, p) => (p.secret ? <Tag color="purple">secret</Tag> : 'no') },
+              { title: 'Secret', render: (_, p) => (p.secret ? <Pill tone="info">secret</Pill> : 'no') },
               { title: 'Value', render: (_, p) => <Typography.Text code>{JSON.stringify(d.config?.[p.name ?? ''] ?? p.default ?? null)}</Typography.Text> },
             ]}
           />
@@ -142,7 +141,7 @@ function History({ name, current }: { name: string; current: number }) {
         pagination={list.length > 20 ? { pageSize: 20 } : false}
         dataSource={list}
         columns={[
-          { title: 'Version', dataIndex: 'version', render: (v: number) => (v === current ? <span>{v} <Tag color="blue">current</Tag></span> : v) },
+          { title: 'Version', dataIndex: 'version', render: (v: number) => (v === current ? <span>{v} <Pill tone="info">current</Pill></span> : v) },
           { title: 'Time', dataIndex: 'created_at_ms', render: (ms: number) => new Date(ms).toLocaleString() },
           { title: 'Author', dataIndex: 'author' },
           { title: 'Summary', dataIndex: 'summary' },
@@ -229,7 +228,7 @@ function Formats({ name, enabled }: { name: string; enabled: boolean }) {
       {out.error ? (
         <Alert type="error" showIcon title="The tool could not be rendered" description={out.error.message} />
       ) : (
-        <pre aria-label={`${chosen.label} rendering`} style={{ ...code, maxHeight: 560, overflow: 'auto', border: '1px solid rgba(128,128,128,.3)', padding: 8, borderRadius: 6 }}>
+        <pre tabIndex={0} aria-label={`${chosen.label} rendering`} style={{ ...code, maxHeight: 560, overflow: 'auto', border: '1px solid rgba(128,128,128,.3)', padding: 8, borderRadius: 6 }}>
           {out.isPending ? 'rendering…' : text}
         </pre>
       )}
@@ -270,8 +269,8 @@ export default function ToolPage() {
         </Typography.Title>
         {d.title && <Typography.Text type="secondary">{d.title}</Typography.Text>}
         <DangerTag danger={d.danger ?? 'safe'} />
-        <Tag>{executorOf(d)}</Tag>
-        <Tag>version {t.version}</Tag>
+        <Pill>{executorOf(d)}</Pill>
+        <Pill>version {t.version}</Pill>
         <label>
           <Space>
             <EnabledSwitch name={t.name} enabled={d.enabled !== false} />

@@ -4,9 +4,10 @@
 import { useEffect, useRef, useState } from 'react';
 import { Link, useLocation, useSearchParams } from 'react-router';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Alert, App, Button, Empty, Input, Select, Space, Switch, Table, Tag, Typography, type InputRef } from 'antd';
+import { Alert, App, Button, Empty, Input, Select, Space, Switch, Table, Typography, type InputRef } from 'antd';
 import { allows, api, type ToolSummary } from '../api';
 import { useMe } from '../App';
+import { Pill } from '../Pill';
 
 export function useDebounced<T>(value: T, ms: number): T {
   const [v, setV] = useState(value);
@@ -18,7 +19,7 @@ export function useDebounced<T>(value: T, ms: number): T {
 }
 
 export function DangerTag({ danger }: { danger: string }) {
-  return danger === 'dangerous' ? <Tag color="red">dangerous</Tag> : <Tag color="green">safe</Tag>;
+  return danger === 'dangerous' ? <Pill tone="danger">dangerous</Pill> : <Pill tone="ok">safe</Pill>;
 }
 
 export function EnabledSwitch({ name, enabled, size }: { name: string; enabled: boolean; size?: 'small' | 'default' }) {
@@ -122,9 +123,7 @@ export function ToolsPage() {
       render: (tags: string[]) => (
         <Space size={[0, 4]} wrap>
           {tags.map((x) => (
-            <Tag key={x} style={{ cursor: 'pointer' }} onClick={() => setTag(x)}>
-              {x}
-            </Tag>
+            <Pill key={x} onClick={() => setTag(x)}>{x}</Pill>
           ))}
         </Space>
       ),

@@ -1,0 +1,59 @@
+//! Helpers shared by the test binaries that run `toolsmith serve` as a real process.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_toolsmith");
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A running `serve`, killed when dropped.
+pub struct Serve(pub Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `toolsmith serve` on a free port with `db` and `workspace` (its working folder too) and
+/// `extra` arguments; returns it with its REST and MCP URLs, read from what it printed.
+pub fn serve(db: &str, workspace: &Path, extra: &[&str]) -> (Serve, String, String) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--addr", "127.0.0.1:0", "--no-cgroups"])
+        .args(["--db", db])
+        .arg("--workspace")
+        .arg(workspace)
+        .args(extra)
+        .current_dir(workspace)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn serve");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let (rest, mcp) = loop {
+        let line = lines
+            .next()
+            .expect("serve printed its address")
+            .expect("line");
+        if let Some(after) = line.split("REST API on ").nth(1) {
+            let mut words = after.split_whitespace();
+            let rest = words.next().expect("rest url").to_owned();
+            let mcp = after
+                .split("MCP on ")
+                .nth(1)
+                .and_then(|s| s.split_whitespace().next())
+                .expect("mcp url")
+                .to_owned();
+            break (rest, mcp);
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    (Serve(child), rest, mcp)
+}

@@ -1,0 +1,62 @@
+//! The web UI in a real browser: Playwright (`ui/e2e/`, pinned in `ui/package-lock.json`)
+//! drives Debian's Chromium against real `serve` processes — one without tokens, one with —
+//! on SQLite with the example catalog.
+//!
+//! Needs Chromium (`TOOLSMITH_TEST_CHROMIUM`, e.g. /usr/bin/chromium) and the UI's npm
+//! packages (`npm ci` in `ui/`): `#[ignore]`d so that a plain `cargo test` lists it instead
+//! of passing it silently; `.ci/run` installs both and runs it with `--include-ignored`.
+
+mod common;
+
+use std::process::Command;
+
+use common::{repo, serve};
+
+#[test]
+#[ignore = "needs Chromium (TOOLSMITH_TEST_CHROMIUM) and the UI's npm packages (npm ci in ui/)"]
+fn the_web_ui_in_a_real_browser() {
+    let chromium = std::env::var("TOOLSMITH_TEST_CHROMIUM").expect(
+        "TOOLSMITH_TEST_CHROMIUM must name a Chromium binary, e.g. /usr/bin/chromium (.ci/run installs Debian's)",
+    );
+    let ui = repo().join("ui");
+    assert!(
+        ui.join("node_modules/@playwright/test").exists(),
+        "run `npm ci` in ui/ first (.ci/run does)"
+    );
+    let catalog = repo().join("examples/catalog.yaml");
+    let catalog = catalog.to_str().expect("utf-8 path");
+    let open = tempfile::tempdir().expect("tempdir");
+    std::fs::write(open.path().join("notes.txt"), "keep me\n").expect("write");
+    std::fs::write(open.path().join("doomed.txt"), "remove me\n").expect("write");
+    let db = open.path().join("registry.db").display().to_string();
+    let (_a, rest, _) = serve(&db, open.path(), &["--catalog", catalog]);
+    let locked = tempfile::tempdir().expect("tempdir");
+    let db = locked.path().join("registry.db").display().to_string();
+    let (_b, rest_locked, _) = serve(
+        &db,
+        locked.path(),
+        &[
+            "--catalog",
+            catalog,
+            "--token",
+            "reader:read=read-token-123",
+            "--token",
+            "boss:admin=admin-token-123",
+        ],
+    );
+    let shots = repo().join("target/ui-screenshots");
+    std::fs::create_dir_all(&shots).expect("screenshots folder");
+    let status = Command::new("npx")
+        .args(["playwright", "test"])
+        .current_dir(&ui)
+        .env("TOOLSMITH_TEST_CHROMIUM", &chromium)
+        .env("TOOLSMITH_UI_URL", rest.trim_end_matches("/v1"))
+        .env("TOOLSMITH_UI_LOCKED_URL", rest_locked.trim_end_matches("/v1"))
+        .env("TOOLSMITH_UI_READ_TOKEN", "read-token-123")
+        .env("TOOLSMITH_UI_ADMIN_TOKEN", "admin-token-123")
+        .env("TOOLSMITH_UI_WORKSPACE", open.path())
+        .env("TOOLSMITH_UI_SHOTS", &shots)
+        .status()
+        .expect("run npx playwright test");
+    assert!(status.success(), "the browser tests failed (their report is above)");
+}

@@ -1,0 +1,217 @@
+// The console against a real `serve` with the example catalog: find, inspect, preview, run
+// and watch tools — each step checked through the page and, where it changes anything,
+// through the REST API.
+
+import { accessible, env, expect, rest, shot, test } from './fixtures';
+
+test.describe.configure({ mode: 'serial' });
+
+test('the list shows the example tools, and search filters them', async ({ page }) => {
+  await page.goto(`${env.url}/`);
+  await expect(page).toHaveURL(/\/ui\/tools$/);
+  for (const name of ['git_log', 'word_stats', 'remove_files', 'read_file']) {
+    await expect(page.getByRole('link', { name, exact: true })).toBeVisible();
+  }
+  await accessible(page, 'the tool list');
+  await shot(page, 'tools');
+  // `/` focuses the search box.
+  await page.locator('body').press('/');
+  await expect(page.getByLabel('Search tools')).toBeFocused();
+  await page.getByLabel('Search tools').fill('temperature');
+  await expect(page.getByRole('link', { name: 'convert_temperature' })).toBeVisible();
+  await expect(page.getByRole('link', { name: 'git_log', exact: true })).toHaveCount(0);
+  await expect(page).toHaveURL(/q=temperature/);
+  await page.getByLabel('Search tools').fill('zzz-no-such');
+  await expect(page.getByText('No tool matches “zzz-no-such”')).toBeVisible();
+  await page.getByLabel('Search tools').fill('');
+  await page.getByLabel('Filter by tag').fill('git');
+  await expect(page.getByRole('link', { name: 'git_log', exact: true })).toBeVisible();
+  await expect(page.getByRole('link', { name: 'word_stats' })).toHaveCount(0);
+});
+
+test('a deep link opens a tool page with its definition, history and formats', async ({ page }) => {
+  await page.goto(`${env.url}/ui/tools/git_log`);
+  await expect(page.getByRole('heading', { name: 'git_log' })).toBeVisible();
+  for (const tab of ['Definition', 'Test', 'History', 'Formats']) {
+    await expect(page.getByRole('tab', { name: tab, exact: true })).toBeVisible();
+  }
+  // The parameters table: name, type, default, constraints, injection.
+  const limit = page.getByRole('row', { name: /limit/ });
+  await expect(limit).toContainText('integer');
+  await expect(limit).toContainText('option --max-count=value');
+  await expect(limit).toContainText('minimum: 1');
+  await accessible(page, 'the tool page');
+  await shot(page, 'tool-definition');
+  await page.getByRole('tab', { name: 'Formats', exact: true }).click();
+  await expect(page.getByLabel('OpenAI rendering')).toContainText('"type": "function"');
+  await page.getByText('Anthropic', { exact: true }).click();
+  await expect(page.getByLabel('Anthropic rendering')).toContainText('"input_schema"');
+  await page.getByText('XML', { exact: true }).click();
+  await expect(page.getByLabel('XML rendering')).toContainText('<tools>');
+  await accessible(page, 'the formats tab');
+  await page.getByRole('tab', { name: 'History' }).click();
+  await expect(page.getByRole('cell', { name: 'imported from catalog' })).toBeVisible();
+});
+
+test('a script tool runs from its form and shows its data', async ({ page }) => {
+  await page.goto(`${env.url}/ui/tools/word_stats?tab=test`);
+  await page.getByLabel('text', { exact: true }).fill('the cat and the hat');
+  await page.getByLabel('top', { exact: true }).fill('2');
+  await page.getByRole('button', { name: 'Run' }).click();
+  const result = page.getByRole('region', { name: 'Result' });
+  await expect(result).toContainText('ok in');
+  await expect(result).toContainText('words: 5');
+  await expect(result).toContainText('characters: 19');
+  await accessible(page, 'the test panel with a result');
+  await shot(page, 'tool-test');
+  // The arguments are remembered for this tool.
+  await page.reload();
+  await expect(page.getByLabel('text', { exact: true })).toHaveValue('the cat and the hat');
+});
+
+test('sloppy raw JSON is repaired, and the repairs are shown', async ({ page }) => {
+  await page.goto(`${env.url}/ui/tools/convert_temperature?tab=test`);
+  await page.getByRole('tab', { name: 'JSON' }).click();
+  const box = page.getByRole('textbox', { name: 'Arguments (JSON)' });
+  await box.fill('```json\n{"value": "100", "from": "CELSIUS", "to": "fahrenheit"}\n```');
+  // Ctrl+Enter runs.
+  await box.press('Control+Enter');
+  const result = page.getByRole('region', { name: 'Result' });
+  await expect(result).toContainText('ok in');
+  await expect(result).toContainText('value: 212');
+  await expect(result).toContainText('arguments: markdown code fence removed');
+  await expect(result).toContainText('value: string→number');
+  await expect(result).toContainText('(enum case)');
+  // A bad value is refused, and the problem is shown at its field in the form.
+  await box.fill('{"value": "hot", "from": "celsius", "to": "kelvin"}');
+  await page.getByRole('button', { name: 'Run' }).click();
+  await expect(result).toContainText('invalid_arguments');
+  await page.getByRole('tab', { name: 'Form', exact: true }).click();
+  await expect(page.getByRole('tabpanel', { name: 'Form', exact: true }).getByText('"hot" is not a number')).toBeVisible();
+});
+
+test('Preview shows the exact command line', async ({ page }) => {
+  await page.goto(`${env.url}/ui/tools/search_text?tab=test`);
+  await page.getByLabel('pattern', { exact: true }).fill('keep');
+  await page.getByLabel('max_count', { exact: true }).fill('3');
+  await page.getByRole('button', { name: 'Preview' }).click();
+  const argv = page.getByTestId('plan-argv');
+  await expect(argv).toHaveText('grep --recursive --line-number --binary-files=without-match --max-count=3 -- keep .');
+  // Nothing ran.
+  const runs = await rest('GET', '/runs?tool=search_text');
+  expect(runs.json.runs).toEqual([]);
+});
+
+test('a dangerous tool asks first, shows the command, and Cancel runs nothing', async ({ page }) => {
+  await page.goto(`${env.url}/ui/tools/remove_files?tab=test`);
+  await page.getByRole('tab', { name: 'JSON' }).click();
+  await page.getByRole('textbox', { name: 'Arguments (JSON)' }).fill('{"paths": ["doomed.txt"]}');
+  await page.getByRole('button', { name: 'Run' }).click();
+  const dialog = page.getByRole('dialog');
+  await expect(dialog).toBeVisible();
+  await expect(dialog.getByTestId('plan-argv')).toHaveText('rm --force -- doomed.txt');
+  await accessible(page, 'the confirmation dialog');
+  await shot(page, 'confirm');
+  await dialog.getByRole('button', { name: 'Cancel' }).click();
+  await expect(dialog).toBeHidden();
+  expect((await rest('GET', '/runs?tool=remove_files')).json.runs).toEqual([]);
+  const left = await rest('POST', '/tools/read_file/call', { arguments: { path: 'doomed.txt' } });
+  expect(left.json.success).toBe(true);
+  // Confirmed, it runs.
+  await page.getByRole('button', { name: 'Run' }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Run' }).click();
+  await expect(page.getByRole('region', { name: 'Result' })).toContainText('ok in');
+  const gone = await rest('POST', '/tools/read_file/call', { arguments: { path: 'doomed.txt' } });
+  expect(gone.json.success).toBe(false);
+});
+
+test('the enabled switch disables a tool, and the page follows changes made elsewhere', async ({ page }) => {
+  await page.goto(`${env.url}/ui/tools`);
+  const row = page.getByRole('row', { name: /sort_lines/ });
+  await row.getByRole('switch', { name: 'Enabled' }).click();
+  await expect.poll(async () => (await rest('GET', '/tools/sort_lines')).json.definition.enabled).toBe(false);
+  // Hidden from the list unless asked for.
+  await expect(page.getByRole('link', { name: 'sort_lines' })).toHaveCount(0);
+  await page.getByRole('switch', { name: 'Show disabled' }).click();
+  await expect(page.getByRole('link', { name: 'sort_lines' })).toBeVisible();
+  // Another client changes the registry: the open page follows without a reload.
+  await rest('POST', '/tools/sort_lines/enable');
+  await expect(page.getByRole('row', { name: /sort_lines/ }).getByRole('switch', { name: 'Enabled' })).toBeChecked();
+  await rest('POST', '/tools', { name: 'added_elsewhere', description: 'Made by another client.', command: ['true'] });
+  await expect(page.getByRole('link', { name: 'added_elsewhere' })).toBeVisible();
+});
+
+test('the runs page shows the calls, and replays one in the test panel', async ({ page }) => {
+  await page.goto(`${env.url}/ui/runs`);
+  const row = page.getByRole('row', { name: /word_stats/ }).first();
+  await expect(row).toContainText('ok');
+  await expect(row).toContainText('local');
+  await accessible(page, 'the runs page');
+  await shot(page, 'runs');
+  await page.getByLabel('Filter by outcome').click();
+  await page.getByTitle('invalid_arguments').click();
+  await expect(page.getByRole('row', { name: /convert_temperature/ })).toBeVisible();
+  await expect(page.getByRole('row', { name: /word_stats/ })).toHaveCount(0);
+  await page.getByLabel('Filter by outcome').click();
+  await page.getByTitle('ok', { exact: true }).click();
+  await page.getByRole('row', { name: /word_stats/ }).first().getByRole('button', { name: /expand/i }).click();
+  await page.getByRole('button', { name: 'Open in Test panel with these arguments' }).click();
+  await expect(page).toHaveURL(/\/ui\/tools\/word_stats\?tab=test/);
+  await expect(page.getByLabel('text', { exact: true })).toHaveValue('the cat and the hat');
+});
+
+test('export renders every enabled tool, and dark mode follows the switch', async ({ page }) => {
+  await page.goto(`${env.url}/ui/export`);
+  await expect(page.getByLabel('Exported tools')).toContainText('"name": "git_log"');
+  await page.getByLabel('Format').click();
+  await page.getByTitle('gemini').click();
+  await expect(page.getByLabel('Exported tools')).toContainText('functionDeclarations');
+  await accessible(page, 'the export page');
+  await shot(page, 'export');
+  await page.getByRole('switch', { name: 'Dark mode' }).click();
+  await expect(page.locator('html')).toHaveCSS('color-scheme', 'dark');
+  await page.goto(`${env.url}/ui/tools/word_stats?tab=test`);
+  await expect(page.locator('html')).toHaveCSS('color-scheme', 'dark');
+  await accessible(page, 'dark mode');
+  await shot(page, 'dark');
+});
+
+test('usable on a narrow window', async ({ page }) => {
+  await page.setViewportSize({ width: 420, height: 800 });
+  await page.goto(`${env.url}/ui/tools`);
+  await expect(page.getByRole('link', { name: 'git_log', exact: true })).toBeVisible();
+  await accessible(page, 'the narrow list');
+  await shot(page, 'narrow');
+});
+
+test.describe('with tokens', () => {
+  test('asks for a token, refuses a wrong one, and hides what a read token cannot do', async ({ page }) => {
+    await page.goto(`${env.lockedUrl}/ui/tools`);
+    const field = page.getByLabel('Token');
+    await expect(field).toBeVisible();
+    await accessible(page, 'the token prompt');
+    await shot(page, 'token');
+    await field.fill('not-a-real-token');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect(page.getByText('That token was not accepted')).toBeVisible();
+    await page.getByLabel('Token').fill(env.readToken);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect(page.getByRole('banner')).toContainText('Signed in as reader');
+    await expect(page.getByRole('link', { name: 'git_log', exact: true })).toBeVisible();
+    // A read token sees the switches but cannot use them, nor run anything.
+    const sw = page.getByRole('row', { name: /git_log/ }).getByRole('switch', { name: 'Enabled' });
+    await expect(sw).toBeDisabled();
+    await page.goto(`${env.lockedUrl}/ui/tools/word_stats?tab=test`);
+    await expect(page.getByRole('button', { name: 'Run' })).toBeDisabled();
+    await expect(page.getByText('Your role can look but not run')).toBeVisible();
+    // Preview needs only read.
+    await page.getByLabel('text', { exact: true }).fill('a b');
+    await page.getByRole('button', { name: 'Preview' }).click();
+    await expect(page.getByRole('region', { name: 'Result' })).toContainText('Preview: what would run');
+    // Signing out asks again; an admin token can run.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Token').fill(env.adminToken);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect(page.getByRole('button', { name: 'Run' })).toBeEnabled();
+  });
+});

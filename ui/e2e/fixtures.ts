@@ -1,0 +1,92 @@
+// What every browser test checks besides its own steps: no request leaves 127.0.0.1, no
+// console errors; plus helpers for the REST API (to check what the UI did), accessibility
+// checks with axe-core, and screenshots.
+
+import { test as base, expect, type Page } from '@playwright/test';
+import AxeBuilder from '@axe-core/playwright';
+
+function required(name: string): string {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run these tests through \`cargo test -p toolsmith --test ui -- --include-ignored\``);
+  return v;
+}
+
+export const env = {
+  get url() {
+    return required('TOOLSMITH_UI_URL');
+  },
+  get lockedUrl() {
+    return required('TOOLSMITH_UI_LOCKED_URL');
+  },
+  get readToken() {
+    return required('TOOLSMITH_UI_READ_TOKEN');
+  },
+  get adminToken() {
+    return required('TOOLSMITH_UI_ADMIN_TOKEN');
+  },
+  get shots() {
+    return process.env.TOOLSMITH_UI_SHOTS ?? 'test-results';
+  },
+};
+
+export const test = base.extend<{ watch: void }>({
+  watch: [
+    async ({ page }, use) => {
+      const foreign: string[] = [];
+      const errors: string[] = [];
+      page.on('request', (r) => {
+        const u = new URL(r.url());
+        if (!['http:', 'https:', 'ws:', 'wss:'].includes(u.protocol)) return;
+        if (u.hostname !== '127.0.0.1') foreign.push(r.url());
+      });
+      page.on('console', (m) => {
+        if (m.type() === 'error') errors.push(m.text());
+      });
+      page.on('pageerror', (e) => errors.push(String(e)));
+      await use();
+      expect(foreign, 'requests that left 127.0.0.1').toEqual([]);
+      // A 401/403 the test provoked on purpose is logged by the browser as a failed resource.
+      expect(errors.filter((e) => !/status of 40[13]/.test(e)), 'console errors').toEqual([]);
+    },
+    { auto: true },
+  ],
+});
+
+export { expect };
+
+/** A REST request to the server without tokens. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- test assertions read any field
+export async function rest(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
+  const r = await fetch(`${env.url}/v1${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  let json: unknown = text;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // keep the text
+  }
+  return { status: r.status, json };
+}
+
+/** No serious or critical accessibility violation on the page as it is. */
+export async function accessible(page: Page, what: string): Promise<void> {
+  // Colours are judged as they rest: the pointer off any control (hover colours are
+  // lighter), and opening animations (which fade elements in) over.
+  await page.mouse.move(0, 0);
+  // Colours are judged once opening animations (which fade elements in) are over.
+  await expect(page.locator('[class*="-appear"], [class*="-enter"], [class*="-leave"]')).toHaveCount(0);
+  const result = await new AxeBuilder({ page }).analyze();
+  const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(
+    bad.map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join('; ')}`),
+    `accessibility of ${what}`,
+  ).toEqual([]);
+}
+
+export async function shot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: `${env.shots}/${name}.png`, fullPage: true });
+}
