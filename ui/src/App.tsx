@@ -74,7 +74,7 @@ export function App() {
         // Contrast of at least 4.5:1 for text (WCAG AA): Ant Design's defaults for the primary
         // colour and secondary text fall short on white.
         token: dark
-          ? { colorPrimary: '#4096ff', colorLink: '#69b1ff', colorTextSecondary: 'rgba(255,255,255,0.72)', colorTextDescription: 'rgba(255,255,255,0.72)', colorTextTertiary: 'rgba(255,255,255,0.65)', colorTextPlaceholder: 'rgba(255,255,255,0.62)' }
+          ? { colorPrimary: '#4096ff', colorLink: '#69b1ff', colorTextLightSolid: '#000', colorTextSecondary: 'rgba(255,255,255,0.72)', colorTextDescription: 'rgba(255,255,255,0.72)', colorTextTertiary: 'rgba(255,255,255,0.65)', colorTextPlaceholder: 'rgba(255,255,255,0.62)' }
           : { colorPrimary: '#0958d9', colorLink: '#0958d9', colorTextSecondary: 'rgba(0,0,0,0.68)', colorTextDescription: 'rgba(0,0,0,0.68)', colorTextTertiary: 'rgba(0,0,0,0.6)', colorTextPlaceholder: 'rgba(0,0,0,0.6)' },
       }}
     >
@@ -98,9 +98,8 @@ function Shell({ dark, setDark }: { dark: boolean; setDark: (d: boolean) => void
   const location = useLocation();
   const section = location.pathname.split('/')[1] || 'tools';
 
-  if (me.isPending) {
-    return <Spin fullscreen />;
-  }
+  // The page renders at once, asking who you are in parallel with its own data: the
+  // controls a role may not use stay disabled until the answer arrives.
   const needsToken = me.error instanceof ApiError && me.error.needsToken;
   if (needsToken) {
     return <TokenPrompt rejected={token.get() !== null} onToken={() => void client.invalidateQueries()} />;
@@ -153,7 +152,7 @@ function Shell({ dark, setDark }: { dark: boolean; setDark: (d: boolean) => void
           </Space>
         </Layout.Header>
         <Layout.Content style={{ padding: 16, maxWidth: 1400, width: '100%', margin: '0 auto' }}>
-          {me.error && !needsToken && (
+          {me.error && !needsToken && !me.isPending && (
             <Alert type="error" showIcon title="The server could not be asked who you are" description={me.error.message} style={{ marginBottom: 16 }} />
           )}
           <Suspense fallback={<Spin />}>

@@ -26,24 +26,30 @@ async fn start(tokens: &[&str]) -> Server {
     start_with(tokens, toolsmith_server::HttpOptions::default()).await
 }
 
-async fn start_with(tokens: &[&str], options: toolsmith_server::HttpOptions) -> Server {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Registry::open(&dir.path().join("reg.db").display().to_string())
+/// A registry file and an engine in `dir`.
+async fn state_in(dir: &std::path::Path, tokens: &[&str]) -> Arc<AppState> {
+    let store = Registry::open(&dir.join("reg.db").display().to_string())
         .await
         .expect("store");
-    let mut config = EngineConfig::new(dir.path());
+    let mut config = EngineConfig::new(dir);
     config.runtime_python = None;
     let engine = Arc::new(Engine::new(config).expect("engine"));
     let tokens = tokens
         .iter()
         .map(|t| Token::parse(t).expect("token"))
         .collect();
+    AppState::new(store, engine, tokens)
+}
+
+async fn start_with(tokens: &[&str], options: toolsmith_server::HttpOptions) -> Server {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = state_in(dir.path(), tokens).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let router = toolsmith_server::app_with(AppState::new(store, engine, tokens), options);
+    let router = toolsmith_server::app_with(state, options);
     tokio::spawn(toolsmith_server::serve(
         listener,
         router,
@@ -1292,10 +1298,7 @@ async fn a_pinned_version_obeys_the_tool_as_it_is_now() {
 async fn idle_and_slow_connections_are_bounded() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Registry::open(&dir.path().join("reg.db").display().to_string())
-        .await
-        .expect("store");
-    let engine = Arc::new(Engine::new(EngineConfig::new(dir.path())).expect("engine"));
+    let state = state_in(dir.path(), &[]).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -1307,7 +1310,7 @@ async fn idle_and_slow_connections_are_bounded() {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(toolsmith_server::serve_with(
         listener,
-        toolsmith_server::app(AppState::new(store, engine, Vec::new())),
+        toolsmith_server::app(state),
         async move {
             let _ = rx.await;
         },

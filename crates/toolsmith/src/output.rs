@@ -278,8 +278,16 @@ pub fn import_report(file: &Path, r: &toolsmith_store::ImportReport, json: bool)
         ("updated", &r.updated),
         ("deleted", &r.deleted),
     ] {
+        // The names of a large import would flood the terminal: the first ones, then a count
+        // (`--json` lists them all).
+        const SHOWN: usize = 20;
         if !names.is_empty() {
-            outln!("  {what}: {}", names.join(", "));
+            let more = names.len().saturating_sub(SHOWN);
+            let list = names.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+            match more {
+                0 => outln!("  {what}: {list}"),
+                n => outln!("  {what}: {list} … and {n} more (--json lists them all)"),
+            }
         }
     }
 }

@@ -9,6 +9,7 @@ import { api, type RunRecord } from '../api';
 import { duration } from '../result';
 import { useDebounced } from './Tools';
 import { Pill } from '../Pill';
+import { Pager } from '../Pager';
 
 const KINDS = ['ok', 'invalid_arguments', 'unknown_tool', 'disabled', 'needs_confirmation', 'timeout', 'exit_status', 'output_limit', 'spawn_failed', 'bad_output', 'cancelled', 'internal'];
 
@@ -89,21 +90,18 @@ export default function RunsPage() {
           { title: 'Exit code', dataIndex: 'exit_code', render: (c: number | null) => c ?? '—' },
         ]}
       />
-      <Space style={{ marginTop: 12 }} wrap>
-        <Button disabled={cursors.length <= 1} onClick={() => setCursors((x) => x.slice(0, -1))}>
-          Previous page
-        </Button>
-        <Button
-          disabled={!page.data?.next_cursor}
-          onClick={() => {
-            const next = page.data?.next_cursor;
-            if (next) setCursors((x) => [...x, next]);
-          }}
-        >
-          Next page
-        </Button>
-        <Select aria-label="Runs per page" value={limit} onChange={(v) => { setLimit(v); reset(); }} options={[25, 50, 100, 200].map((n) => ({ value: n, label: `${n} per page` }))} style={{ width: 140 }} />
-      </Space>
+      <Pager
+        noun="Runs"
+        page={cursors.length}
+        next={page.data?.next_cursor}
+        onPrevious={() => setCursors((x) => x.slice(0, -1))}
+        onNext={(next) => setCursors((x) => [...x, next])}
+        limit={limit}
+        onLimit={(v) => {
+          setLimit(v);
+          reset();
+        }}
+      />
     </main>
   );
 }

@@ -4,10 +4,11 @@
 import { useEffect, useRef, useState } from 'react';
 import { Link, useLocation, useSearchParams } from 'react-router';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Alert, App, Button, Empty, Input, Select, Space, Switch, Table, Typography, type InputRef } from 'antd';
+import { Alert, App, Empty, Input, Space, Switch, Table, Typography, type InputRef } from 'antd';
 import { allows, api, type ToolSummary } from '../api';
 import { useMe } from '../App';
 import { Pill } from '../Pill';
+import { Pager } from '../Pager';
 
 export function useDebounced<T>(value: T, ms: number): T {
   const [v, setV] = useState(value);
@@ -199,28 +200,15 @@ export function ToolsPage() {
           ),
         }}
       />
-      <Space style={{ marginTop: 12 }} wrap>
-        <Button disabled={cursors.length <= 1} onClick={() => setCursors((c) => c.slice(0, -1))}>
-          Previous page
-        </Button>
-        <Button
-          disabled={!page.data?.next_cursor}
-          onClick={() => {
-            const next = page.data?.next_cursor;
-            if (next) setCursors((c) => [...c, next]);
-          }}
-        >
-          Next page
-        </Button>
-        <Typography.Text type="secondary">Page {cursors.length}</Typography.Text>
-        <Select
-          aria-label="Tools per page"
-          value={limit}
-          onChange={setLimit}
-          options={[25, 50, 100, 200].map((n) => ({ value: n, label: `${n} per page` }))}
-          style={{ width: 140 }}
-        />
-      </Space>
+      <Pager
+        noun="Tools"
+        page={cursors.length}
+        next={page.data?.next_cursor}
+        onPrevious={() => setCursors((c) => c.slice(0, -1))}
+        onNext={(next) => setCursors((c) => [...c, next])}
+        limit={limit}
+        onLimit={setLimit}
+      />
     </main>
   );
 }
