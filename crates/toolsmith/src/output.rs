@@ -283,7 +283,12 @@ pub fn import_report(file: &Path, r: &toolsmith_store::ImportReport, json: bool)
         const SHOWN: usize = 20;
         if !names.is_empty() {
             let more = names.len().saturating_sub(SHOWN);
-            let list = names.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+            let list = names
+                .iter()
+                .take(SHOWN)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
             match more {
                 0 => outln!("  {what}: {list}"),
                 n => outln!("  {what}: {list} … and {n} more (--json lists them all)"),

@@ -51,12 +51,18 @@ fn the_web_ui_in_a_real_browser() {
         .current_dir(&ui)
         .env("TOOLSMITH_TEST_CHROMIUM", &chromium)
         .env("TOOLSMITH_UI_URL", rest.trim_end_matches("/v1"))
-        .env("TOOLSMITH_UI_LOCKED_URL", rest_locked.trim_end_matches("/v1"))
+        .env(
+            "TOOLSMITH_UI_LOCKED_URL",
+            rest_locked.trim_end_matches("/v1"),
+        )
         .env("TOOLSMITH_UI_READ_TOKEN", "read-token-123")
         .env("TOOLSMITH_UI_ADMIN_TOKEN", "admin-token-123")
         .env("TOOLSMITH_UI_WORKSPACE", open.path())
         .env("TOOLSMITH_UI_SHOTS", &shots)
         .status()
         .expect("run npx playwright test");
-    assert!(status.success(), "the browser tests failed (their report is above)");
+    assert!(
+        status.success(),
+        "the browser tests failed (their report is above)"
+    );
 }
