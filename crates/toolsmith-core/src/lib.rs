@@ -1,5 +1,7 @@
 //! toolsmith-core: the tool model and everything about tools that is pure logic.
 //!
+//! - [`agent`] is the pure half of `toolsmith chat`: the state machine, the conversation in
+//!   each provider's form, and the readers of streamed answers.
 //! - [`catalog`] loads YAML/JSON catalogs into checked [`model::Tool`]s, reporting every
 //!   problem at once with its path.
 //! - [`pipeline`] runs what a model sent through parse → coerce → defaults → validate, with a
@@ -14,6 +16,7 @@
 //! **Invariant:** this crate does no IO: no files, no network, no processes, no clocks.
 //! Files and environment variables reach the loader through [`catalog::CatalogSource`].
 
+pub mod agent;
 pub mod builtin;
 pub mod catalog;
 pub mod json_text;

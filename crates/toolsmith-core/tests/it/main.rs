@@ -1,6 +1,7 @@
 //! toolsmith-core's integration tests: catalog in → tools, arguments, argv and rendered JSON
 //! out. One test binary, one module per feature.
 
+mod agent;
 mod catalog;
 mod hostile;
 mod pipeline;
