@@ -149,6 +149,10 @@ pub enum Command {
         #[command(flatten)]
         db: DbArg,
     },
+    /// Talk to a model that can use the tools: streamed answers, tool calls run through the
+    /// engine, dangerous ones only with your approval. Works with any OpenAI-compatible
+    /// server (OpenAI, vLLM, llama.cpp, Ollama's /v1) and Anthropic.
+    Chat(crate::chat::ChatArgs),
     /// The Python runtime script tools use: a virtual environment with requests, httpx and
     /// jsonschema.
     Runtime {
@@ -386,6 +390,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Call(args) => call(args),
+        Command::Chat(args) => crate::chat::run(args),
         Command::Runtime { command } => runtime(command),
         Command::Serve(args) => serve(args),
         Command::Mcp(args) => mcp(args),

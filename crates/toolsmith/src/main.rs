@@ -19,6 +19,7 @@ macro_rules! outln {
     };
 }
 
+mod chat;
 mod cli;
 mod output;
 mod source;

@@ -1,0 +1,508 @@
+//! The agent loop: performs the effects the state machine asks for — a model request, a
+//! classification, a question to the user, a tool run — and feeds what happened back as
+//! events, until the turn ends.
+//!
+//! A call the model makes goes through the same argument pipeline as every other front door
+//! (sloppy arguments repaired, the repairs shown); a dangerous one is shown to the user with
+//! the exact command it would run (the dry-run plan) before they are asked. Ctrl-C (the
+//! `interrupt` notifier) stops a stream where it is, or kills a running tool; the machine then
+//! answers every open call.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolsmith_core::agent::history::{ToolCall, answered};
+use toolsmith_core::agent::machine::{Effect, Event, Machine, State};
+use toolsmith_core::agent::stream::{Delta, Usage};
+use toolsmith_core::render::{RenderOptions, Rendered, find_by_exported_name, render};
+use toolsmith_core::{CompiledTool, ErrorKind, Tool, ToolResult, plan};
+use toolsmith_exec::{CallOptions, Engine};
+
+use crate::provider::{Listener, Provider};
+use crate::transcript::Transcript;
+
+/// When tools run without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// Safe tools run; dangerous ones ask.
+    Ask,
+    /// Everything runs without asking.
+    Auto,
+    /// Safe tools run; dangerous ones are declined.
+    Never,
+    /// Only tools annotated `read_only` run; the rest are declined.
+    ReadOnly,
+}
+
+impl Approval {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "ask" => Some(Self::Ask),
+            "auto" => Some(Self::Auto),
+            "never" => Some(Self::Never),
+            "read-only" => Some(Self::ReadOnly),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ask => "ask",
+            Self::Auto => "auto",
+            Self::Never => "never",
+            Self::ReadOnly => "read-only",
+        }
+    }
+}
+
+/// The user's answer to "run this?".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Yes,
+    /// Yes, and for this tool the rest of the session.
+    Always,
+    /// No, with an optional reason for the model; the turn goes on.
+    No(Option<String>),
+    /// No, and stop the turn.
+    Stop,
+}
+
+/// What the person (or a program, with `--json`) sees, and how they answer.
+pub trait Ui: Send {
+    fn delta(&mut self, delta: &Delta);
+    /// Every effect as it is performed (transitions, notices, saved items).
+    fn effect(&mut self, effect: &Effect);
+    /// A call about to be handled: the arguments after the pipeline, its coercions, and the
+    /// plan (`argv`, `stdin`, `env`) when it is a valid call.
+    fn call(&mut self, call: &ToolCall, plan: &ToolResult);
+    /// Asks whether the dangerous `call` may run (blocking is fine).
+    fn ask(&mut self, call: &ToolCall, plan: &ToolResult) -> Answer;
+    /// What was decided for a call that needed approval, and by whom.
+    fn decision(&mut self, call: &ToolCall, decision: &str);
+    fn result(&mut self, call: &ToolCall, result: &ToolResult);
+    fn usage(&mut self, usage: &Usage);
+    fn retrying(&mut self, why: &str, wait: Duration);
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The model answered: its last text.
+    Answered(String),
+    /// The user stopped the turn, or it hit the turn limit.
+    Stopped(String),
+    Interrupted,
+    Failed(String),
+}
+
+/// The tools the model may call, compiled, with their rendering for the provider.
+pub struct Tools {
+    pub compiled: Vec<Arc<CompiledTool>>,
+    pub rendered: Value,
+    format: toolsmith_core::Format,
+}
+
+impl Tools {
+    /// The enabled `tools` for a provider using `format`.
+    pub fn new(tools: Vec<Tool>, format: toolsmith_core::Format) -> Result<Self, String> {
+        let enabled: Vec<Tool> = tools.into_iter().filter(|t| t.enabled).collect();
+        let rendered = match render(&enabled, format, RenderOptions::default()) {
+            Rendered::Json(v) => v,
+            Rendered::Xml(_) => Value::Array(Vec::new()),
+        };
+        let compiled = enabled
+            .into_iter()
+            .map(|t| CompiledTool::new(t, 1).map(Arc::new))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            compiled,
+            rendered,
+            format,
+        })
+    }
+
+    /// The tool a call names (by the name the provider saw).
+    pub fn find(&self, name: &str) -> Option<Arc<CompiledTool>> {
+        self.compiled
+            .iter()
+            .find(|c| c.tool.name.as_str() == name)
+            .or_else(|| {
+                self.compiled.iter().find(|c| {
+                    find_by_exported_name(std::slice::from_ref(&c.tool), self.format, name)
+                        .is_some()
+                })
+            })
+            .cloned()
+    }
+}
+
+/// An agent: the machine, the model, the tools, the engine, the user.
+pub struct Agent {
+    pub machine: Machine,
+    pub provider: Provider,
+    pub tools: Tools,
+    pub engine: Arc<Engine>,
+    pub approval: Approval,
+    pub system: Option<String>,
+    pub ui: Box<dyn Ui>,
+    pub transcript: Option<Transcript>,
+    /// Raised on Ctrl-C: the stream or the tool in progress stops.
+    pub interrupt: Arc<Interrupt>,
+}
+
+/// Ctrl-C, as the loop sees it: raised by a signal handler, waited for by whatever is in
+/// progress, cleared at the start of each turn (so a Ctrl-C between turns is not carried
+/// into the next one).
+#[derive(Debug, Default)]
+pub struct Interrupt {
+    raised: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Interrupt {
+    pub fn raise(&self) {
+        self.raised.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    pub fn clear(&self) {
+        self.raised
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn is_raised(&self) -> bool {
+        self.raised.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Resolves once raised (at once if it already is).
+    pub async fn wait(&self) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_raised() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+struct Relay<'a> {
+    ui: &'a mut dyn Ui,
+    text: &'a mut String,
+}
+
+impl Listener for Relay<'_> {
+    fn delta(&mut self, d: &Delta) {
+        if let Delta::Text(t) = d {
+            self.text.push_str(t);
+        }
+        self.ui.delta(d);
+    }
+    fn retrying(&mut self, why: &str, wait: Duration) {
+        self.ui.retrying(why, wait);
+    }
+}
+
+/// What the model is told a call did: the result without the bookkeeping of `meta`, except
+/// the coercions (so it learns to send the right types), cut to a size it can take.
+pub fn for_the_model(result: &ToolResult) -> String {
+    let mut v = json!({"success": result.success});
+    if let Some(d) = &result.data {
+        v["data"] = d.clone();
+    }
+    if let Some(e) = &result.error {
+        v["error"] = serde_json::to_value(e).unwrap_or(Value::Null);
+    }
+    if !result.meta.coerced.is_empty() {
+        v["coerced"] = json!(result.meta.coerced);
+    }
+    let mut text = v.to_string();
+    const MOST: usize = 100_000;
+    if text.len() > MOST {
+        let mut cut = MOST;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("… [cut: the result was longer than 100 000 bytes]");
+    }
+    text
+}
+
+impl Agent {
+    /// Runs one user turn to its end: model answers, tool calls, questions, until the model
+    /// answers without calling anything (or the turn stops).
+    pub async fn turn(&mut self, text: String) -> Outcome {
+        if self.machine.state == State::Error {
+            self.apply(Event::Reset);
+        }
+        self.interrupt.clear();
+        let mut queue: VecDeque<Effect> = VecDeque::new();
+        let first = self.step(Event::UserMessage(text));
+        queue.extend(first);
+        let mut outcome = None;
+        while let Some(effect) = queue.pop_front() {
+            // Ctrl-C between two steps stops the turn at the next one.
+            if self.interrupt.is_raised()
+                && matches!(
+                    effect,
+                    Effect::Request | Effect::Run { .. } | Effect::Classify(_)
+                )
+                && matches!(
+                    self.machine.state,
+                    State::Streaming | State::ToolExecuting | State::AwaitingConfirmation
+                )
+            {
+                queue.clear();
+                queue.extend(self.step(Event::Interrupted {
+                    partial: String::new(),
+                }));
+                outcome = Some(Outcome::Interrupted);
+                continue;
+            }
+            let event = match effect {
+                Effect::Request => Some(self.request().await),
+                Effect::Classify(call) => Some(self.classify(&call)),
+                Effect::Ask(call) => Some(self.ask(&call)),
+                Effect::Run { call, confirmed } => Some(self.run(&call, confirmed).await),
+                Effect::Notice(ref n) => {
+                    if n == "interrupted" {
+                        outcome = Some(Outcome::Interrupted);
+                    } else if self.machine.state == State::Idle {
+                        outcome.get_or_insert(Outcome::Stopped(n.clone()));
+                    }
+                    None
+                }
+                _ => None,
+            };
+            if let Some(event) = event {
+                if let Event::Error(m) = &event {
+                    outcome = Some(Outcome::Failed(m.clone()));
+                }
+                queue.extend(self.step(event));
+            }
+        }
+        outcome.unwrap_or_else(|| {
+            let last = self.machine.history.iter().rev().find_map(|i| match i {
+                toolsmith_core::agent::Item::Assistant { text, .. } => Some(text.clone()),
+                _ => None,
+            });
+            Outcome::Answered(last.unwrap_or_default())
+        })
+    }
+
+    /// Applies an event and reports its effects (transitions, saved items) to the user
+    /// interface and the transcript; returns the effects still to perform.
+    fn step(&mut self, event: Event) -> Vec<Effect> {
+        match self.machine.step(event) {
+            Ok(effects) => {
+                let mut todo = Vec::new();
+                for e in effects {
+                    if let Effect::Save(item) = &e
+                        && let Some(t) = &mut self.transcript
+                        && let Err(err) = t.append(item)
+                    {
+                        self.ui.effect(&Effect::Notice(format!(
+                            "the transcript could not be written: {err}"
+                        )));
+                    }
+                    self.ui.effect(&e);
+                    if matches!(
+                        e,
+                        Effect::Request
+                            | Effect::Classify(_)
+                            | Effect::Ask(_)
+                            | Effect::Run { .. }
+                            | Effect::Notice(_)
+                    ) {
+                        todo.push(e);
+                    }
+                }
+                todo
+            }
+            Err(refused) => {
+                // The driver only sends events the machine expects; say so if not.
+                self.ui
+                    .effect(&Effect::Notice(format!("internal: {refused}")));
+                Vec::new()
+            }
+        }
+    }
+
+    fn apply(&mut self, event: Event) {
+        let _ = self.step(event);
+    }
+
+    async fn request(&mut self) -> Event {
+        if let Err(e) = answered(&self.machine.history) {
+            return Event::Error(format!("internal: the conversation is not whole ({e})"));
+        }
+        let mut text = String::new();
+        let interrupt = self.interrupt.clone();
+        let answer = {
+            let mut relay = Relay {
+                ui: self.ui.as_mut(),
+                text: &mut text,
+            };
+            let fut = self.provider.answer(
+                self.system.as_deref(),
+                &self.machine.history,
+                &self.tools.rendered,
+                &mut relay,
+            );
+            tokio::select! {
+                r = fut => Some(r),
+                () = interrupt.wait() => None,
+            }
+        };
+        match answer {
+            None => Event::Interrupted { partial: text },
+            Some(Ok(r)) => {
+                if let Some(u) = &r.usage {
+                    self.ui.usage(u);
+                }
+                Event::Response {
+                    text: r.text,
+                    calls: r.calls,
+                }
+            }
+            Some(Err(e)) => Event::Error(e.to_string()),
+        }
+    }
+
+    /// The call's dry run: the arguments after the pipeline, and what would run.
+    fn plan_of(&self, call: &ToolCall) -> Option<(Arc<CompiledTool>, ToolResult)> {
+        let tool = self.tools.find(&call.name)?;
+        let plan = plan::dry_run(&tool, Value::String(call.arguments.clone()));
+        Some((tool, plan))
+    }
+
+    fn classify(&mut self, call: &ToolCall) -> Event {
+        let Some((tool, plan)) = self.plan_of(call) else {
+            // Unknown: it "runs" and answers unknown_tool.
+            return Event::Safe;
+        };
+        self.ui.call(call, &plan);
+        // A call with bad arguments runs nothing (the engine refuses it before asking), so
+        // nobody is asked about it.
+        if !plan.success {
+            return Event::Safe;
+        }
+        let t = &tool.tool;
+        let read_only = t.annotations.read_only == Some(true);
+        match self.approval {
+            Approval::Ask | Approval::Never | Approval::Auto if !t.is_dangerous() => Event::Safe,
+            Approval::ReadOnly if read_only && !t.is_dangerous() => Event::Safe,
+            _ => Event::Dangerous,
+        }
+    }
+
+    fn ask(&mut self, call: &ToolCall) -> Event {
+        let plan = self.plan_of(call).map(|(_, p)| p).unwrap_or_else(|| {
+            ToolResult::err(
+                ErrorKind::UnknownTool,
+                "unknown tool",
+                Vec::new(),
+                Default::default(),
+            )
+        });
+        let (event, decision) = match self.approval {
+            Approval::Auto => (
+                Event::Confirmed { always: false },
+                "approved (--approval auto)".to_string(),
+            ),
+            Approval::Never => (
+                Event::Declined {
+                    reason: Some(
+                        "dangerous tools are declined in this session (--approval never)".into(),
+                    ),
+                },
+                "declined (--approval never)".to_string(),
+            ),
+            Approval::ReadOnly => (
+                Event::Declined {
+                    reason: Some(
+                        "only read-only tools run in this session (--approval read-only)".into(),
+                    ),
+                },
+                "declined (--approval read-only)".to_string(),
+            ),
+            Approval::Ask => {
+                let ui = &mut self.ui;
+                let answer = tokio::task::block_in_place(|| ui.ask(call, &plan));
+                match answer {
+                    Answer::Yes => (
+                        Event::Confirmed { always: false },
+                        "approved by the user".into(),
+                    ),
+                    Answer::Always => (
+                        Event::Confirmed { always: true },
+                        format!(
+                            "approved by the user for `{}` for the rest of the session",
+                            call.name
+                        ),
+                    ),
+                    Answer::No(reason) => {
+                        let d = match &reason {
+                            Some(r) => format!("declined by the user: {r}"),
+                            None => "declined by the user".into(),
+                        };
+                        (Event::Declined { reason }, d)
+                    }
+                    Answer::Stop => (
+                        Event::Rejected,
+                        "declined by the user, who stopped the turn".into(),
+                    ),
+                }
+            }
+        };
+        self.ui.decision(call, &decision);
+        event
+    }
+
+    async fn run(&mut self, call: &ToolCall, confirmed: bool) -> Event {
+        let Some(tool) = self.tools.find(&call.name) else {
+            let known: Vec<String> = self
+                .tools
+                .compiled
+                .iter()
+                .map(|c| c.tool.name.to_string())
+                .collect();
+            let result = ToolResult::err(
+                ErrorKind::UnknownTool,
+                format!(
+                    "there is no tool named {:?}; the tools are: {}",
+                    call.name,
+                    known.join(", ")
+                ),
+                Vec::new(),
+                Default::default(),
+            );
+            self.ui.result(call, &result);
+            return Event::ToolCompleted {
+                content: for_the_model(&result),
+                is_error: true,
+            };
+        };
+        let interrupt = self.interrupt.clone();
+        let fut = self.engine.call(
+            &tool,
+            Value::String(call.arguments.clone()),
+            CallOptions { confirmed },
+        );
+        let result = tokio::select! {
+            r = fut => r,
+            // Dropping the call kills its processes.
+            () = interrupt.wait() => return Event::Interrupted { partial: String::new() },
+        };
+        self.ui.result(call, &result);
+        Event::ToolCompleted {
+            content: for_the_model(&result),
+            is_error: !result.success,
+        }
+    }
+}
