@@ -452,7 +452,9 @@ impl Ui for TermUi {
                     None => String::new(),
                 };
                 for l in text.lines().take(4) {
-                    eprintln!("    {l}");
+                    let shown: String = l.chars().take(150).collect();
+                    let more = if l.chars().count() > 150 { "…" } else { "" };
+                    eprintln!("    {shown}{more}");
                 }
                 if text.lines().count() > 4 {
                     eprintln!("    …");
