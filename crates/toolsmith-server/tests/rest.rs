@@ -552,6 +552,10 @@ async fn responses_match_the_openapi_document() {
     }
     // Every documented operation is routed (neither the JSON 404 fallback nor 405).
     for (path, item) in doc["paths"].as_object().expect("paths") {
+        // The change stream never ends: `registry_changes_stream_as_events` reads it.
+        if path == "/v1/events" {
+            continue;
+        }
         for method in item.as_object().expect("item").keys() {
             let url = path.replace("{name}", "nope").replace("{version}", "1");
             let (st, v) = req(
@@ -682,6 +686,13 @@ async fn responses_match_the_openapi_document() {
         ("get", "/v1/export", "/export?format=openai".into(), None),
         ("get", "/v1/export", "/export?format=nope".into(), None),
         ("get", "/v1/runs", "/runs".into(), None),
+        ("get", "/v1/whoami", "/whoami".into(), None),
+        (
+            "post",
+            "/v1/tools/{name}/plan",
+            "/tools/greet/plan".into(),
+            Some(json!({"arguments": {"who": "world"}})),
+        ),
         ("delete", "/v1/tools/{name}", "/tools/greet".into(), None),
     ];
     // NUL characters (which databases refuse or cut at) are a 400 or 422, never a 500.
@@ -1390,4 +1401,41 @@ async fn a_call_whose_client_goes_away_is_logged_as_cancelled() {
                 .is_ok_and(|c| c.windows(6).any(|w| w == b"30.123"))
         });
     assert!(!sleeping, "the tool's process was killed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registry_changes_stream_as_events() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let s = start(&[]).await;
+    let addr = s
+        .base
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    stream
+        .write_all(format!("GET /v1/events HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes())
+        .await
+        .expect("write");
+    let mut lines = tokio::io::BufReader::new(stream).lines();
+    let mut next_data = async || loop {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(5), lines.next_line())
+            .await
+            .expect("an event in time")
+            .expect("read")
+            .expect("open");
+        if let Some(d) = line.strip_prefix("data: ") {
+            return serde_json::from_str::<Value>(d).expect("json");
+        }
+    };
+    let first = next_data().await;
+    let tool = json!({"name": "t", "description": "d", "command": ["true"]});
+    assert_eq!(send(&s, "POST", "/tools", tool, &[]).await.0, 201);
+    let second = next_data().await;
+    assert!(
+        second["generation"].as_u64() > first["generation"].as_u64(),
+        "{first} then {second}"
+    );
 }

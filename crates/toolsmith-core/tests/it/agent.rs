@@ -583,5 +583,9 @@ fn the_history_in_each_providers_form() {
 #[test]
 fn architecture_md_prints_the_same_table() {
     let doc = include_str!("../../../../ARCHITECTURE.md");
-    assert!(doc.contains(&table_markdown()), "ARCHITECTURE.md's state table differs from TABLE:\n{}", table_markdown());
+    assert!(
+        doc.contains(&table_markdown()),
+        "ARCHITECTURE.md's state table differs from TABLE:\n{}",
+        table_markdown()
+    );
 }
