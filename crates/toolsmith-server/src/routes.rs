@@ -47,6 +47,7 @@ pub fn router() -> Router<Arc<AppState>> {
         .routes(routes!(plan))
         .routes(routes!(call))
         .routes(routes!(whoami))
+        .routes(routes!(check))
         .routes(routes!(events))
         .routes(routes!(export))
         .routes(routes!(runs))
@@ -713,6 +714,111 @@ async fn plan(
     Ok(Json(match request.arguments_problem {
         Some(problem) if tool.tool.enabled => tool.invalid_arguments(vec![problem]),
         _ => toolsmith_core::plan::dry_run(&tool, body.arguments),
+    }))
+}
+
+/// A draft definition to check, with what to preview.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct CheckBody {
+    /// The definition in catalog form; `***` for a secret of an existing tool keeps its value.
+    #[schema(value_type = Object)]
+    definition: Value,
+    /// Also render the tool for this provider.
+    #[serde(default)]
+    #[schema(inline)]
+    format: Option<Format>,
+    /// OpenAI strict mode, with `format`.
+    #[serde(default)]
+    strict: bool,
+    /// Sample arguments: also plan a call with them (what would run).
+    #[serde(default)]
+    #[schema(value_type = Option<Value>)]
+    arguments: Option<Value>,
+}
+
+/// What a check found.
+#[derive(Serialize, ToSchema)]
+struct CheckResult {
+    /// Whether the definition would be saved.
+    valid: bool,
+    /// Every problem, each with its path in the definition (`parameters[1].pattern`).
+    problems: Vec<Value>,
+    /// The JSON Schema of the arguments (when valid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    input_schema: Option<Value>,
+    /// The tool as `format` shows it to a model (when valid and asked for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Value>)]
+    rendered: Option<Value>,
+    /// The plan of a call with `arguments` (when valid and asked for), as `/plan` gives it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plan: Option<ToolResult>,
+}
+
+/// Checks a definition without saving it — every problem with its path, as the catalog
+/// checker reports them — and previews it: its argument schema, how a provider sees it, and
+/// what a call with sample arguments would run (secrets as `***`).
+#[utoipa::path(post, path = "/v1/check", tag = "tools", request_body = CheckBody,
+    responses((status = 200, body = CheckResult)))]
+async fn check(State(s): Shared, Body(body): Body<CheckBody>) -> ApiResult<Json<CheckResult>> {
+    let current = match body.definition.get("name").and_then(Value::as_str) {
+        Some(name) => match s.store.get(name).await {
+            Ok(r) => Some(r.tool),
+            Err(toolsmith_store::StoreError::NotFound(_)) => None,
+            Err(e) => return Err(e.into()),
+        },
+        None => None,
+    };
+    let tool = match parse_definition(body.definition, None, current.as_ref()) {
+        Ok(t) => t,
+        Err(e) if e.status.is_client_error() => {
+            let problems = if e.details.is_empty() {
+                vec![json!({"path": "", "message": e.message})]
+            } else {
+                e.details
+            };
+            return Ok(Json(CheckResult {
+                valid: false,
+                problems,
+                input_schema: None,
+                rendered: None,
+                plan: None,
+            }));
+        }
+        Err(e) => return Err(e),
+    };
+    let rendered = body.format.map(|f| match f {
+        Format::Xml => match render(std::slice::from_ref(&tool), f, RenderOptions::default()) {
+            Rendered::Xml(t) => Value::String(t),
+            Rendered::Json(v) => v,
+        },
+        f => toolsmith_core::render::render_one(
+            &tool,
+            f,
+            RenderOptions {
+                strict: body.strict,
+            },
+        ),
+    });
+    let plan = match body.arguments {
+        Some(args) => {
+            // A disabled draft is previewed as it would run once enabled.
+            let mut enabled = tool.clone();
+            enabled.enabled = true;
+            let compiled =
+                toolsmith_core::CompiledTool::new(enabled, 0).map_err(ApiError::internal)?;
+            Some(toolsmith_core::plan::dry_run(&compiled, args))
+        }
+        None => None,
+    };
+    Ok(Json(CheckResult {
+        valid: true,
+        problems: Vec::new(),
+        input_schema: Some(object_schema(&tool.parameters, false)),
+        rendered,
+        plan,
     }))
 }
 

@@ -1439,3 +1439,58 @@ async fn registry_changes_stream_as_events() {
         "{first} then {second}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drafts_are_checked_and_previewed_without_saving() {
+    let s = start(&[]).await;
+    let draft = json!({"name": "grep_it", "description": "Search.", "command": ["grep", "-n"],
+        "end_of_options": "--", "parameters": [
+            {"name": "pattern", "pattern": "([unclosed"},
+            {"name": "limit", "type": "integr"}]});
+    let (st, v) = send(&s, "POST", "/check", json!({"definition": draft}), &[]).await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["valid"], false);
+    let paths: Vec<&str> = v["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .filter_map(|p| p["path"].as_str())
+        .collect();
+    assert_eq!(
+        paths,
+        ["parameters[0].pattern", "parameters[1].type"],
+        "{v}"
+    );
+    let good = json!({"name": "grep_it", "description": "Search.", "command": ["grep", "-n"],
+        "end_of_options": "--", "config_schema": [{"name": "key", "secret": true, "env_name": "KEY"}],
+        "config": {"key": "s3cret-value"},
+        "parameters": [{"name": "limit", "type": "integer", "inject_as": "option",
+            "option_name": "--max-count", "option_style": "equals", "required": false}, {"name": "pattern"}]});
+    let (_, v) = send(
+        &s,
+        "POST",
+        "/check",
+        json!({"definition": good, "format": "anthropic",
+        "arguments": {"pattern": "-x", "limit": "5"}}),
+        &[],
+    )
+    .await;
+    assert_eq!(v["valid"], true, "{v}");
+    assert_eq!(v["rendered"]["name"], "grep_it");
+    assert_eq!(v["input_schema"]["required"], json!(["pattern"]));
+    assert_eq!(
+        v["plan"]["data"]["argv"],
+        json!(["grep", "-n", "--max-count=5", "--", "-x"]),
+        "{v}"
+    );
+    assert_eq!(
+        v["plan"]["meta"]["coerced"],
+        json!(["limit: string→integer"])
+    );
+    assert!(
+        !v.to_string().contains("s3cret-value"),
+        "secrets stay out of previews: {v}"
+    );
+    // Nothing was saved.
+    assert_eq!(get(&s, "/tools/grep_it").await.0, 404);
+}
