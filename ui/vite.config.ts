@@ -18,8 +18,14 @@ export default defineConfig({
       output: {
         codeSplitting: {
           groups: [
+            // Vite's helper for lazy imports, kept out of the vendor chunks (it would otherwise
+            // pull the chunk it lands in into the first load).
+            { name: 'preload', test: /preload-helper/ },
             { name: 'react', test: /node_modules[\\/](react|react-dom|scheduler|react-router|@tanstack)[\\/]/ },
             { name: 'antd', test: /node_modules[\\/](antd|@ant-design|@rc-component|rc-[a-z-]+|@babel|dayjs|@emotion|stylis|classnames|throttle-debounce|compute-scroll-into-view|scroll-into-view-if-needed|json2mq|string-convert|resize-observer-polyfill)[\\/]/ },
+            // Monaco (4 MB) loads only on pages that edit code.
+            { name: 'monaco', test: /node_modules[\\/](monaco-editor|@monaco-editor|dompurify|marked)[\\/]/ },
+            { name: 'yaml', test: /node_modules[\\/]yaml[\\/]/ },
             { name: 'vendor', test: /node_modules[\\/]/ },
           ],
         },

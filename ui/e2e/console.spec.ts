@@ -150,7 +150,7 @@ test('the runs page shows the calls, and replays one in the test panel', async (
   await shot(page, 'runs');
   await page.getByLabel('Filter by outcome').click();
   await page.getByTitle('invalid_arguments').click();
-  await expect(page.getByRole('row', { name: /convert_temperature/ })).toBeVisible();
+  await expect(page.getByRole('row', { name: /convert_temperature/ }).first()).toBeVisible();
   await expect(page.getByRole('row', { name: /word_stats/ })).toHaveCount(0);
   await page.getByLabel('Filter by outcome').click();
   await page.getByTitle('ok', { exact: true }).click();

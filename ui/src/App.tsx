@@ -3,7 +3,7 @@
 // you are, live updates, keyboard shortcuts, and the routes (pages load lazily).
 
 import { lazy, Suspense, useEffect, useMemo, useState, createContext, useContext } from 'react';
-import { BrowserRouter, Link, Navigate, Route, Routes, useLocation, useNavigate } from 'react-router';
+import { Link, Navigate, Outlet, RouterProvider, createBrowserRouter, useLocation, useNavigate } from 'react-router';
 import { QueryClient, QueryClientProvider, useQuery, useQueryClient } from '@tanstack/react-query';
 import { App as AntApp, Alert, Button, ConfigProvider, Form, Input, Layout, Menu, Space, Spin, Switch, Typography, theme } from 'antd';
 import { ApiError, api, token, type WhoAmI } from './api';
@@ -12,6 +12,7 @@ import { ToolsPage } from './pages/Tools';
 import { Pill } from './Pill';
 
 const ToolPage = lazy(() => import('./pages/Tool'));
+const EditorPage = lazy(() => import('./pages/Editor'));
 const RunsPage = lazy(() => import('./pages/Runs'));
 const ExportPage = lazy(() => import('./pages/Export'));
 
@@ -74,15 +75,15 @@ export function App() {
         // Contrast of at least 4.5:1 for text (WCAG AA): Ant Design's defaults for the primary
         // colour and secondary text fall short on white.
         token: dark
-          ? { colorPrimary: '#4096ff', colorLink: '#69b1ff', colorTextLightSolid: '#000', colorTextSecondary: 'rgba(255,255,255,0.72)', colorTextDescription: 'rgba(255,255,255,0.72)', colorTextTertiary: 'rgba(255,255,255,0.65)', colorTextPlaceholder: 'rgba(255,255,255,0.62)' }
-          : { colorPrimary: '#0958d9', colorLink: '#0958d9', colorTextSecondary: 'rgba(0,0,0,0.68)', colorTextDescription: 'rgba(0,0,0,0.68)', colorTextTertiary: 'rgba(0,0,0,0.6)', colorTextPlaceholder: 'rgba(0,0,0,0.6)' },
+          ? { colorPrimary: '#4096ff', colorLink: '#69b1ff', colorTextLightSolid: '#000', colorError: '#e86062', colorTextSecondary: 'rgba(255,255,255,0.72)', colorTextDescription: 'rgba(255,255,255,0.72)', colorTextTertiary: 'rgba(255,255,255,0.65)', colorTextPlaceholder: 'rgba(255,255,255,0.62)' }
+          : { colorPrimary: '#0958d9', colorLink: '#0958d9', colorError: '#cf1322', colorTextSecondary: 'rgba(0,0,0,0.68)', colorTextDescription: 'rgba(0,0,0,0.68)', colorTextTertiary: 'rgba(0,0,0,0.6)', colorTextPlaceholder: 'rgba(0,0,0,0.6)' },
       }}
     >
       <AntApp>
         <QueryClientProvider client={client}>
-          <BrowserRouter basename="/ui">
-            <Shell dark={dark} setDark={setDark} />
-          </BrowserRouter>
+          <ThemeContext.Provider value={{ dark, setDark }}>
+            <RouterProvider router={theRouter()} />
+          </ThemeContext.Provider>
         </QueryClientProvider>
       </AntApp>
     </ConfigProvider>
@@ -156,19 +157,49 @@ function Shell({ dark, setDark }: { dark: boolean; setDark: (d: boolean) => void
             <Alert type="error" showIcon title="The server could not be asked who you are" description={me.error.message} style={{ marginBottom: 16 }} />
           )}
           <Suspense fallback={<Spin />}>
-            <Routes>
-              <Route path="/" element={<Navigate to="/tools" replace />} />
-              <Route path="/tools" element={<ToolsPage />} />
-              <Route path="/tools/:name" element={<ToolPage />} />
-              <Route path="/runs" element={<RunsPage />} />
-              <Route path="/export" element={<ExportPage />} />
-              <Route path="*" element={<NotFound />} />
-            </Routes>
+            <Outlet />
           </Suspense>
         </Layout.Content>
       </Layout>
     </MeContext.Provider>
   );
+}
+
+/** The theme, for the shell the router renders. */
+const ThemeContext = createContext<{ dark: boolean; setDark: (d: boolean) => void }>({ dark: false, setDark: () => {} });
+
+/** Whether the dark theme is on. */
+export const useDark = () => useContext(ThemeContext).dark;
+
+function ShellFromContext() {
+  const t = useContext(ThemeContext);
+  return <Shell dark={t.dark} setDark={t.setDark} />;
+}
+
+/** The routes, made once (a data router, so the editor can ask before leaving with unsaved
+ * changes). */
+let router: ReturnType<typeof createBrowserRouter> | undefined;
+function theRouter() {
+  router ??= createBrowserRouter(
+    [
+      {
+        path: '/',
+        element: <ShellFromContext />,
+        children: [
+          { index: true, element: <Navigate to="/tools" replace /> },
+          { path: 'tools', element: <ToolsPage /> },
+          { path: 'new', element: <EditorPage /> },
+          { path: 'tools/:name', element: <ToolPage /> },
+          { path: 'tools/:name/edit', element: <EditorPage /> },
+          { path: 'runs', element: <RunsPage /> },
+          { path: 'export', element: <ExportPage /> },
+          { path: '*', element: <NotFound /> },
+        ],
+      },
+    ],
+    { basename: '/ui' },
+  );
+  return router;
 }
 
 function NotFound() {

@@ -135,6 +135,14 @@ export interface ToolResult {
   };
 }
 
+export interface CheckResult {
+  valid: boolean;
+  problems: { path: string; message: string }[];
+  input_schema?: JsonSchema;
+  rendered?: unknown;
+  plan?: ToolResult;
+}
+
 export interface RunRecord {
   id: number;
   tool: string;
@@ -274,6 +282,14 @@ export const api = {
       confirm,
       ...(version ? { version } : {}),
     }),
+  create: (definition: Definition, summary?: string) =>
+    request<ToolView>('POST', `/tools${query({ summary })}`, definition),
+  update: (name: string, definition: Definition, base: number, summary?: string) =>
+    request<ToolView>('PUT', `/tools/${encodeURIComponent(name)}${query({ summary })}`, definition, { 'if-match': String(base) }),
+  remove: (name: string) => request<void>('DELETE', `/tools/${encodeURIComponent(name)}`),
+  restore: (name: string, v: number) => request<ToolView>('POST', `/tools/${encodeURIComponent(name)}/restore/${v}`),
+  check: (body: { definition: Definition; format?: string; strict?: boolean; arguments?: unknown }) =>
+    request<CheckResult>('POST', '/check', body),
   runs: (p: { tool?: string; kind?: string; caller?: string; limit?: number; cursor?: string | null }) =>
     request<RunList>('GET', `/runs${query(p)}`),
   export: (p: { format: string; strict?: boolean; tag?: string; name?: string }) =>

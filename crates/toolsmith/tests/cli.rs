@@ -961,3 +961,37 @@ fn example_tools_stay_inside_the_workspace() {
     assert_eq!(json_out(&o)["error"]["details"][0]["pointer"], "/paths/1");
     assert!(ws.path().join("notes.txt").exists(), "nothing ran");
 }
+
+/// The web UI's unit tests load every example tool into the editor and back
+/// (`ui/src/fixtures/examples.json`: each tool's definition and JSON Schema as the server
+/// gives them). This keeps that file equal to what the catalog says now;
+/// `UPDATE_EXPECT=1 cargo test -p toolsmith --test cli` rewrites it.
+#[test]
+fn the_ui_fixture_matches_the_example_catalog() {
+    let list = json_out(&toolsmith(&["list", "--json"]));
+    let tools: Vec<Value> = list
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|t| {
+            json_out(&toolsmith(&[
+                "show",
+                t["name"].as_str().expect("name"),
+                "--json",
+            ]))
+        })
+        .collect();
+    let fresh = format!("{}\n", serde_json::to_string_pretty(&tools).expect("json"));
+    let path = repo().join("ui/src/fixtures/examples.json");
+    if std::env::var_os("UPDATE_EXPECT").is_some() {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, &fresh).expect("write");
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == fresh,
+        "{} is stale: run UPDATE_EXPECT=1 cargo test -p toolsmith --test cli the_ui_fixture",
+        path.display()
+    );
+}

@@ -1,11 +1,15 @@
 // One tool: its definition read-only, the test panel, its history with field-level diffs,
 // and how each provider sees it.
 
-import { useState } from 'react';
-import { Link, useLocation, useParams, useSearchParams } from 'react-router';
+import { Suspense, lazy, useState } from 'react';
+import { Link, useLocation, useNavigate, useParams, useSearchParams } from 'react-router';
+import { useQueryClient } from '@tanstack/react-query';
+import YAML from 'yaml';
 import { useQuery } from '@tanstack/react-query';
-import { Alert, Button, Descriptions, Empty, Segmented, Select, Space, Spin, Table, Tabs, Typography } from 'antd';
-import { api, type Definition, type Difference, type ParameterDef } from '../api';
+import { Alert, App as AntApp, Button, Descriptions, Empty, Input, Modal, Segmented, Select, Space, Spin, Table, Tabs, Typography } from 'antd';
+import { allows, api, type Definition, type Difference, type JsonSchema, type ParameterDef } from '../api';
+import { useDark, useMe } from '../App';
+import { schemaToParams } from '../definition';
 import { DangerTag, EnabledSwitch } from './Tools';
 import { TestPanel } from '../TestPanel';
 import { Pill } from '../Pill';
@@ -47,9 +51,10 @@ function executorOf(d: Definition): string {
   return d.command ? 'command' : d.script ? 'script' : d.builtin ? 'builtin' : 'unknown';
 }
 
-function Definition({ d }: { d: Definition }) {
+function Definition({ d, schema }: { d: Definition; schema: JsonSchema }) {
   const executor = executorOf(d);
-  const params = d.parameters ?? [];
+  // A built-in's parameters are its own: they come from its schema.
+  const params = executor === 'builtin' ? schemaToParams(schema).params : (d.parameters ?? []);
   return (
     <Space direction="vertical" style={{ width: '100%' }} size="large">
       <Descriptions bordered size="small" column={1}>
@@ -122,8 +127,26 @@ function Definition({ d }: { d: Definition }) {
   );
 }
 
+const TextDiff = lazy(() => import('../CodeEditor').then((m) => ({ default: m.TextDiff })));
+
 function History({ name, current }: { name: string; current: number }) {
   const versions = useQuery({ queryKey: ['versions', name], queryFn: () => api.versions(name) });
+  const me = useMe();
+  const dark = useDark();
+  const client = useQueryClient();
+  const { message, modal } = AntApp.useApp();
+  const [asText, setAsText] = useState(false);
+  const restore = (v: number) =>
+    modal.confirm({
+      title: `Restore version ${v}?`,
+      content: `Version ${v}'s definition becomes version ${current + 1}; nothing is lost — every version stays in the history.`,
+      okText: 'Restore',
+      onOk: async () => {
+        const r = await api.restore(name, v);
+        void message.success(`version ${v} restored as version ${r.version}`);
+        await client.invalidateQueries();
+      },
+    });
   const [from, setFrom] = useState<number | undefined>();
   const [to, setTo] = useState<number | undefined>();
   const a = from ?? Math.max(1, current - 1);
@@ -145,6 +168,16 @@ function History({ name, current }: { name: string; current: number }) {
           { title: 'Time', dataIndex: 'created_at_ms', render: (ms: number) => new Date(ms).toLocaleString() },
           { title: 'Author', dataIndex: 'author' },
           { title: 'Summary', dataIndex: 'summary' },
+          {
+            title: '',
+            key: 'restore',
+            render: (_: unknown, v: { version: number }) =>
+              v.version !== current && allows(me?.role, 'admin') ? (
+                <Button size="small" onClick={() => restore(v.version)} aria-label={`Restore version ${v.version}`}>
+                  Restore
+                </Button>
+              ) : null,
+          },
         ]}
       />
       <div>
@@ -154,7 +187,14 @@ function History({ name, current }: { name: string; current: number }) {
           <span>→</span>
           <Select aria-label="Compare to version" value={b} onChange={setTo} options={options} style={{ width: 140 }} />
         </Space>
-        {a === b ? (
+        <Button size="small" style={{ marginLeft: 8 }} onClick={() => setAsText((x) => !x)} disabled={a === b}>
+          {asText ? 'Compare field by field' : 'Compare as text'}
+        </Button>
+        {a !== b && asText ? (
+          <Suspense fallback={<Spin />}>
+            <VersionsAsText name={name} a={a} b={b} dark={dark} TextDiff={TextDiff} />
+          </Suspense>
+        ) : a === b ? (
           <Typography.Paragraph type="secondary">Choose two different versions.</Typography.Paragraph>
         ) : diff.error ? (
           <Alert type="error" showIcon title="The difference could not be computed" description={diff.error.message} />
@@ -176,6 +216,50 @@ function History({ name, current }: { name: string; current: number }) {
         )}
       </div>
     </Space>
+  );
+}
+
+function VersionsAsText({ name, a, b, dark, TextDiff }: { name: string; a: number; b: number; dark: boolean; TextDiff: React.ComponentType<{ left: string; right: string; dark: boolean; labels: [string, string] }> }) {
+  const left = useQuery({ queryKey: ['version', name, a], queryFn: () => api.version(name, a) });
+  const right = useQuery({ queryKey: ['version', name, b], queryFn: () => api.version(name, b) });
+  if (!left.data || !right.data) return <Spin />;
+  return <TextDiff left={YAML.stringify(left.data.definition)} right={YAML.stringify(right.data.definition)} dark={dark} labels={[`version ${a}`, `version ${b}`]} />;
+}
+
+function DeleteButton({ name }: { name: string }) {
+  const [open, setOpen] = useState(false);
+  const [typed, setTyped] = useState('');
+  const navigate = useNavigate();
+  const client = useQueryClient();
+  const { message } = AntApp.useApp();
+  return (
+    <>
+      <Button onClick={() => setOpen(true)}>
+        Delete
+      </Button>
+      <Modal
+        open={open}
+        title={`Delete ${name}?`}
+        onCancel={() => setOpen(false)}
+        okText="Delete"
+        okButtonProps={{ disabled: typed !== name }}
+        onOk={async () => {
+          await api.remove(name);
+          void message.success(`${name} deleted`);
+          setOpen(false);
+          // Leave first: the deleted tool's own page must not ask for it again.
+          navigate('/tools');
+          client.removeQueries({ queryKey: ['tool', name] });
+          void client.invalidateQueries({ queryKey: ['tools'] });
+        }}
+      >
+        <Typography.Paragraph>
+          The tool is no longer listed or callable. Its history stays, and a tool created again under this name continues its version numbers.
+        </Typography.Paragraph>
+        <label htmlFor="delete-name">Type <Typography.Text code>{name}</Typography.Text> to confirm</label>
+        <Input id="delete-name" aria-label="Tool name to delete" value={typed} onChange={(e) => setTyped(e.target.value)} autoComplete="off" />
+      </Modal>
+    </>
   );
 }
 
@@ -243,6 +327,8 @@ export default function ToolPage() {
   const replay = (location.state as { args?: unknown } | null)?.args;
   const tab = params.get('tab') ?? (replay !== undefined ? 'test' : 'definition');
   const tool = useQuery({ queryKey: ['tool', name], queryFn: () => api.tool(name) });
+  const me = useMe();
+  const navigate = useNavigate();
 
   if (tool.isPending) return <Spin />;
   if (tool.error) {
@@ -278,14 +364,22 @@ export default function ToolPage() {
           </Space>
         </label>
       </Space>
-      <Typography.Paragraph type="secondary">
-        Last changed by {t.updated_by} on {new Date(t.updated_at_ms).toLocaleString()}
-      </Typography.Paragraph>
+      <Space wrap style={{ marginBottom: 8 }}>
+        <Typography.Text type="secondary">
+          Last changed by {t.updated_by} on {new Date(t.updated_at_ms).toLocaleString()}
+        </Typography.Text>
+        {allows(me?.role, 'admin') && (
+          <>
+            <Button onClick={() => navigate(`/tools/${encodeURIComponent(t.name)}/edit`)}>Edit</Button>
+            <DeleteButton name={t.name} />
+          </>
+        )}
+      </Space>
       <Tabs
         activeKey={tab}
         onChange={(k) => setParams({ tab: k }, { replace: true, state: location.state })}
         items={[
-          { key: 'definition', label: 'Definition', children: <Definition d={d} /> },
+          { key: 'definition', label: 'Definition', children: <Definition d={d} schema={t.input_schema} /> },
           { key: 'test', label: 'Test', children: <TestPanel key={t.name} tool={t} initialArguments={replay} /> },
           { key: 'history', label: 'History', children: <History name={t.name} current={t.version} /> },
           { key: 'formats', label: 'Formats', children: <Formats name={t.name} enabled={d.enabled !== false} /> },

@@ -2,9 +2,9 @@
 // cursor pages of a chosen size. The page never loads more than one page of tools.
 
 import { useEffect, useRef, useState } from 'react';
-import { Link, useLocation, useSearchParams } from 'react-router';
+import { Link, useLocation, useNavigate, useSearchParams } from 'react-router';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Alert, App, Empty, Input, Space, Switch, Table, Typography, type InputRef } from 'antd';
+import { Alert, App, Button, Empty, Input, Space, Switch, Table, Typography, type InputRef } from 'antd';
 import { allows, api, type ToolSummary } from '../api';
 import { useMe } from '../App';
 import { Pill } from '../Pill';
@@ -47,6 +47,17 @@ export function EnabledSwitch({ name, enabled, size }: { name: string; enabled: 
       title={canEdit ? undefined : 'Your role cannot change tools'}
       onChange={(on) => toggle.mutate(on)}
     />
+  );
+}
+
+function NewToolButton() {
+  const me = useMe();
+  const navigate = useNavigate();
+  if (!allows(me?.role, 'admin')) return null;
+  return (
+    <Button type="primary" onClick={() => navigate('/new')}>
+      New tool
+    </Button>
   );
 }
 
@@ -140,9 +151,12 @@ export function ToolsPage() {
 
   return (
     <main>
-      <Typography.Title level={2} style={{ marginTop: 0 }}>
-        Tools
-      </Typography.Title>
+      <Space style={{ width: '100%', justifyContent: 'space-between' }} align="center" wrap>
+        <Typography.Title level={2} style={{ marginTop: 0 }}>
+          Tools
+        </Typography.Title>
+        <NewToolButton />
+      </Space>
       <Space wrap style={{ marginBottom: 12 }}>
         <Input.Search
           id="tool-search"

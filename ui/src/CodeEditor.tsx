@@ -1,0 +1,57 @@
+// A code editor (Monaco) with an accessible name, the app's theme, and Ctrl/⌘+S passed to the
+// page. Loaded lazily: only pages that edit code pull in Monaco's chunk.
+
+import './monaco';
+import Editor, { DiffEditor } from '@monaco-editor/react';
+
+interface Props {
+  label: string;
+  language: 'python' | 'yaml' | 'json' | 'plaintext' | 'shell' | 'javascript';
+  value: string;
+  onChange?: (value: string) => void;
+  height?: number | string;
+  dark: boolean;
+  readOnly?: boolean;
+  onSave?: () => void;
+}
+
+export default function CodeEditor({ label, language, value, onChange, height = 320, dark, readOnly, onSave }: Props) {
+  return (
+    <div role="group" aria-label={label} data-testid={`code-${label}`} style={{ border: '1px solid rgba(128,128,128,.35)', borderRadius: 6, overflow: 'hidden' }}>
+      <Editor
+        height={height}
+        language={language}
+        value={value}
+        theme={dark ? 'vs-dark' : 'vs'}
+        onChange={(v) => onChange?.(v ?? '')}
+        onMount={(editor, m) => {
+          if (onSave) editor.addCommand(m.KeyMod.CtrlCmd | m.KeyCode.KeyS, onSave);
+        }}
+        options={{
+          readOnly,
+          minimap: { enabled: false },
+          fontSize: 13,
+          scrollBeyondLastLine: false,
+          tabSize: language === 'python' ? 4 : 2,
+          automaticLayout: true,
+          ariaLabel: label,
+        }}
+      />
+    </div>
+  );
+}
+
+export function TextDiff({ left, right, dark, labels }: { left: string; right: string; dark: boolean; labels: [string, string] }) {
+  return (
+    <div role="group" aria-label={`Text difference: ${labels[0]} and ${labels[1]}`} style={{ border: '1px solid rgba(128,128,128,.35)', borderRadius: 6, overflow: 'hidden' }}>
+      <DiffEditor
+        height={420}
+        language="yaml"
+        original={left}
+        modified={right}
+        theme={dark ? 'vs-dark' : 'vs'}
+        options={{ readOnly: true, renderSideBySide: true, minimap: { enabled: false }, automaticLayout: true }}
+      />
+    </div>
+  );
+}
