@@ -3,8 +3,8 @@
 // it is injected, with a live one-line example. Config fields add `secret` and `env_name`.
 // Problems from the checker are shown at the parameter they belong to.
 
-import { memo, useState } from 'react';
-import { Button, Checkbox, Collapse, Input, InputNumber, Select, Space, Tooltip, Typography } from 'antd';
+import { memo, useCallback, useEffect, useRef, useState } from 'react';
+import { Button, Checkbox, Input, InputNumber, Select, Space, Tooltip, Typography } from 'antd';
 import type { ParameterDef } from './api';
 import { TYPES, injectionExample, itemsOf, problemsAt, withType } from './definition';
 
@@ -23,65 +23,137 @@ interface Props {
 
 const FORMATS = ['date-time', 'date', 'time', 'duration', 'email', 'hostname', 'ipv4', 'ipv6', 'uri', 'uri-reference', 'uuid', 'regex'];
 
-export function ParamBuilder({ params, onChange, path, problems, place, command }: Props) {
-  const [open, setOpen] = useState<string[]>([]);
-  const set = (i: number, p: ParameterDef) => onChange(params.map((x, j) => (j === i ? p : x)));
-  const move = (i: number, d: number) => {
+export const ParamBuilder = memo(function ParamBuilder({ params, onChange, path, problems, place, command }: Props) {
+  const [open, setOpen] = useState<number[]>([]);
+  // One stable setter for every row, so a change to one row re-renders only that row (the
+  // rows are memoized): with fifty parameters open, typing stays immediate.
+  const latest = useRef({ params, onChange });
+  useEffect(() => {
+    latest.current = { params, onChange };
+  });
+  const setAt = useCallback((i: number, p: ParameterDef) => {
+    const { params: ps, onChange: change } = latest.current;
+    change(ps.map((x, j) => (j === i ? p : x)));
+  }, []);
+  const move = useCallback((i: number, d: number) => {
+    const { params: ps, onChange: change } = latest.current;
     const j = i + d;
-    if (j < 0 || j >= params.length) return;
-    const next = [...params];
+    if (j < 0 || j >= ps.length) return;
+    const next = [...ps];
     [next[i], next[j]] = [next[j]!, next[i]!];
-    onChange(next);
-  };
+    change(next);
+    setOpen((o) => o.map((k) => (k === i ? j : k === j ? i : k)));
+  }, []);
+  const remove = useCallback((i: number) => {
+    const { params: ps, onChange: change } = latest.current;
+    change(ps.filter((_, j) => j !== i));
+    setOpen((o) => o.filter((k) => k !== i).map((k) => (k > i ? k - 1 : k)));
+  }, []);
+  const toggle = useCallback((i: number) => setOpen((o) => (o.includes(i) ? o.filter((k) => k !== i) : [...o, i])), []);
   const add = () => {
-    const name = `param_${params.length + 1}`;
-    onChange([...params, { name }]);
-    setOpen((o) => [...o, String(params.length)]);
+    onChange([...params, { name: `param_${params.length + 1}` }]);
+    setOpen((o) => [...o, params.length]);
   };
   return (
     <div>
       {params.length === 0 && <Typography.Paragraph type="secondary">No {place === 'config' ? 'config fields' : 'parameters'} yet.</Typography.Paragraph>}
-      <Collapse
-        activeKey={open}
-        onChange={(k) => setOpen(Array.isArray(k) ? k : [k])}
-        items={params.map((p, i) => {
+      <div style={{ border: params.length ? '1px solid rgba(128,128,128,.3)' : undefined, borderRadius: 6 }}>
+        {params.map((p, i) => {
           const at = `${path}[${i}]`;
           const errs = problemsAt(problems, at);
-          return {
-            key: String(i),
-            label: (
-              <span>
-                <Typography.Text code>{p.name || '(unnamed)'}</Typography.Text> {p.type ?? 'string'}
-                {p.required === false || p.default !== undefined ? ' · optional' : ''}
-                {errs.length > 0 && <Typography.Text type="danger"> · {errs.length} problem{errs.length > 1 ? 's' : ''}</Typography.Text>}
-              </span>
-            ),
-            children: (
-              <>
-                <Space size={4} style={{ float: 'right' }}>
-                  <Button size="small" aria-label={`Move ${p.name} up`} disabled={i === 0} onClick={() => move(i, -1)}>
-                    ↑
-                  </Button>
-                  <Button size="small" aria-label={`Move ${p.name} down`} disabled={i === params.length - 1} onClick={() => move(i, 1)}>
-                    ↓
-                  </Button>
-                  <Button size="small" aria-label={`Remove ${p.name}`} onClick={() => onChange(params.filter((_, j) => j !== i))}>
-                    Remove
-                  </Button>
-                </Space>
-                <ParamRow p={p} onChange={(np) => set(i, np)} at={at} problems={problems} place={place} command={command} />
-              </>
-            ),
-            forceRender: errs.length > 0,
-          };
+          return (
+            <Item
+              key={i}
+              p={p}
+              index={i}
+              count={params.length}
+              at={at}
+              problems={errs.length ? problems : NONE}
+              errorCount={errs.length}
+              open={open.includes(i) || errs.length > 0}
+              toggle={toggle}
+              move={move}
+              remove={remove}
+              setAt={setAt}
+              place={place}
+              command={command}
+            />
+          );
         })}
-      />
+      </div>
       <Button style={{ marginTop: 8 }} onClick={add}>
         {place === 'config' ? 'Add config field' : place === 'property' ? 'Add property' : 'Add parameter'}
       </Button>
     </div>
   );
-}
+});
+
+const NONE: { path: string; message: string }[] = [];
+
+/** One parameter: a header that opens it, its actions, and (when open) its settings. */
+const Item = memo(function Item({
+  p,
+  index,
+  count,
+  at,
+  problems,
+  errorCount,
+  open,
+  toggle,
+  move,
+  remove,
+  setAt,
+  place,
+  command,
+}: {
+  p: ParameterDef;
+  index: number;
+  count: number;
+  at: string;
+  problems: { path: string; message: string }[];
+  errorCount: number;
+  open: boolean;
+  toggle: (i: number) => void;
+  move: (i: number, d: number) => void;
+  remove: (i: number) => void;
+  setAt: (i: number, p: ParameterDef) => void;
+  place: Place;
+  command: boolean;
+}) {
+  return (
+    <div style={{ borderTop: index > 0 ? '1px solid rgba(128,128,128,.3)' : undefined }}>
+      <div style={{ display: 'flex', alignItems: 'center', gap: 8, padding: '6px 8px' }}>
+        <button
+          type="button"
+          aria-expanded={open}
+          onClick={() => toggle(index)}
+          style={{ flex: 1, textAlign: 'left', background: 'none', border: 'none', cursor: 'pointer', color: 'inherit', font: 'inherit', padding: 4 }}
+        >
+          <span aria-hidden>{open ? '▾' : '▸'} </span>
+          <Typography.Text code>{p.name || '(unnamed)'}</Typography.Text> {p.type ?? 'string'}
+          {p.required === false || p.default !== undefined ? ' · optional' : ''}
+          {errorCount > 0 && <Typography.Text type="danger"> · {errorCount} problem{errorCount > 1 ? 's' : ''}</Typography.Text>}
+        </button>
+        <Space size={4}>
+          <Button size="small" aria-label={`Move ${p.name} up`} disabled={index === 0} onClick={() => move(index, -1)}>
+            ↑
+          </Button>
+          <Button size="small" aria-label={`Move ${p.name} down`} disabled={index === count - 1} onClick={() => move(index, 1)}>
+            ↓
+          </Button>
+          <Button size="small" aria-label={`Remove ${p.name}`} onClick={() => remove(index)}>
+            Remove
+          </Button>
+        </Space>
+      </div>
+      {open && (
+        <div style={{ padding: '4px 12px 12px' }}>
+          <ParamRow p={p} index={index} setAt={setAt} at={at} problems={problems} place={place} command={command} />
+        </div>
+      )}
+    </div>
+  );
+});
 
 function Field({ label, children, errors, hint }: { label: string; children: React.ReactNode; errors?: string[]; hint?: string }) {
   return (
@@ -108,20 +180,23 @@ function parseJsonish(text: string): unknown {
 
 const ParamRow = memo(function ParamRow({
   p,
-  onChange,
+  index,
+  setAt,
   at,
   problems,
   place,
   command,
 }: {
   p: ParameterDef;
-  onChange: (p: ParameterDef) => void;
+  index: number;
+  setAt: (i: number, p: ParameterDef) => void;
   at: string;
   problems: { path: string; message: string }[];
   place: Place;
   command: boolean;
 }) {
   const type = p.type ?? 'string';
+  const onChange = (np: ParameterDef) => setAt(index, np);
   const put = (key: string, value: unknown) => {
     const next = { ...p };
     if (value === undefined || value === '' || value === null) delete next[key];
@@ -241,7 +316,7 @@ const ParamRow = memo(function ParamRow({
           </Space>
           <Typography.Text strong>Items</Typography.Text>
           <div style={{ borderLeft: '2px solid rgba(128,128,128,.3)', paddingLeft: 12 }}>
-            <ParamRow p={itemsOf(p)} onChange={(item) => put('items', item)} at={`${at}.items`} problems={problems} place="items" command={false} />
+            <ParamRow p={itemsOf(p)} index={0} setAt={(_, item) => put('items', item)} at={`${at}.items`} problems={problems} place="items" command={false} />
           </div>
         </div>
       )}

@@ -20,6 +20,8 @@ const CodeEditor = lazy(() => import('../CodeEditor'));
 
 type Problems = { path: string; message: string }[];
 
+const NO_PARAMS: ParameterDef[] = [];
+
 function Field({ label, errors, children, hint, htmlFor }: { label: string; errors?: string[]; children: React.ReactNode; hint?: React.ReactNode; htmlFor?: string }) {
   return (
     <div style={{ marginBottom: 12 }}>
@@ -164,7 +166,7 @@ function Editor({ name, start }: { name: string | undefined; start: { version: n
   };
 
   const kind = executorKind(draft);
-  const set = (k: string, v: unknown) => setDraft((d) => ({ ...d, [k]: v }));
+  const set = useCallback((k: string, v: unknown) => setDraft((d) => ({ ...d, [k]: v })), []);
 
   return (
     <main>
@@ -277,6 +279,8 @@ function DefinitionForm({
   onSave: () => void;
 }) {
   const [pasting, setPasting] = useState(false);
+  const setParameters = useCallback((ps: ParameterDef[]) => set('parameters', ps), [set]);
+  const setConfigSchema = useCallback((ps: ParameterDef[]) => set('config_schema', ps), [set]);
   const argv = draft.command ?? [''];
   const annotations = draft.annotations ?? {};
   const limits = draft.limits ?? {};
@@ -396,7 +400,7 @@ function DefinitionForm({
             </Button>
           }
         >
-          <ParamBuilder params={draft.parameters ?? []} onChange={(ps) => set('parameters', ps)} path="parameters" problems={problems} place="argument" command={kind === 'command'} />
+          <ParamBuilder params={draft.parameters ?? NO_PARAMS} onChange={setParameters} path="parameters" problems={problems} place="argument" command={kind === 'command'} />
         </Card>
       ) : (
         <Alert type="info" showIcon style={{ marginBottom: 12 }} title="A built-in brings its own parameters" description="Its description, danger (never less than the built-in's) and config can be set here." />
@@ -404,7 +408,7 @@ function DefinitionForm({
 
       {kind !== 'builtin' ? (
         <Card size="small" title="Config (set by the operator, never shown to the model)" style={{ marginBottom: 12 }}>
-          <ParamBuilder params={draft.config_schema ?? []} onChange={(ps) => set('config_schema', ps)} path="config_schema" problems={problems} place="config" command={false} />
+          <ParamBuilder params={draft.config_schema ?? NO_PARAMS} onChange={setConfigSchema} path="config_schema" problems={problems} place="config" command={false} />
           <ConfigValues fields={draft.config_schema ?? []} values={draft.config ?? {}} onChange={(v) => set('config', v)} errors={(f) => at(`config.${f}`, false)} />
         </Card>
       ) : (
