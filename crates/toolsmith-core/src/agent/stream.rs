@@ -176,24 +176,33 @@ impl Assembler for OpenAi {
     fn response(&self) -> Response {
         Response {
             text: self.text.clone(),
-            calls: self
-                .calls
-                .iter()
-                .filter(|(_, p)| !p.name.is_empty())
-                .map(|(i, p)| ToolCall {
-                    id: if p.id.is_empty() {
-                        format!("call_{i}")
-                    } else {
-                        p.id.clone()
-                    },
-                    name: p.name.clone(),
-                    arguments: p.arguments.clone(),
-                })
-                .collect(),
+            calls: finished(&self.calls),
             finish: self.finish.clone(),
             usage: self.usage,
         }
     }
+}
+
+/// The calls assembled, in the provider's order: an id made up where a server sent none,
+/// `{}` for arguments never sent.
+fn finished(calls: &BTreeMap<u64, Partial>) -> Vec<ToolCall> {
+    calls
+        .iter()
+        .filter(|(_, p)| !p.name.is_empty())
+        .map(|(i, p)| ToolCall {
+            id: if p.id.is_empty() {
+                format!("call_{i}")
+            } else {
+                p.id.clone()
+            },
+            name: p.name.clone(),
+            arguments: if p.arguments.trim().is_empty() {
+                "{}".into()
+            } else {
+                p.arguments.clone()
+            },
+        })
+        .collect()
 }
 
 /// Anthropic Messages (`message_start` … `message_stop` events).
@@ -291,20 +300,7 @@ impl Assembler for Anthropic {
     fn response(&self) -> Response {
         Response {
             text: self.text.clone(),
-            calls: self
-                .calls
-                .values()
-                .filter(|p| !p.name.is_empty())
-                .map(|p| ToolCall {
-                    id: p.id.clone(),
-                    name: p.name.clone(),
-                    arguments: if p.arguments.trim().is_empty() {
-                        "{}".into()
-                    } else {
-                        p.arguments.clone()
-                    },
-                })
-                .collect(),
+            calls: finished(&self.calls),
             finish: self.finish.clone(),
             usage: self.saw_usage.then_some(self.usage),
         }
