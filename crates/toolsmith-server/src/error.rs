@@ -237,12 +237,23 @@ fn shaped<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ApiError> {
             ),
         ));
     }
-    serde_json::from_value(value).map_err(|e| {
-        ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid",
-            format!("the body does not fit: {e}"),
-        )
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.inner().to_string();
+        if path == "." {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid",
+                format!("the body does not fit: {message}"),
+            )
+        } else {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid",
+                format!("the body does not fit: {path}: {message}"),
+            )
+            .with_details(vec![serde_json::json!({"path": path, "message": message})])
+        }
     })
 }
 

@@ -11,6 +11,7 @@ pub mod guard;
 pub mod mcp;
 pub mod openapi;
 mod routes;
+pub mod runlog;
 pub mod ui;
 
 use std::collections::HashMap;
@@ -45,6 +46,8 @@ pub struct AppState {
     pub tokens: Vec<Token>,
     /// Entries kept in the execution log.
     pub run_retention: usize,
+    /// The execution log's writer (batched, in the background).
+    pub runs: runlog::RunLog,
     /// Compiled tools by name, version, and the current state a pinned version runs under
     /// (enabled, dangerous): a version never changes, so neither does its entry.
     compiled: Mutex<HashMap<CompiledKey, Arc<CompiledTool>>>,
@@ -65,6 +68,7 @@ impl AppState {
         run_retention: usize,
     ) -> Arc<Self> {
         Arc::new(Self {
+            runs: runlog::RunLog::start(store.clone(), run_retention.max(1)),
             store,
             engine,
             tokens,

@@ -27,7 +27,7 @@ use toolsmith_core::model::{Format, OutputMode};
 use toolsmith_core::render::{RenderOptions, Rendered, render};
 use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
 use toolsmith_exec::CallOptions;
-use toolsmith_store::{Query, RunRecord, Store, StoreExt, decode_cursor, encode_cursor};
+use toolsmith_store::{Query, RunRecord, StoreExt, decode_cursor, encode_cursor};
 
 use crate::AppState;
 
@@ -401,15 +401,9 @@ impl ServerHandler for McpServer {
                 }
             });
         }
-        let record = RunRecord::of(&result, &arguments, &self.options.caller);
-        if let Err(e) = self
-            .state
-            .store
-            .record_run(&record, self.state.run_retention)
-            .await
-        {
-            tracing::warn!("recording the run of {}: {e}", request.name);
-        }
+        self.state
+            .runs
+            .record(RunRecord::of(&result, &arguments, &self.options.caller));
         Ok(to_mcp(&tool, &result).into())
     }
 

@@ -723,7 +723,7 @@ async fn plan(
 struct CheckBody {
     /// The definition in catalog form; `***` for a secret of an existing tool keeps its value.
     #[schema(value_type = Object)]
-    definition: Value,
+    definition: serde_json::Map<String, Value>,
     /// Also render the tool for this provider.
     #[serde(default)]
     #[schema(inline)]
@@ -771,7 +771,7 @@ async fn check(State(s): Shared, Body(body): Body<CheckBody>) -> ApiResult<Json<
         },
         None => None,
     };
-    let tool = match parse_definition(body.definition, None, current.as_ref()) {
+    let tool = match parse_definition(Value::Object(body.definition), None, current.as_ref()) {
         Ok(t) => t,
         Err(e) if e.status.is_client_error() => {
             let problems = if e.details.is_empty() {
@@ -903,17 +903,8 @@ async fn call(
         }
     };
     unfinished.disarm();
-    // The log must not fail the call; a failure to write it goes to the server's log.
-    if let Err(e) = s
-        .store
-        .record_run(
-            &RunRecord::of(&result, &arguments, &caller.name),
-            s.run_retention,
-        )
-        .await
-    {
-        eprintln!("toolsmith: recording the run of {name}: {e}");
-    }
+    s.runs
+        .record(RunRecord::of(&result, &arguments, &caller.name));
     if result
         .error
         .as_ref()
@@ -960,15 +951,9 @@ impl Drop for LogIfDropped {
             Vec::new(),
             meta,
         );
-        let record = RunRecord::of(&result, &self.arguments, &self.caller);
-        let state = self.state.clone();
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                if let Err(e) = state.store.record_run(&record, state.run_retention).await {
-                    tracing::warn!("recording a cancelled run: {e}");
-                }
-            });
-        }
+        self.state
+            .runs
+            .record(RunRecord::of(&result, &self.arguments, &self.caller));
     }
 }
 
@@ -999,6 +984,8 @@ struct RunList {
 #[utoipa::path(get, path = "/v1/runs", tag = "calls", params(RunParams),
     responses((status = 200, body = RunList)))]
 async fn runs(State(s): Shared, Query(p): Query<RunParams>) -> ApiResult<Json<RunList>> {
+    // Read your writes: the calls answered so far are in the log before it is read.
+    s.runs.flush().await;
     let q = RunQuery {
         tool: p.tool,
         kind: p.kind,

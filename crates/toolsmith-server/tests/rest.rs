@@ -1493,4 +1493,16 @@ async fn drafts_are_checked_and_previewed_without_saving() {
     );
     // Nothing was saved.
     assert_eq!(get(&s, "/tools/grep_it").await.0, 404);
+    // A definition is a mapping: anything else is a bad request, not a "problem".
+    for bad in [json!(0), json!("grep_it"), json!([]), Value::Null] {
+        let (st, v) = send(&s, "POST", "/check", json!({"definition": bad}), &[]).await;
+        assert_eq!(st, 422, "{bad}: {v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("definition"),
+            "{v}"
+        );
+    }
 }

@@ -208,8 +208,13 @@ pub trait Store: Send + Sync {
     /// Soft delete: the tool leaves listings and calls; its history stays.
     fn delete(&self, name: &str, change: Change<'_>) -> impl Future<Output = Result<()>> + Send;
     fn search(&self, query: &Query) -> impl Future<Output = Result<Page<ToolRecord>>> + Send;
-    /// Appends to the execution log, keeping at most `keep` entries.
-    fn record_run(&self, run: &RunRecord, keep: usize) -> impl Future<Output = Result<i64>> + Send;
+    /// Appends entries to the execution log in one transaction, keeping at most `keep`
+    /// entries.
+    fn record_runs(
+        &self,
+        runs: &[RunRecord],
+        keep: usize,
+    ) -> impl Future<Output = Result<()>> + Send;
     fn runs(&self, query: &RunQuery) -> impl Future<Output = Result<Page<RunRecord>>> + Send;
     /// A number that moves whenever a tool is created, changed or deleted, by this process
     /// or any other sharing the registry; poll it to follow changes.
@@ -353,8 +358,8 @@ impl Store for Registry {
     async fn search(&self, query: &Query) -> Result<Page<ToolRecord>> {
         forward!(self, search(query))
     }
-    async fn record_run(&self, run: &RunRecord, keep: usize) -> Result<i64> {
-        forward!(self, record_run(run, keep))
+    async fn record_runs(&self, runs: &[RunRecord], keep: usize) -> Result<()> {
+        forward!(self, record_runs(runs, keep))
     }
     async fn runs(&self, query: &RunQuery) -> Result<Page<RunRecord>> {
         forward!(self, runs(query))

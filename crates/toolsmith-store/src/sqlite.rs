@@ -344,31 +344,36 @@ impl Store for SqliteStore {
         Ok(g as u64)
     }
 
-    async fn record_run(&self, run: &RunRecord, keep: usize) -> Result<i64> {
-        let done = sqlx::query(
-            "INSERT INTO runs (tool, version, caller, arguments, kind, duration_ms, exit_code, truncated, started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        )
-        .bind(&run.tool)
-        .bind(run.version as i64)
-        .bind(&run.caller)
-        .bind(run.arguments.to_string())
-        .bind(&run.kind)
-        .bind(run.duration_ms)
-        .bind(run.exit_code)
-        .bind(run.truncated)
-        .bind(run.started_at_ms)
-        .execute(&self.pool)
-        .await?;
-        let id = done.last_insert_rowid();
-        // Retention, checked every 64 entries: ids only grow, so the newest `keep` are the
-        // highest ids.
-        if id % 64 == 0 {
-            sqlx::query("DELETE FROM runs WHERE id <= ?1")
-                .bind(id - keep as i64)
-                .execute(&self.pool)
-                .await?;
+    async fn record_runs(&self, runs: &[RunRecord], keep: usize) -> Result<()> {
+        if runs.is_empty() {
+            return Ok(());
         }
-        Ok(id)
+        let mut tx = self.pool.begin().await?;
+        let mut last = 0;
+        for run in runs {
+            last = sqlx::query(
+                "INSERT INTO runs (tool, version, caller, arguments, kind, duration_ms, exit_code, truncated, started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )
+            .bind(&run.tool)
+            .bind(run.version as i64)
+            .bind(&run.caller)
+            .bind(run.arguments.to_string())
+            .bind(&run.kind)
+            .bind(run.duration_ms)
+            .bind(run.exit_code)
+            .bind(run.truncated)
+            .bind(run.started_at_ms)
+            .execute(&mut *tx)
+            .await?
+            .last_insert_rowid();
+        }
+        // Retention: ids only grow, so the newest `keep` are the highest ids.
+        sqlx::query("DELETE FROM runs WHERE id <= ?1")
+            .bind(last - keep as i64)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     async fn runs(&self, query: &RunQuery) -> Result<Page<RunRecord>> {

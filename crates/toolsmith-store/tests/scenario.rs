@@ -479,6 +479,7 @@ async fn racing_writers(s: Arc<impl Store + 'static>) {
 async fn execution_log(s: &impl Store) {
     use toolsmith_core::result::{ErrorKind, Meta, ToolResult};
     use toolsmith_store::{RunQuery, RunRecord};
+    let mut batch = Vec::new();
     for i in 0..200u64 {
         let meta = Meta {
             tool: format!("t{}", i % 2),
@@ -491,17 +492,18 @@ async fn execution_log(s: &impl Store) {
         } else {
             ToolResult::ok(json!({}), meta)
         };
-        s.record_run(
-            &RunRecord::of(
-                &result,
-                &json!({"i": i}),
-                if i < 100 { "alice" } else { "bob" },
-            ),
-            150,
-        )
-        .await
-        .expect("record");
+        batch.push(RunRecord::of(
+            &result,
+            &json!({"i": i}),
+            if i < 100 { "alice" } else { "bob" },
+        ));
+        // Written in batches of various sizes, as the server's log writer does.
+        if batch.len() as u64 == 1 + i % 7 {
+            s.record_runs(&batch, 150).await.expect("record");
+            batch.clear();
+        }
     }
+    s.record_runs(&batch, 150).await.expect("record");
     let newest = s
         .runs(&RunQuery {
             limit: 3,
@@ -527,7 +529,7 @@ async fn execution_log(s: &impl Store) {
             .iter()
             .all(|r| r.kind == "timeout" && r.tool == "t0")
     );
-    // Retention (150) is applied every 64 entries: at entry 192 everything up to 42 went.
+    // Retention (150) is applied with every batch: the newest 150 are kept.
     let mut all = Vec::new();
     let mut cursor = None;
     loop {
@@ -545,7 +547,7 @@ async fn execution_log(s: &impl Store) {
             None => break,
         }
     }
-    assert_eq!(all, (43..=200).rev().collect::<Vec<_>>());
+    assert_eq!(all, (51..=200).rev().collect::<Vec<_>>());
     let big = RunRecord::of(
         &ToolResult::ok(json!({}), Meta::default()),
         &json!({"x": "y".repeat(10_000)}),

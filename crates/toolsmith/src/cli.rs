@@ -555,6 +555,7 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
         let state =
             toolsmith_server::AppState::with_retention(store, engine, tokens, args.run_retention);
         toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
+        let log = state.runs.clone();
         let app = toolsmith_server::app_with(
             state,
             toolsmith_server::HttpOptions {
@@ -575,6 +576,8 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
             },
         )
         .await?;
+        // Every call answered is in the execution log before the process ends.
+        log.flush().await;
         eprintln!("toolsmith: stopped");
         Ok(ExitCode::SUCCESS)
     })
@@ -620,6 +623,7 @@ fn mcp(args: McpArgs) -> Result<ExitCode> {
         }
         let state = toolsmith_server::AppState::new(store, engine, Vec::new());
         toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
+        let log = state.runs.clone();
         let handler = toolsmith_server::mcp::McpServer::new(
             state,
             toolsmith_server::mcp::McpOptions {
@@ -635,6 +639,7 @@ fn mcp(args: McpArgs) -> Result<ExitCode> {
             r = service.waiting() => { r.context("MCP on stdio")?; }
             _ = shutdown_signal() => {}
         }
+        log.flush().await;
         drop(private);
         Ok(ExitCode::SUCCESS)
     })

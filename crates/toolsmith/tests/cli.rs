@@ -1,5 +1,7 @@
 //! The `toolsmith` binary, run for real: catalog files in, exit codes and output checked.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -993,5 +995,50 @@ fn the_ui_fixture_matches_the_example_catalog() {
         committed == fresh,
         "{} is stale: run UPDATE_EXPECT=1 cargo test -p toolsmith --test cli the_ui_fixture",
         path.display()
+    );
+}
+
+/// The execution log is written in the background, in batches; a clean stop (SIGTERM) still
+/// leaves every answered call in it.
+#[test]
+fn a_clean_stop_keeps_every_answered_call_in_the_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("registry.db").display().to_string();
+    let catalog = repo().join("examples/catalog.yaml");
+    let (server, rest, _) = common::serve(
+        &db,
+        dir.path(),
+        &["--catalog", catalog.to_str().expect("utf-8")],
+    );
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    for i in 0..200 {
+        let body = json!({"arguments": {"text": format!("line {i}")}}).to_string();
+        let r = agent
+            .post(format!("{rest}/tools/count_lines/call"))
+            .header("content-type", "application/json")
+            .send(body)
+            .expect("call");
+        assert_eq!(r.status().as_u16(), 200);
+    }
+    let pid = server.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let mut server = server;
+    let status = server.0.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    let o = toolsmith(&["runs", "--db", &db, "--limit", "1000", "--json"]);
+    let runs = json_out(&o);
+    assert_eq!(
+        runs.as_array().map(Vec::len),
+        Some(200),
+        "every answered call is in the log"
     );
 }
