@@ -1,8 +1,10 @@
 //! toolsmith against FastMCP (SPEC §10, issue: MCP), side by side in one run: the same tool (a
 //! command running `echo`; FastMCP's runs it with `subprocess.run`) and the same 1000 extra
 //! tools, over stdio and over Streamable HTTP (stateless, JSON responses, on both). Measures
-//! sequential call latency (p50, p99), call throughput with several requests in flight, and
-//! the time to list every tool (following cursors).
+//! sequential call latency (p50, p99) beside a bare spawn of the same `echo` from the same
+//! client (interleaved call by call), the rate of calls made one at a time (what an agent
+//! does), call throughput with several requests in flight, and the time to list every tool
+//! (following cursors).
 //!
 //! `cargo bench -p toolsmith --bench mcp`. The FastMCP side runs when `FASTMCP_PYTHON` names a
 //! Python with `fastmcp` installed (see bench/README.md); `BENCH_SECONDS` (default 5) per
@@ -153,6 +155,10 @@ impl Transport for StdioRpc {
 struct Figures {
     p50: Duration,
     p99: Duration,
+    /// A bare spawn of `echo hello` from the client, interleaved call by call.
+    bare_p50: Duration,
+    /// One call at a time, as an agent makes them.
+    sequential_per_second: f64,
     per_second: f64,
     list: Duration,
     tools: usize,
@@ -162,14 +168,22 @@ fn measure(t: &dyn Transport, inflight: usize, seconds: u64) -> Figures {
     for i in 0..50 {
         check_call(&t.request(&call(i)));
     }
-    let mut lat: Vec<Duration> = (0..500)
-        .map(|i| {
-            let s = Instant::now();
-            check_call(&t.request(&call(i)));
-            s.elapsed()
-        })
-        .collect();
+    let bare = || {
+        let out = Command::new("echo").arg("hello").output().expect("echo");
+        assert_eq!(out.stdout, b"hello\n");
+    };
+    let (mut lat, mut spawns) = (Vec::new(), Vec::new());
+    for i in 0..500 {
+        let s = Instant::now();
+        bare();
+        spawns.push(s.elapsed());
+        let s = Instant::now();
+        check_call(&t.request(&call(i)));
+        lat.push(s.elapsed());
+    }
+    let sequential_per_second = lat.len() as f64 / lat.iter().sum::<Duration>().as_secs_f64();
     let (p50, p99) = (pct(&mut lat, 0.5), pct(&mut lat, 0.99));
+    let bare_p50 = pct(&mut spawns, 0.5);
     let done = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let started = Instant::now();
@@ -205,6 +219,8 @@ fn measure(t: &dyn Transport, inflight: usize, seconds: u64) -> Figures {
     Figures {
         p50,
         p99,
+        bare_p50,
+        sequential_per_second,
         per_second,
         list: pct(&mut walks, 0.5),
         tools,
@@ -213,9 +229,12 @@ fn measure(t: &dyn Transport, inflight: usize, seconds: u64) -> Figures {
 
 fn row(what: &str, f: &Figures) {
     println!(
-        "| {what} | {} | {} | {:.0} | {} ({} tools) |",
+        "| {what} | {} | {} | {} (+{}) | {:.0} | {:.0} | {} ({} tools) |",
         ms(f.p50),
         ms(f.p99),
+        ms(f.bare_p50),
+        ms(f.p50.saturating_sub(f.bare_p50)),
+        f.sequential_per_second,
         f.per_second,
         ms(f.list),
         f.tools
@@ -224,9 +243,10 @@ fn row(what: &str, f: &Figures) {
 
 fn ratio(what: &str, ours: &Figures, theirs: &Figures) {
     println!(
-        "| {what}: toolsmith ÷ FastMCP | {:.1}× faster | {:.1}× faster | {:.1}× | {:.1}× faster |",
+        "| {what}: toolsmith ÷ FastMCP | {:.1}× faster | {:.1}× faster | | **{:.1}×** | {:.1}× | {:.1}× faster |",
         theirs.p50.as_secs_f64() / ours.p50.as_secs_f64(),
         theirs.p99.as_secs_f64() / ours.p99.as_secs_f64(),
+        ours.sequential_per_second / theirs.sequential_per_second,
         ours.per_second / theirs.per_second,
         theirs.list.as_secs_f64() / ours.list.as_secs_f64()
     );
@@ -276,7 +296,7 @@ fn main() {
         "{inflight} requests in flight for {seconds} s per throughput figure; latency over 500 sequential calls\n"
     );
     println!(
-        "| server | call p50 | call p99 | calls/s | list every tool (p50) |\n|---|---|---|---|---|"
+        "| server | call p50 | call p99 | bare spawn of echo p50 (call over it) | sequential calls/s | calls/s, {inflight} in flight | list every tool (p50) |\n|---|---|---|---|---|---|---|"
     );
 
     // Streamable HTTP.

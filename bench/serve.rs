@@ -111,9 +111,11 @@ fn main() {
         ms(r99)
     );
     println!(
-        "| ratio | {:.2}× | {:.2}× |\n",
+        "| ratio | {:.2}× | {:.2}× |\n| added by toolsmith | +{} | +{} |\n",
         r50.as_secs_f64() / b50.as_secs_f64(),
-        r99.as_secs_f64() / b99.as_secs_f64()
+        r99.as_secs_f64() / b99.as_secs_f64(),
+        ms(r50.saturating_sub(b50)),
+        ms(r99.saturating_sub(b99))
     );
     let after_calls = rss_mib(server.0.id());
 

@@ -16,6 +16,7 @@
 
 mod builtin;
 mod capture;
+mod folders;
 mod limits;
 mod process;
 pub mod runtime;
@@ -97,6 +98,7 @@ pub struct Engine {
     per_tool: Mutex<HashMap<String, (u32, Arc<Semaphore>)>>,
     scripts: script::Scripts,
     cgroups: Option<Arc<limits::Cgroups>>,
+    folders: folders::Folders,
 }
 
 impl Engine {
@@ -114,6 +116,7 @@ impl Engine {
             } else {
                 None
             },
+            folders: folders::Folders::default(),
             workspace,
             config,
         })
@@ -322,7 +325,7 @@ impl Engine {
         env.extend(t.env.clone());
         env.extend(invocation.env.into_iter().map(|v| (v.name, v.value)));
 
-        let (cwd, _temp) = match &t.working_dir {
+        let (cwd, temp) = match &t.working_dir {
             Some(dir) => match self.workspace.resolve(dir, true) {
                 Ok(p) => (p, None),
                 Err(e) => {
@@ -334,7 +337,7 @@ impl Engine {
                     );
                 }
             },
-            None => match tempfile::Builder::new().prefix("toolsmith-call-").tempdir() {
+            None => match self.folders.take() {
                 Ok(d) => (d.path().to_path_buf(), Some(d)),
                 Err(e) => {
                     return ToolResult::err(
@@ -386,6 +389,9 @@ impl Engine {
                 );
             }
         };
+        if let Some(folder) = temp {
+            self.folders.give_back(folder, done.contained);
+        }
         meta.exit_code = done.exit_code;
         meta.stdout_bytes = Some(done.stdout.total);
         meta.stderr_bytes = Some(done.stderr.total);

@@ -91,6 +91,8 @@ pub struct Cgroups {
 #[derive(Debug)]
 struct Slot {
     dir: PathBuf,
+    /// What its `pids.max` holds: written only when a call needs another value.
+    cap: String,
     jobs: std::sync::mpsc::Sender<Job>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -139,7 +141,7 @@ impl Cgroups {
 
     /// A cgroup for one call, allowing `max` processes.
     pub fn create(&self, max: Option<u64>) -> Option<CallCgroup> {
-        let slot = if self.per_thread {
+        let mut slot = if self.per_thread {
             let pooled = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
             Some(match pooled {
                 Some(s) => s,
@@ -163,11 +165,15 @@ impl Cgroups {
         let cap = max
             .map(|m| m + u64::from(slot.is_some()))
             .map_or_else(|| "max".to_string(), |m| m.to_string());
-        if std::fs::write(dir.join("pids.max"), cap).is_err() {
+        if slot.as_ref().is_some_and(|s| s.cap == cap) {
+            // The slot's cgroup already allows this many.
+        } else if std::fs::write(dir.join("pids.max"), &cap).is_err() {
             if slot.is_none() {
                 let _ = std::fs::remove_dir(&dir);
             }
             return None;
+        } else if let Some(s) = &mut slot {
+            s.cap = cap;
         }
         Some(CallCgroup {
             dir,
@@ -206,6 +212,7 @@ impl Cgroups {
         }
         Some(Slot {
             dir,
+            cap: String::new(),
             jobs,
             thread: Some(thread),
         })
@@ -334,26 +341,31 @@ impl CallCgroup {
     }
 
     /// Kills what is left; the slot goes back to the pool once it is empty (a background
-    /// thread waits for stragglers), a per-call cgroup is removed.
-    pub fn release(mut self) {
+    /// thread waits for stragglers), a per-call cgroup is removed. True when it was emptied
+    /// here, before returning.
+    pub fn release(mut self) -> bool {
         if self.kill_all() {
-            self.finish();
-            return;
+            self.finish(true);
+            return true;
         }
         std::thread::spawn(move || {
+            let mut empty = false;
             for _ in 0..200 {
-                if self.kill_all() {
+                empty = self.kill_all();
+                if empty {
                     break;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
-            self.finish();
+            self.finish(empty);
         });
+        false
     }
 
-    fn finish(&mut self) {
+    /// Pools the slot again if it is `empty`, or removes a per-call cgroup.
+    fn finish(&mut self, empty: bool) {
         match self.slot.take() {
-            Some(slot) if self.pids().is_empty() => self
+            Some(slot) if empty => self
                 .idle
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())

@@ -36,6 +36,8 @@ pub struct Finished {
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     pub timed_out: bool,
+    /// Every process of the call is known to be gone (its cgroup was emptied).
+    pub contained: bool,
 }
 
 #[derive(Debug)]
@@ -50,12 +52,22 @@ struct GroupGuard {
     cgroup: Option<CallCgroup>,
 }
 
+impl GroupGuard {
+    /// Kills the group and empties the cgroup; says whether every process of the call is
+    /// known to be gone (only a cgroup emptied here can say so).
+    fn finish(&mut self) -> bool {
+        if self.pgid == 0 {
+            return false;
+        }
+        limits::kill_group(self.pgid);
+        self.pgid = 0;
+        self.cgroup.take().is_some_and(CallCgroup::release)
+    }
+}
+
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        limits::kill_group(self.pgid);
-        if let Some(cg) = self.cgroup.take() {
-            cg.release();
-        }
+        self.finish();
     }
 }
 
@@ -113,6 +125,7 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
         std::io::ErrorKind::NotFound => SpawnError::NotFound(program.clone()),
         _ => SpawnError::Other(format!("{program}: {e}")),
     })?;
+    let mut guard = guard;
     let pid = guard.pgid;
 
     if let (Some(text), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
@@ -140,7 +153,7 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
         }
     };
     // Whatever the tool left running in its group goes with it.
-    drop(guard);
+    let contained = guard.finish();
     let drain_until = deadline.max(Instant::now() + DRAIN_GRACE);
     let stdout = join_capture(stdout, drain_until).await;
     let stderr = join_capture(stderr, drain_until).await;
@@ -151,6 +164,7 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
         exit_code: status.and_then(|s| s.code()),
         signal: status.and_then(|s| s.signal()),
         timed_out,
+        contained,
     })
 }
 

@@ -285,6 +285,26 @@ async fn every_call_gets_a_fresh_working_folder_removed_afterwards() {
     assert_ne!(a, b);
     assert!(a.contains("toolsmith-call-"), "{a}");
     assert!(!Path::new(&a).exists(), "{a} was removed");
+    // A folder left untouched may serve a later call — empty and private, as new.
+    let look = tool("{name: t, description: d, command: [sh, -c, 'pwd; ls -A; stat -c %a .']}");
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let out = f.call(&look, json!({})).await.data.expect("data")["stdout"]
+            .as_str()
+            .expect("text")
+            .to_owned();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines.len(),
+            2,
+            "only the folder and its mode, no files: {out}"
+        );
+        assert_eq!(lines[1], "700", "{out}");
+        seen.push(lines[0].to_owned());
+    }
+    if f.engine.has_cgroups() {
+        assert_eq!(seen[0], seen[2], "an untouched folder is reused");
+    }
     std::fs::create_dir(f.dir.path().join("sub")).expect("mkdir");
     let t = tool("{name: t, description: d, working_dir: sub, command: [pwd]}");
     let r = f.call(&t, json!({})).await;

@@ -51,6 +51,9 @@ pub struct AppState {
     /// Compiled tools by name, version, and the current state a pinned version runs under
     /// (enabled, dangerous): a version never changes, so neither does its entry.
     compiled: Mutex<HashMap<CompiledKey, Arc<CompiledTool>>>,
+    /// The current version of the tools called lately, as read at one registry generation:
+    /// a call finds its tool here instead of reading the registry (see [`Self::current`]).
+    current: Mutex<(u64, HashMap<String, Arc<CompiledTool>>)>,
     /// Counts registry changes; MCP snapshots and list_changed notifications follow it.
     changes: tokio::sync::watch::Sender<u64>,
 }
@@ -74,6 +77,7 @@ impl AppState {
             tokens,
             run_retention: run_retention.max(1),
             compiled: Mutex::default(),
+            current: Mutex::default(),
             changes: tokio::sync::watch::Sender::new(0),
         })
     }
@@ -81,6 +85,31 @@ impl AppState {
     /// Says the registry changed (a write here, or one a replica announced).
     pub fn changed(&self) {
         self.changes.send_modify(|g| *g += 1);
+    }
+
+    /// The current version of `name` if it was read since the last change this process saw
+    /// (its own writes at once; other processes' within [`FOLLOW_INTERVAL`]).
+    pub(crate) fn current(&self, name: &str) -> Option<Arc<CompiledTool>> {
+        let current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        (current.0 == self.generation())
+            .then(|| current.1.get(name).cloned())
+            .flatten()
+    }
+
+    /// Remembers `tool` as current, read from the registry at `generation` (taken before
+    /// the read, so a change that raced with it makes the entry stale, never the reverse).
+    pub(crate) fn remember_current(&self, generation: u64, tool: Arc<CompiledTool>) {
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if current.0 != generation {
+            if generation < current.0 {
+                return;
+            }
+            *current = (generation, HashMap::new());
+        }
+        if current.1.len() >= COMPILED_CACHE {
+            current.1.clear();
+        }
+        current.1.insert(tool.tool.name.to_string(), tool);
     }
 
     /// How many changes have been seen.

@@ -637,19 +637,28 @@ async fn compiled_tool(
     name: &str,
     version: Option<u64>,
 ) -> ApiResult<Arc<toolsmith_core::CompiledTool>> {
+    if let Some(c) = s.current(name)
+        && version.is_none_or(|v| v == c.version)
+    {
+        return Ok(c);
+    }
+    let generation = s.generation();
     let current = s.store.get(name).await?;
-    let (tool, v) = match version {
-        Some(v) if v != current.version => {
-            let mut pinned = definition_to_tool(&s.store.version(name, v).await?.definition)?;
-            pinned.enabled = current.tool.enabled;
-            if current.tool.is_dangerous() {
-                pinned.danger = toolsmith_core::model::Danger::Dangerous;
-            }
-            (pinned, v)
-        }
-        _ => (current.tool, current.version),
-    };
-    s.compiled(&tool, v).map_err(ApiError::internal)
+    if version.is_none_or(|v| v == current.version) {
+        let c = s
+            .compiled(&current.tool, current.version)
+            .map_err(ApiError::internal)?;
+        s.remember_current(generation, c.clone());
+        return Ok(c);
+    }
+    // A pinned older version.
+    let v = version.unwrap_or(current.version);
+    let mut pinned = definition_to_tool(&s.store.version(name, v).await?.definition)?;
+    pinned.enabled = current.tool.enabled;
+    if current.tool.is_dangerous() {
+        pinned.danger = toolsmith_core::model::Danger::Dangerous;
+    }
+    s.compiled(&pinned, v).map_err(ApiError::internal)
 }
 
 /// The outcome of the argument pipeline.

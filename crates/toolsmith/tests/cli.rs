@@ -1042,3 +1042,52 @@ fn a_clean_stop_keeps_every_answered_call_in_the_log() {
         "every answered call is in the log"
     );
 }
+
+#[test]
+fn a_change_by_another_process_reaches_calls_through_a_running_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("registry.db").display().to_string();
+    let catalog = repo().join("examples/catalog.yaml");
+    let (_server, rest, _) = common::serve(
+        &db,
+        dir.path(),
+        &["--catalog", catalog.to_str().expect("utf-8")],
+    );
+    let call = || {
+        http(
+            "POST",
+            &format!("{rest}/tools/count_lines/call"),
+            Some(&json!({"arguments": {"text": "a\nb\n"}})),
+            None,
+        )
+        .1
+    };
+    // Called once, so the server holds the tool.
+    assert_eq!(call()["success"], true);
+    // Disabled by the CLI on the same registry file: the running server follows.
+    let o = toolsmith(&["disable", "count_lines", "--db", &db]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let started = std::time::Instant::now();
+    let kind = loop {
+        let r = call();
+        if r["success"] == false || started.elapsed() > std::time::Duration::from_secs(5) {
+            break r["error"]["kind"].clone();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(
+        kind, "disabled",
+        "the server saw the change within its polling interval"
+    );
+    // And enabled again.
+    let o = toolsmith(&["enable", "count_lines", "--db", &db]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let started = std::time::Instant::now();
+    while call()["success"] != true {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "enabled again"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
