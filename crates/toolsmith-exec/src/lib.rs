@@ -21,10 +21,11 @@ mod limits;
 mod process;
 pub mod runtime;
 mod script;
+mod warm;
 mod workspace;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -57,6 +58,8 @@ pub struct EngineConfig {
     pub tool_niceness: i32,
     /// Put each call in its own pids cgroup when the machine allows it.
     pub use_cgroups: bool,
+    /// Run every Python script tool in the warm runtime, as if each said `warm: true`.
+    pub warm_python: bool,
 }
 
 impl EngineConfig {
@@ -77,6 +80,7 @@ impl EngineConfig {
                 .filter(|p| p.exists()),
             tool_niceness: limits::TOOL_NICENESS,
             use_cgroups: true,
+            warm_python: false,
         }
     }
 }
@@ -99,6 +103,8 @@ pub struct Engine {
     scripts: script::Scripts,
     cgroups: Option<Arc<limits::Cgroups>>,
     folders: folders::Folders,
+    /// The warm Python runtime, when its source could be written.
+    warm: Option<warm::Warm>,
 }
 
 impl Engine {
@@ -117,6 +123,9 @@ impl Engine {
                 None
             },
             folders: folders::Folders::default(),
+            warm: warm::Warm::new(&config.script_dir)
+                .inspect_err(|e| tracing::warn!("no warm Python runtime: {e}"))
+                .ok(),
             workspace,
             config,
         })
@@ -124,6 +133,11 @@ impl Engine {
 
     pub fn workspace(&self) -> &Workspace {
         &self.workspace
+    }
+
+    /// Warm Python runtimes (zygotes) alive now.
+    pub fn warm_runtimes(&self) -> usize {
+        self.warm.as_ref().map_or(0, warm::Warm::alive)
     }
 
     /// Whether per-call pids cgroups are in use (fork bombs contained, `setsid` escapes
@@ -293,8 +307,10 @@ impl Engine {
         }
     }
 
-    async fn process(&self, t: &Tool, invocation: Invocation, mut meta: Meta) -> ToolResult {
+    async fn process(&self, t: &Tool, invocation: Invocation, meta: Meta) -> ToolResult {
         let mut argv = invocation.argv;
+        // A Python script's interpreter and file, and whether it asked to run warm.
+        let mut python: Option<(PathBuf, PathBuf, bool)> = None;
         if let Executor::Script(s) = &t.executor {
             let interpreter = match self.scripts.interpreter(&s.interpreter) {
                 Ok(p) => p,
@@ -315,6 +331,13 @@ impl Engine {
                 interpreter.to_string_lossy().into_owned(),
                 file.to_string_lossy().into_owned(),
             ];
+            let base = Path::new(&s.interpreter)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if base.starts_with("python") {
+                python = Some((interpreter, file, s.warm || self.config.warm_python));
+            }
         }
         // Only allowlisted variables of the server's environment, then the tool's own.
         let mut env: BTreeMap<String, String> = t
@@ -354,6 +377,30 @@ impl Engine {
             .get("PATH")
             .cloned()
             .unwrap_or_else(|| process::DEFAULT_PATH.to_owned());
+        // `PYTHON*` variables of the tool's own change how Python starts: those tools run
+        // cold and without -I, which would ignore them.
+        let python = python.filter(|_| !env.keys().any(|k| k.starts_with("PYTHON")));
+        if let Some((interpreter, file, true)) = &python
+            && let Some(warm) = &self.warm
+        {
+            let call = warm::Call {
+                interpreter,
+                script: file,
+                stdin: invocation.stdin.as_deref(),
+                env: &env,
+                cwd: &cwd,
+                timeout: Duration::from_millis(t.timeout_ms),
+                limits,
+                niceness: self.config.tool_niceness,
+            };
+            if let Some(done) = warm.run(&call, self.cgroups.as_ref()).await {
+                return self.finished(t, done, temp, meta, limits, &searched);
+            }
+        }
+        if python.is_some() {
+            // Isolated mode, as the warm runtime runs: no PYTHON* variables, no user site.
+            argv.insert(1, "-I".into());
+        }
         let spec = process::Spec {
             argv: &argv,
             stdin: invocation.stdin.as_deref(),
@@ -363,7 +410,22 @@ impl Engine {
             limits,
             niceness: self.config.tool_niceness,
         };
-        let done = match process::run(spec, self.cgroups.as_ref()).await {
+        let done = process::run(spec, self.cgroups.as_ref()).await;
+        self.finished(t, done, temp, meta, limits, &searched)
+    }
+
+    /// The result of a process run: the folder given back, the meta filled in, the output
+    /// read by the executor's contract.
+    fn finished(
+        &self,
+        t: &Tool,
+        done: Result<process::Finished, process::SpawnError>,
+        temp: Option<folders::Folder>,
+        mut meta: Meta,
+        limits: Limits,
+        searched: &str,
+    ) -> ToolResult {
+        let done = match done {
             Ok(d) => d,
             Err(process::SpawnError::NotFound(program)) => {
                 let place = match program.contains('/') {

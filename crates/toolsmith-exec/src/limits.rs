@@ -179,6 +179,7 @@ impl Cgroups {
             dir,
             slot,
             idle: self.idle.clone(),
+            resident: None,
         })
     }
 
@@ -280,6 +281,8 @@ pub struct CallCgroup {
     dir: PathBuf,
     slot: Option<Slot>,
     idle: Arc<Mutex<Vec<Slot>>>,
+    /// A process that lives in the cgroup across calls (a warm runtime), spared by sweeps.
+    resident: Option<i32>,
 }
 
 impl CallCgroup {
@@ -316,15 +319,42 @@ impl CallCgroup {
         rx
     }
 
-    /// Processes in the cgroup other than this one (whose spawner thread lives there).
+    /// Processes in the cgroup other than this one (whose spawner thread lives there) and
+    /// the resident.
     fn pids(&self) -> Vec<i32> {
         let me = std::process::id() as i32;
         std::fs::read_to_string(self.dir.join("cgroup.procs"))
             .unwrap_or_default()
             .lines()
             .filter_map(|l| l.trim().parse().ok())
-            .filter(|p| *p != me)
+            .filter(|p| *p != me && Some(*p) != self.resident)
             .collect()
+    }
+
+    /// Makes `pid` the cgroup's resident (spared by [`Self::sweep`]); `None` ends that.
+    pub fn set_resident(&mut self, pid: Option<u32>) {
+        self.resident = pid.and_then(|p| i32::try_from(p).ok());
+    }
+
+    /// Allows `max` processes besides the spawner thread and the resident.
+    pub fn set_cap(&mut self, max: Option<u64>) {
+        let extra = u64::from(self.slot.is_some()) + u64::from(self.resident.is_some());
+        let cap = max
+            .map(|m| m + extra)
+            .map_or_else(|| "max".to_string(), |m| m.to_string());
+        if self.slot.as_ref().is_some_and(|s| s.cap == cap) {
+            return;
+        }
+        if std::fs::write(self.dir.join("pids.max"), &cap).is_ok()
+            && let Some(s) = &mut self.slot
+        {
+            s.cap = cap;
+        }
+    }
+
+    /// Kills every process in the cgroup but the resident; true when none is left.
+    pub fn sweep(&self) -> bool {
+        self.kill_all()
     }
 
     fn kill_all(&self) -> bool {

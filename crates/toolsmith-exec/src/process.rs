@@ -75,7 +75,7 @@ impl Drop for GroupGuard {
 /// rest of the call's deadline. (Pipes close when the group dies, so readers normally end at
 /// once; only a process that left the group with `setsid`, where no cgroup catches it, can
 /// hold them open, and then the call ends at its deadline.)
-const DRAIN_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finished, SpawnError> {
     let cap = spec.limits.output_bytes.unwrap_or(1024 * 1024) as usize;
@@ -188,7 +188,10 @@ pub fn resolve_program(program: &str, path: Option<&str>) -> Option<PathBuf> {
         })
 }
 
-async fn join_capture(task: Option<tokio::task::JoinHandle<Captured>>, until: Instant) -> Captured {
+pub(crate) async fn join_capture(
+    task: Option<tokio::task::JoinHandle<Captured>>,
+    until: Instant,
+) -> Captured {
     let empty = || Captured {
         text: String::new(),
         total: 0,

@@ -31,9 +31,24 @@ fn tool(yaml: &str) -> CompiledTool {
 }
 
 fn engine_in(dir: &Path) -> Engine {
+    warm_engine_in(dir, false)
+}
+
+/// An engine that runs every Python script tool in the warm runtime when `warm`.
+fn warm_engine_in(dir: &Path, warm: bool) -> Engine {
     let mut config = EngineConfig::new(dir);
     config.runtime_python = None;
+    config.warm_python = warm;
     Engine::new(config).expect("engine")
+}
+
+/// A cold and a warm fixture: script tests run on both.
+fn both() -> [Fixture; 2] {
+    [false, true].map(|warm| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let engine = warm_engine_in(dir.path(), warm);
+        Fixture { dir, engine }
+    })
 }
 
 struct Fixture {
@@ -317,7 +332,12 @@ async fn every_call_gets_a_fresh_working_folder_removed_afterwards() {
 
 #[tokio::test]
 async fn scripts_get_json_in_and_must_print_json() {
-    let f = fixture();
+    for f in both() {
+        scripts_in(&f).await;
+    }
+}
+
+async fn scripts_in(f: &Fixture) {
     let ok = tool(
         "{name: s, description: d, script: {source: 'import json,sys; a=json.load(sys.stdin); print(json.dumps({\"twice\": a[\"n\"]*2, \"cfg\": a[\"config\"][\"k\"]}))'}, config_schema: [{name: k, default: v}], parameters: [{name: n, type: integer}]}",
     );
@@ -437,13 +457,14 @@ async fn the_queue_is_bounded() {
 
 #[tokio::test]
 async fn a_memory_bomb_fails_inside_the_tool() {
-    let f = fixture();
     let t = tool(
         "{name: t, description: d, limits: {memory_bytes: 268435456}, script: {source: 'x = bytearray(2 * 1024 ** 3); print(\"{}\")'}}",
     );
-    let r = f.call(&t, json!({})).await;
-    assert_eq!(kind(&r), Some(ErrorKind::ExitStatus), "{r:?}");
-    assert!(r.error.expect("error").message.contains("MemoryError"));
+    for f in both() {
+        let r = f.call(&t, json!({})).await;
+        assert_eq!(kind(&r), Some(ErrorKind::ExitStatus), "{r:?}");
+        assert!(r.error.expect("error").message.contains("MemoryError"));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -894,4 +915,183 @@ async fn arguments_and_variables_up_to_the_kernel_limit_spawn() {
         .call(&t, json!({"a": "", "e": "y".repeat(most - 2)}))
         .await;
     assert!(r.success, "E=... at the limit spawns: {:?}", r.error);
+}
+
+/// A warm script tool printing what a call can see of its process and interpreter.
+fn observer(extra: &str) -> CompiledTool {
+    tool(&format!(
+        "{{name: w, description: d, {extra} script: {{warm: true, source: \"import json, os, random, sys\\nimport json as j\\na = json.load(sys.stdin)\\nprev = getattr(j, 'leak', None)\\nj.leak = 'yes'\\nprint(json.dumps({{'prev': prev, 'r': random.random(), 'cwd': os.getcwd(), 'env': dict(os.environ), 'ppid': os.getppid(), 'pgid': os.getpgid(0), 'pid': os.getpid(), 'argv': sys.argv, 'name': __name__, 'fds': sorted(int(f) for f in os.listdir('/proc/self/fd')), 'limit': __import__('resource').getrlimit(__import__('resource').RLIMIT_FSIZE)[0]}}))\"}}}}"
+    ))
+}
+
+#[tokio::test]
+async fn warm_calls_see_nothing_of_each_other() {
+    let f = fixture();
+    let t = observer("env: {TOOL_VAR: x}, limits: {file_size_bytes: 1048576},");
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let r = f.call(&t, json!({})).await;
+        assert!(r.success, "{r:?}");
+        seen.push(r.data.expect("data"));
+    }
+    assert!(f.engine.warm_runtimes() >= 1, "the calls ran warm");
+    for d in &seen {
+        assert_eq!(
+            d["prev"],
+            Value::Null,
+            "module state of one call is gone: {d}"
+        );
+        assert_eq!(d["name"], "__main__");
+        assert_eq!(d["pgid"], d["pid"], "a process group of its own");
+        assert!(
+            d["cwd"]
+                .as_str()
+                .is_some_and(|c| c.contains("toolsmith-call-")),
+            "{d}"
+        );
+        assert_eq!(
+            d["fds"],
+            json!([0, 1, 2, 3]),
+            "only stdio (and the listing's own fd)"
+        );
+        assert_eq!(d["limit"], 1_048_576, "rlimits apply");
+        let env = d["env"].as_object().expect("env");
+        assert_eq!(env.get("TOOL_VAR"), Some(&json!("x")));
+        let mut keys: Vec<&str> = env.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        // (LC_CTYPE: Python's own coercion of the C locale, as in a cold start.)
+        assert_eq!(
+            keys,
+            ["LC_CTYPE", "PATH", "TOOL_VAR"],
+            "exactly the tool's environment"
+        );
+    }
+    assert_eq!(
+        seen[0]["ppid"], seen[2]["ppid"],
+        "forked by one resident zygote"
+    );
+    assert_ne!(seen[0]["r"], seen[1]["r"], "random is reseeded per call");
+    // The same tool cold sees the same environment.
+    let cold = f
+        .call(&tool("{name: w, description: d, env: {TOOL_VAR: x}, script: {source: \"import json, os; print(json.dumps(sorted(os.environ)))\"}}"), json!({}))
+        .await;
+    assert_eq!(cold.data, Some(json!(["LC_CTYPE", "PATH", "TOOL_VAR"])));
+}
+
+#[tokio::test]
+async fn warm_failures_look_like_cold_ones() {
+    let scripts = [
+        (
+            "import os; os._exit(3)",
+            ErrorKind::ExitStatus,
+            "exited with status 3",
+        ),
+        (
+            "import sys; sys.exit('bye')",
+            ErrorKind::ExitStatus,
+            "exited with status 1; stderr: bye",
+        ),
+        (
+            "raise ValueError('nope')",
+            ErrorKind::ExitStatus,
+            "ValueError: nope",
+        ),
+        (
+            "import ctypes; ctypes.string_at(0)",
+            ErrorKind::ExitStatus,
+            "killed by signal 11",
+        ),
+        ("x = (", ErrorKind::ExitStatus, "SyntaxError"),
+        ("print('half", ErrorKind::ExitStatus, "SyntaxError"),
+    ];
+    for warm in [false, true] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let f = Fixture {
+            engine: warm_engine_in(dir.path(), warm),
+            dir,
+        };
+        for (source, kind_, text) in scripts {
+            let t = tool(&format!(
+                "{{name: s, description: d, script: {{source: {}}}}}",
+                serde_json::to_string(source).expect("json")
+            ));
+            let r = f.call(&t, json!({})).await;
+            assert_eq!(kind(&r), Some(kind_), "warm {warm}: {source}: {r:?}");
+            let message = r.error.expect("error").message;
+            assert!(message.contains(text), "warm {warm}: {source}: {message}");
+        }
+        // And the runtime still serves.
+        let r = f.call(&observer(""), json!({})).await;
+        assert!(r.success, "warm {warm}: {r:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_warm_script_is_killed_with_everything_it_started() {
+    let f = fixture();
+    let id = std::process::id();
+    let t = tool(&format!(
+        "{{name: h, description: d, timeout_ms: 700, env: {{TS_MARK: warmhang{id}}}, script: {{warm: true, source: \"import os, subprocess, time\\nsubprocess.Popen(['sleep', '30'])\\nsubprocess.Popen(['sleep', '30'], start_new_session=True)\\nprint('started', flush=True)\\ntime.sleep(30)\"}}}}"
+    ));
+    let started = Instant::now();
+    let r = f.call(&t, json!({})).await;
+    assert_eq!(kind(&r), Some(ErrorKind::Timeout), "{r:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let marker = format!("TS_MARK=warmhang{id}");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !processes_with(&marker).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    if f.engine.has_cgroups() {
+        assert_eq!(
+            processes_with(&marker),
+            Vec::<u32>::new(),
+            "nothing left, setsid included"
+        );
+    }
+    // The runtime serves the next call.
+    let r = f.call(&observer(""), json!({})).await;
+    assert!(r.success, "{r:?}");
+}
+
+#[tokio::test]
+async fn a_killed_zygote_is_replaced() {
+    let f = fixture();
+    let t = observer("");
+    let first = f.call(&t, json!({})).await.data.expect("data");
+    let zygote = first["ppid"].as_i64().expect("ppid");
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-9", &zygote.to_string()])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let r = f.call(&t, json!({})).await;
+    assert!(r.success, "{r:?}");
+    assert_ne!(r.data.expect("data")["ppid"], zygote, "a new zygote");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_concurrent_warm_calls_all_succeed() {
+    let f = Arc::new(fixture());
+    let t = Arc::new(tool(
+        "{name: s, description: d, parameters: [{name: n, type: integer}], script: {warm: true, source: \"import json, sys\\na = json.load(sys.stdin)\\nprint(json.dumps({'n': a['n'] * 2}))\"}}",
+    ));
+    let calls: Vec<_> = (0..200)
+        .map(|n| {
+            let (f, t) = (f.clone(), t.clone());
+            tokio::spawn(async move { (n, f.call(&t, json!({"n": n})).await) })
+        })
+        .collect();
+    for c in calls {
+        let (n, r) = c.await.expect("join");
+        assert_eq!(r.data, Some(json!({"n": n * 2})), "{r:?}");
+    }
+    assert!(f.engine.warm_runtimes() >= 1);
 }

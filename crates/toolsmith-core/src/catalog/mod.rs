@@ -591,7 +591,15 @@ impl Loader<'_> {
                 let ef = Fields::new(
                     v,
                     &f.at("executor"),
-                    &["kind", "command", "interpreter", "source", "path", "name"],
+                    &[
+                        "kind",
+                        "command",
+                        "interpreter",
+                        "source",
+                        "path",
+                        "warm",
+                        "name",
+                    ],
                     e,
                 )?;
                 let kind = ef.choice(
@@ -614,7 +622,7 @@ impl Loader<'_> {
             }
         };
         let mut map = Map::new();
-        for key in ["command", "interpreter", "source", "path"] {
+        for key in ["command", "interpreter", "source", "path", "warm"] {
             if let Some(v) = fields.get(key) {
                 map.insert(key.into(), v.clone());
             }
@@ -661,7 +669,7 @@ impl Loader<'_> {
                 (argv.len() == items.len()).then_some(Executor::Command(argv))
             }
             "script" => {
-                let f = Fields::new(v, at, &["interpreter", "source", "path"], e)?;
+                let f = Fields::new(v, at, &["interpreter", "source", "path", "warm"], e)?;
                 let interpreter = f
                     .string("interpreter", e)
                     .unwrap_or_else(|| "python3".into());
@@ -692,9 +700,32 @@ impl Loader<'_> {
                         None
                     }
                 };
+                let warm = match f.get("warm") {
+                    None | Some(Value::Bool(false)) => false,
+                    Some(Value::Bool(true)) => {
+                        let base = interpreter.rsplit('/').next().unwrap_or_default();
+                        if !base.starts_with("python") {
+                            e.push(
+                                &f.at("warm"),
+                                format!(
+                                    "a warm runtime is for Python scripts, not {interpreter:?}"
+                                ),
+                            );
+                        }
+                        true
+                    }
+                    Some(other) => {
+                        e.push(
+                            &f.at("warm"),
+                            format!("expected true or false, got {other}"),
+                        );
+                        false
+                    }
+                };
                 Some(Executor::Script(Script {
                     interpreter,
                     source: source?,
+                    warm,
                 }))
             }
             _ => {

@@ -1,0 +1,483 @@
+//! The warm Python runtime: resident interpreters ("zygotes", `zygote.py`) that fork one child
+//! per call of a `script: {warm: true}` tool, so a call costs a fork instead of an
+//! interpreter start and the imports.
+//!
+//! Each zygote is born inside a cgroup slot of its own (spawned by the slot's resident thread,
+//! like every tool process), so the children it forks are born there too: the pids cap and
+//! the sweep that kills what a call left behind work as for a cold process, sparing only the
+//! zygote. A zygote serves one call at a time. Per call the gateway makes the three stdio
+//! pipes, sends a JSON header and the pipes' far ends (SCM_RIGHTS over a SOCK_SEQPACKET
+//! socketpair) and reads two answers: the child's pid, then its wait status. Completion is
+//! that status, never EOF on stdout (a grandchild may hold the pipe); then the group is killed
+//! and the slot swept, as for a cold call, and output drained with the same grace.
+//!
+//! A zygote that misbehaves (dies, answers out of turn, starts a thread) is killed with its
+//! slot and replaced on a later call; a zygote is retired after [`MAX_CALLS`] calls or
+//! [`MAX_AGE`]. When every zygote is busy and [`MAX_ZYGOTES`] exist, the call runs cold.
+
+use std::collections::BTreeMap;
+use std::io::IoSlice;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rustix::net::{
+    AddressFamily, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+};
+use serde_json::{Value, json};
+use std::os::unix::process::CommandExt;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::UnixDatagram;
+use toolsmith_core::model::Limits;
+
+use crate::capture::read_capped;
+use crate::limits::{self, CallCgroup, Cgroups};
+use crate::process::{Finished, SpawnError, join_capture};
+
+/// Zygotes alive at once, at most (each holds a cgroup slot and 6–25 MiB).
+pub const MAX_ZYGOTES: usize = 8;
+/// Calls a zygote serves before it is replaced.
+pub const MAX_CALLS: u32 = 1000;
+/// How long a zygote serves before it is replaced.
+pub const MAX_AGE: Duration = Duration::from_secs(3600);
+/// How long a zygote may take to start (imports included).
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a zygote may take to fork a child, or to report a killed one.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+
+const ZYGOTE: &str = include_str!("zygote.py");
+
+/// The zygotes of an engine.
+#[derive(Debug)]
+pub struct Warm {
+    source: PathBuf,
+    idle: Mutex<Vec<Zygote>>,
+    alive: Arc<AtomicUsize>,
+}
+
+/// One resident interpreter, its socket and its cgroup slot. Dropping it kills it and
+/// everything in its slot.
+#[derive(Debug)]
+struct Zygote {
+    interpreter: PathBuf,
+    /// A SOCK_SEQPACKET socket, driven through tokio's datagram type: recv and send are the
+    /// same calls, and a packet socket also reports the zygote's end (a read of 0 bytes).
+    sock: UnixDatagram,
+    child: Child,
+    cgroup: Option<CallCgroup>,
+    calls: u32,
+    born: Instant,
+    alive: Arc<AtomicUsize>,
+}
+
+impl Drop for Zygote {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(mut cg) = self.cgroup.take() {
+            cg.set_resident(None);
+            cg.release();
+        }
+        self.alive.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// What a warm call runs.
+pub struct Call<'a> {
+    pub interpreter: &'a Path,
+    pub script: &'a Path,
+    pub stdin: Option<&'a str>,
+    pub env: &'a BTreeMap<String, String>,
+    pub cwd: &'a Path,
+    pub timeout: Duration,
+    pub limits: Limits,
+    pub niceness: i32,
+}
+
+impl Warm {
+    /// Writes the zygote's source into `dir` (next to the scripts).
+    pub fn new(dir: &Path) -> Result<Self, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let source = dir.join("toolsmith-zygote.py");
+        if std::fs::read_to_string(&source).ok().as_deref() != Some(ZYGOTE) {
+            let tmp = dir.join(format!(".toolsmith-zygote.{}", std::process::id()));
+            std::fs::write(&tmp, ZYGOTE)
+                .and_then(|()| std::fs::rename(&tmp, &source))
+                .map_err(|e| format!("{}: {e}", source.display()))?;
+        }
+        Ok(Self {
+            source,
+            idle: Mutex::default(),
+            alive: Arc::default(),
+        })
+    }
+
+    /// Zygotes alive now.
+    pub fn alive(&self) -> usize {
+        self.alive.load(Ordering::Relaxed)
+    }
+
+    /// Runs `call` in a zygote. `None`: no zygote could take it (all busy, or none would
+    /// start) — run it cold.
+    pub async fn run(
+        &self,
+        call: &Call<'_>,
+        cgroups: Option<&Arc<Cgroups>>,
+    ) -> Option<Result<Finished, SpawnError>> {
+        // A zygote found dead when the call is handed over is replaced once.
+        for _ in 0..2 {
+            let mut z = self.take(call.interpreter, cgroups).await?;
+            match z.run(call).await {
+                Attempt::Done(finished, healthy) => {
+                    if healthy {
+                        self.give_back(z);
+                    }
+                    return Some(Ok(finished));
+                }
+                Attempt::NotStarted(why) => {
+                    tracing::warn!("warm runtime: {why}; replacing it");
+                    drop(z);
+                }
+            }
+        }
+        None
+    }
+
+    async fn take(&self, interpreter: &Path, cgroups: Option<&Arc<Cgroups>>) -> Option<Zygote> {
+        {
+            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            // Retired ones go; then the most recently used one for this interpreter.
+            idle.retain(|z| z.calls < MAX_CALLS && z.born.elapsed() < MAX_AGE);
+            if let Some(i) = idle.iter().rposition(|z| z.interpreter == interpreter) {
+                return Some(idle.swap_remove(i));
+            }
+            if self.alive() >= MAX_ZYGOTES && !idle.is_empty() {
+                // Room for this interpreter: retire an idle one of another.
+                idle.remove(0);
+            }
+        }
+        if self.alive.fetch_add(1, Ordering::Relaxed) >= MAX_ZYGOTES {
+            self.alive.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        match self.start(interpreter, cgroups).await {
+            Ok(z) => Some(z),
+            Err(e) => {
+                tracing::warn!("warm runtime {}: {e}", interpreter.display());
+                None
+            }
+        }
+    }
+
+    fn give_back(&self, z: Zygote) {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(z);
+    }
+
+    /// Starts a zygote in a cgroup slot of its own. `alive` already counts it.
+    async fn start(
+        &self,
+        interpreter: &Path,
+        cgroups: Option<&Arc<Cgroups>>,
+    ) -> Result<Zygote, String> {
+        let alive = self.alive.clone();
+        let undo = scopeguard(move || {
+            alive.fetch_sub(1, Ordering::Relaxed);
+        });
+        let (ours, theirs) = rustix::net::socketpair(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .map_err(|e| format!("socketpair: {e}"))?;
+        rustix::io::ioctl_fionbio(&ours, true).map_err(|e| format!("non-blocking socket: {e}"))?;
+        let mut cmd = Command::new(interpreter);
+        cmd.arg("-I")
+            .arg(&self.source)
+            .env_clear()
+            .env("LANG", "C.UTF-8")
+            .env("TZ", "UTC")
+            .current_dir("/")
+            .stdin(Stdio::from(theirs))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .process_group(0);
+        let spawned = match cgroups.and_then(|c| c.create(None)) {
+            Some(cg) => cg
+                .spawn_inside(
+                    move |cg| (cmd.spawn(), Some(cg)),
+                    |(c, _)| c.as_ref().ok().map(Child::id),
+                )
+                .await
+                .map_err(|_| "the spawning thread went away".to_string())?,
+            None => (cmd.spawn(), None),
+        };
+        let (child, mut cgroup) = spawned;
+        let child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                if let Some(cg) = cgroup {
+                    cg.release();
+                }
+                return Err(format!("starting {}: {e}", interpreter.display()));
+            }
+        };
+        if let Some(cg) = &mut cgroup {
+            cg.set_resident(Some(child.id()));
+        }
+        let sock = UnixDatagram::from_std(std::os::unix::net::UnixDatagram::from(ours))
+            .map_err(|e| format!("registering the socket: {e}"))?;
+        std::mem::forget(undo);
+        let z = Zygote {
+            interpreter: interpreter.to_path_buf(),
+            sock,
+            child,
+            cgroup,
+            calls: 0,
+            born: Instant::now(),
+            alive: self.alive.clone(),
+        };
+        let ready = tokio::time::timeout(START_TIMEOUT, z.recv())
+            .await
+            .map_err(|_| format!("did not start within {} s", START_TIMEOUT.as_secs()))??;
+        if ready["ready"] != true {
+            return Err(format!("unexpected first message {ready}"));
+        }
+        if ready["threads"] != 1 {
+            return Err(format!(
+                "it has {} threads after its imports; a zygote must have one",
+                ready["threads"]
+            ));
+        }
+        Ok(z)
+    }
+}
+
+/// Runs `f` when dropped, unless forgotten.
+fn scopeguard(f: impl FnOnce()) -> impl Drop {
+    struct Guard<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for Guard<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f();
+            }
+        }
+    }
+    Guard(Some(f))
+}
+
+enum Attempt {
+    /// The call ran; `bool`: the zygote is fit for another.
+    Done(Finished, bool),
+    /// The zygote could not start the call (nothing of it ran).
+    NotStarted(String),
+}
+
+/// Kills the call's child and group, and sweeps the slot, when dropped or finished.
+struct ChildGuard<'a> {
+    pid: u32,
+    cgroup: Option<&'a CallCgroup>,
+}
+
+impl ChildGuard<'_> {
+    fn kill(&mut self) -> bool {
+        if self.pid == 0 {
+            return false;
+        }
+        limits::kill_group(self.pid);
+        if let Some(pid) = i32::try_from(self.pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+        self.pid = 0;
+        self.cgroup.is_some_and(CallCgroup::sweep)
+    }
+}
+
+impl Drop for ChildGuard<'_> {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl Zygote {
+    async fn recv(&self) -> Result<Value, String> {
+        message(&self.sock).await
+    }
+
+    fn send(&self, header: &[u8], fds: &[&OwnedFd]) -> Result<(), String> {
+        let borrowed: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        if !control.push(SendAncillaryMessage::ScmRights(&borrowed)) {
+            return Err("too many descriptors".into());
+        }
+        rustix::net::sendmsg(
+            &self.sock,
+            &[IoSlice::new(header)],
+            &mut control,
+            SendFlags::NOSIGNAL,
+        )
+        .map(drop)
+        .map_err(|e| format!("handing the call over: {e}"))
+    }
+
+    async fn run(&mut self, call: &Call<'_>) -> Attempt {
+        let cap = call.limits.output_bytes.unwrap_or(1024 * 1024) as usize;
+        let pipes = (|| {
+            let flags = rustix::pipe::PipeFlags::CLOEXEC;
+            Ok::<_, rustix::io::Errno>((
+                rustix::pipe::pipe_with(flags)?,
+                rustix::pipe::pipe_with(flags)?,
+                rustix::pipe::pipe_with(flags)?,
+            ))
+        })();
+        let Ok(((in_r, in_w), (out_r, out_w), (err_r, err_w))) = pipes else {
+            return Attempt::NotStarted("no pipes for the call".into());
+        };
+        if let Some(cg) = &mut self.cgroup {
+            cg.set_cap(call.limits.processes);
+        }
+        let mut rlimits = serde_json::Map::new();
+        for (key, value) in [
+            ("as", call.limits.memory_bytes),
+            ("fsize", call.limits.file_size_bytes),
+            ("cpu", call.limits.cpu_seconds),
+        ] {
+            if let Some(v) = value {
+                rlimits.insert(key.into(), json!(v));
+            }
+        }
+        let header = json!({
+            "script": call.script,
+            "cwd": call.cwd,
+            "env": call.env,
+            "rlimits": rlimits,
+            "nice": call.niceness,
+        })
+        .to_string();
+        if let Err(e) = self.send(header.as_bytes(), &[&in_r, &out_w, &err_w]) {
+            return Attempt::NotStarted(e);
+        }
+        drop((in_r, out_w, err_w));
+        self.calls += 1;
+        let started = match tokio::time::timeout(ANSWER_TIMEOUT, self.recv()).await {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => return Attempt::NotStarted(e),
+            Err(_) => return Attempt::NotStarted("it did not fork within 5 s".into()),
+        };
+        let Some(pid) = started["pid"].as_u64().and_then(|p| u32::try_from(p).ok()) else {
+            let why = started["error"].as_str().unwrap_or("no pid").to_owned();
+            return Attempt::Done(
+                Finished {
+                    stdout: empty(),
+                    stderr: crate::capture::Captured {
+                        text: format!("the warm runtime could not run the script: {why}"),
+                        total: 0,
+                        truncated: false,
+                        lossy: false,
+                    },
+                    exit_code: Some(1),
+                    signal: None,
+                    timed_out: false,
+                    contained: false,
+                },
+                // Its own trouble (a thread) ends the zygote: the next call finds it gone.
+                true,
+            );
+        };
+        let mut guard = ChildGuard {
+            pid,
+            cgroup: self.cgroup.as_ref(),
+        };
+        if let Some(text) = call.stdin {
+            let bytes = text.as_bytes().to_vec();
+            if let Ok(mut stdin) = tokio::net::unix::pipe::Sender::from_owned_fd(in_w) {
+                tokio::spawn(async move {
+                    let _ = stdin.write_all(&bytes).await;
+                });
+            }
+        } else {
+            drop(in_w);
+        }
+        let reader = |fd: OwnedFd| {
+            tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
+                .ok()
+                .map(|r| tokio::spawn(read_capped(r, cap)))
+        };
+        let stdout = reader(out_r);
+        let stderr = reader(err_r);
+        let deadline = tokio::time::Instant::now() + call.timeout;
+        let (status, timed_out, mut healthy) =
+            match tokio::time::timeout_at(deadline, recv_status(&self.sock)).await {
+                Ok(Ok(s)) => (Some(s), false, true),
+                Ok(Err(_)) => (None, false, false),
+                Err(_) => {
+                    guard.kill();
+                    match tokio::time::timeout(ANSWER_TIMEOUT, recv_status(&self.sock)).await {
+                        Ok(Ok(s)) => (Some(s), true, true),
+                        _ => (None, true, false),
+                    }
+                }
+            };
+        let contained = guard.kill();
+        drop(guard);
+        let drain_until = deadline.max(tokio::time::Instant::now() + crate::process::DRAIN_GRACE);
+        let stdout = join_capture(stdout, drain_until).await;
+        let stderr = join_capture(stderr, drain_until).await;
+        // A raw wait status: exited (low 7 bits 0) or killed by a signal.
+        let (exit_code, signal) = match status {
+            Some(s) if s >= 0 && s & 0x7f == 0 => (Some((s >> 8) & 0xff), None),
+            Some(s) if s > 0 => (None, Some(s & 0x7f)),
+            _ => (None, None),
+        };
+        healthy &= self.cgroup.is_none() || contained;
+        Attempt::Done(
+            Finished {
+                stdout,
+                stderr,
+                exit_code: exit_code.map(|c| c as i32),
+                signal: signal.map(|s| s as i32),
+                timed_out,
+                contained,
+            },
+            healthy,
+        )
+    }
+}
+
+/// The next message from a zygote.
+async fn message(sock: &UnixDatagram) -> Result<Value, String> {
+    let mut buf = vec![0u8; 64 * 1024];
+    match sock.recv(&mut buf).await {
+        Ok(0) => Err("the zygote went away".into()),
+        Ok(n) => {
+            serde_json::from_slice(&buf[..n]).map_err(|e| format!("a message from the zygote: {e}"))
+        }
+        Err(e) => Err(format!("reading from the zygote: {e}")),
+    }
+}
+
+/// The child's raw wait status, the zygote's second answer.
+async fn recv_status(sock: &UnixDatagram) -> Result<i64, String> {
+    let v = message(sock).await?;
+    v["status"]
+        .as_i64()
+        .ok_or_else(|| format!("expected a status, got {v}"))
+}
+
+fn empty() -> crate::capture::Captured {
+    crate::capture::Captured {
+        text: String::new(),
+        total: 0,
+        truncated: false,
+        lossy: false,
+    }
+}

@@ -1,0 +1,178 @@
+# toolsmith's warm Python runtime: a resident interpreter that forks one child per call.
+#
+# Started by the gateway as `python -I zygote.py` with fd 0 a SOCK_SEQPACKET socket. One call
+# at a time: the gateway sends a JSON header and, as SCM_RIGHTS, the call's stdin, stdout and
+# stderr pipes; the zygote forks, answers {"pid": N}, waits for the child and answers
+# {"status": raw wait status}. The child sets itself up exactly as a cold `python -I
+# script.py` would be before running any user code (process group, rlimits, niceness, stdio,
+# no inherited descriptors, working folder, environment, argv, __main__) and exits with the
+# script's status. The zygote stays single-threaded and never runs user code itself.
+import array
+import gc
+import json
+import os
+import resource
+import socket
+import sys
+
+MAX_FDS = 4
+CACHE = 256
+
+sock = socket.socket(fileno=os.dup(0))
+null = os.open(os.devnull, os.O_RDWR)
+os.dup2(null, 0)
+os.close(null)
+
+# Modules worth having warm: the standard ones scripts use, and the runtime's HTTP clients.
+for name in ("json", "re", "datetime", "pathlib", "urllib.parse", "requests", "httpx"):
+    try:
+        __import__(name)
+    except Exception:
+        pass
+
+def threads():
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 1
+
+compiled = {}
+
+def code_of(path):
+    code = compiled.get(path)
+    if code is None:
+        with open(path, "rb") as f:
+            source = f.read()
+        code = compile(source, path, "exec")
+        if len(compiled) >= CACHE:
+            compiled.clear()
+        compiled[path] = code
+    return code
+
+RLIMITS = {"as": resource.RLIMIT_AS, "fsize": resource.RLIMIT_FSIZE, "cpu": resource.RLIMIT_CPU}
+
+def child(req, fds, code):
+    """Runs in the forked child; never returns."""
+    status = 1
+    try:
+        os.setpgid(0, 0)
+        for key, value in req.get("rlimits", {}).items():
+            resource.setrlimit(RLIMITS[key], (value, value))
+        nice = req.get("nice", 0)
+        if nice:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536)
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update(req["env"])
+        # What a cold start does to a C locale (PEP 538): coerce it to UTF-8, and say so.
+        env = req["env"]
+        ctype = env.get("LC_CTYPE") or env.get("LANG") or "C"
+        if "LC_ALL" not in env and ctype in ("C", "POSIX"):
+            os.environ["LC_CTYPE"] = "C.UTF-8"
+        if "TZ" in req["env"]:
+            import time
+            time.tzset()
+        gc.enable()
+        import atexit
+        atexit._clear()
+        # Fresh stdio objects on the call's pipes, buffered as a cold start would be.
+        sys.stdin = sys.__stdin__ = open(0, "r", closefd=False, encoding="utf-8", errors="strict")
+        sys.stdout = sys.__stdout__ = open(1, "w", closefd=False, encoding="utf-8", errors="strict")
+        sys.stderr = sys.__stderr__ = open(2, "w", closefd=False, encoding="utf-8", errors="backslashreplace", buffering=1)
+        script = req["script"]
+        sys.argv = [script]
+        main = type(sys)("__main__")
+        main.__file__ = script
+        main.__builtins__ = __builtins__
+        sys.modules["__main__"] = main
+        try:
+            exec(code, main.__dict__)
+            status = 0
+        except SystemExit as e:
+            if e.code is None:
+                status = 0
+            elif isinstance(e.code, int):
+                status = e.code & 0xFF
+            else:
+                print(e.code, file=sys.stderr)
+                status = 1
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+            status = 1
+        try:
+            threading = sys.modules.get("threading")
+            if threading is not None:
+                threading._shutdown()
+            atexit._run_exitfuncs()
+        except BaseException:
+            pass
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+    except BaseException:
+        try:
+            import traceback
+            traceback.print_exc()
+        except BaseException:
+            pass
+        status = 1
+    os._exit(status)
+
+def send(msg):
+    sock.send(json.dumps(msg).encode())
+
+gc.collect()
+gc.disable()
+gc.freeze()
+send({"ready": True, "threads": threads(), "pid": os.getpid()})
+
+while True:
+    try:
+        data, ancdata, _flags, _addr = sock.recvmsg(1 << 20, socket.CMSG_SPACE(MAX_FDS * 4))
+    except InterruptedError:
+        continue
+    if not data:
+        break
+    fds = []
+    for level, kind, payload in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.extend(array.array("i", payload[: len(payload) - len(payload) % 4]))
+    try:
+        req = json.loads(data)
+        code = code_of(req["script"])
+    except BaseException as e:
+        for fd in fds:
+            os.close(fd)
+        import traceback
+        send({"error": "".join(traceback.format_exception_only(type(e), e))})
+        continue
+    if threads() != 1:
+        for fd in fds:
+            os.close(fd)
+        send({"error": "the warm runtime has more than one thread; it must restart"})
+        break
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        sock.close()
+        child(req, fds, code)
+    for fd in fds:
+        os.close(fd)
+    send({"pid": pid})
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            status = -1
+            break
+    send({"status": status})
