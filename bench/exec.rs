@@ -178,7 +178,127 @@ fn main() {
         );
     }
 
-    // 3. Python script tool vs the same script run directly.
+    if !skip("3") {
+        python_section(&rt, &engine, n);
+    }
+    if !skip("4") {
+        warm_section(&rt, n);
+    }
+}
+
+/// A Python script with `source` fed `input` on stdin, run directly by `python`.
+fn direct_run(python: &str, source: &str, input: &str) -> impl FnMut() + use<> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("script.py");
+    std::fs::write(&path, source).expect("write script");
+    let (python, input) = (python.to_owned(), input.to_owned());
+    move || {
+        let _keep = &dir;
+        let mut child = Command::new(&python)
+            .arg(&path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write");
+        let out = child.wait_with_output().expect("wait");
+        assert!(out.status.success());
+    }
+}
+
+/// 4. The warm runtime against cold runs of the same scripts in the same virtual environment.
+fn warm_section(rt: &tokio::runtime::Runtime, n: usize) {
+    let venv = std::env::var("BENCH_VENV_PYTHON").ok().or_else(|| {
+        toolsmith_exec::runtime::Runtime::default_location()
+            .python()
+            .filter(|p| p.exists())
+            .map(|p| p.display().to_string())
+    });
+    let Some(venv) = venv else {
+        println!(
+            "\n## 4. warm runtime: skipped (set BENCH_VENV_PYTHON to a venv's python with requests, or run `toolsmith runtime setup`)"
+        );
+        return;
+    };
+    let ws = tempfile::tempdir().expect("tempdir");
+    let mut config = EngineConfig::new(ws.path());
+    config.runtime_python = Some(venv.clone().into());
+    config.use_cgroups = std::env::var("BENCH_NO_CGROUP").is_err();
+    let engine = Engine::new(config).expect("engine");
+    let sum = "import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({'sum': sum(args['numbers'])}))\n";
+    let get = "import json, sys\nimport requests\nargs = json.load(sys.stdin)\nprint(json.dumps({'sum': sum(args['numbers']), 'requests': requests.__version__}))\n";
+    let script = |source: &str, warm: bool| {
+        tool(&format!(
+            "{{name: py, description: d, script: {{warm: {warm}, source: {}}}, parameters: [{{name: numbers, type: array, items: number}}]}}",
+            serde_json::to_string(source).expect("json")
+        ))
+    };
+    let input = json!({"numbers": [1, 2, 3.5]});
+    let through = |t: CompiledTool| {
+        let engine = &engine;
+        let input = input.clone();
+        move || {
+            let r = rt.block_on(engine.call(&t, input.clone(), CallOptions::default()));
+            assert_eq!(
+                r.data.as_ref().map(|d| &d["sum"]),
+                Some(&json!(6.5)),
+                "{r:?}"
+            );
+        }
+    };
+    let m = (n / 10).max(100);
+    let text = input.to_string();
+    let mut variants: Vec<(&str, Box<dyn FnMut() + '_>)> = vec![
+        (
+            "baseline: venv `python script.py` directly (JSON script)",
+            Box::new(direct_run(&venv, sum, &text)),
+        ),
+        (
+            "toolsmith, cold (`python -I`, per-call cgroup)",
+            Box::new(through(script(sum, false))),
+        ),
+        ("**toolsmith, warm**", Box::new(through(script(sum, true)))),
+        (
+            "venv `python script.py` directly (script importing requests)",
+            Box::new(direct_run(&venv, get, &text)),
+        ),
+        (
+            "**toolsmith, warm, script importing requests**",
+            Box::new(through(script(get, true))),
+        ),
+    ];
+    for (_, f) in variants.iter_mut() {
+        f();
+    }
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); variants.len()];
+    for _ in 0..m {
+        for (i, (_, f)) in variants.iter_mut().enumerate() {
+            let t = Instant::now();
+            f();
+            times[i].push(t.elapsed());
+        }
+    }
+    println!("\n## 4. the warm runtime ({venv}), {m} calls of each, interleaved");
+    println!("| what | p50 | p99 |\n|---|---|---|");
+    let stats: Vec<Stats> = times.into_iter().map(stats).collect();
+    for ((name, _), s) in variants.iter().zip(&stats) {
+        row(name, s);
+    }
+    println!(
+        "\nwarm vs cold venv run: {:.3}× at p50; warm requests script vs its cold run: {:.3}× ({:.0}× faster)",
+        stats[2].p50.as_secs_f64() / stats[0].p50.as_secs_f64(),
+        stats[4].p50.as_secs_f64() / stats[3].p50.as_secs_f64(),
+        stats[3].p50.as_secs_f64() / stats[4].p50.as_secs_f64()
+    );
+}
+
+/// 3. A Python script tool vs the same script run directly.
+fn python_section(rt: &tokio::runtime::Runtime, engine: &Engine, n: usize) {
     let source = "import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({'sum': sum(args['numbers'])}))\n";
     let allow = std::env::var("BENCH_ALLOW").unwrap_or_else(|_| "PATH".into());
     let script = tool(&format!(
