@@ -253,7 +253,8 @@ fn warm_section(rt: &tokio::runtime::Runtime, n: usize) {
     };
     let m = (n / 10).max(100);
     let text = input.to_string();
-    let mut variants: Vec<(&str, Box<dyn FnMut() + '_>)> = vec![
+    type Variant<'a> = (&'static str, Box<dyn FnMut() + 'a>);
+    let mut variants: Vec<Variant> = vec![
         (
             "baseline: venv `python script.py` directly (JSON script)",
             Box::new(direct_run(&venv, sum, &text)),

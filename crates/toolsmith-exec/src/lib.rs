@@ -60,6 +60,9 @@ pub struct EngineConfig {
     pub use_cgroups: bool,
     /// Run every Python script tool in the warm runtime, as if each said `warm: true`.
     pub warm_python: bool,
+    /// Keep warm runtimes at all: off for a process that makes one call (a zygote's start
+    /// costs more than one cold run), where `warm: true` tools run cold.
+    pub warm_runtime: bool,
 }
 
 impl EngineConfig {
@@ -81,6 +84,7 @@ impl EngineConfig {
             tool_niceness: limits::TOOL_NICENESS,
             use_cgroups: true,
             warm_python: false,
+            warm_runtime: true,
         }
     }
 }
@@ -123,9 +127,14 @@ impl Engine {
                 None
             },
             folders: folders::Folders::default(),
-            warm: warm::Warm::new(&config.script_dir)
-                .inspect_err(|e| tracing::warn!("no warm Python runtime: {e}"))
-                .ok(),
+            warm: config
+                .warm_runtime
+                .then(|| {
+                    warm::Warm::new(&config.script_dir)
+                        .inspect_err(|e| tracing::warn!("no warm Python runtime: {e}"))
+                        .ok()
+                })
+                .flatten(),
             workspace,
             config,
         })

@@ -758,6 +758,8 @@ fn call(args: CallArgs) -> Result<ExitCode> {
         let confirmed = args.yes || (compiled.tool.is_dangerous() && confirm(&compiled.tool)?);
         let mut config = EngineConfig::new(&args.workspace);
         config.use_cgroups = !args.no_cgroups;
+        // One call: a warm runtime would cost its start and save nothing.
+        config.warm_runtime = false;
         let engine = Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
