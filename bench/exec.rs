@@ -306,9 +306,6 @@ fn python_section(rt: &tokio::runtime::Runtime, engine: &Engine, n: usize) {
         "{{name: py, description: d, env_allowlist: [{allow}], script: {{source: {}}}, parameters: [{{name: numbers, type: array, items: number}}]}}",
         serde_json::to_string(source).expect("json")
     ));
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("script.py");
-    std::fs::write(&path, source).expect("write script");
     let input = json!({"numbers": [1, 2, 3.5]}).to_string();
     let real_python = String::from_utf8(
         Command::new("python3")
@@ -320,30 +317,13 @@ fn python_section(rt: &tokio::runtime::Runtime, engine: &Engine, n: usize) {
     .expect("utf-8")
     .trim()
     .to_owned();
-    let direct = |python: &str| {
-        let python = python.to_owned();
-        let (path, input) = (path.clone(), input.clone());
-        move || {
-            let mut child = Command::new(&python)
-                .arg(&path)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()
-                .expect("python");
-            child
-                .stdin
-                .take()
-                .expect("stdin")
-                .write_all(input.as_bytes())
-                .expect("write");
-            let out = child.wait_with_output().expect("wait");
-            assert!(out.status.success());
-        }
-    };
     let m = (n / 20).max(30);
     println!("\n## 3. a Python script tool, {m} calls of each, interleaved");
     println!("| what | p50 | p99 |\n|---|---|---|");
-    let (mut run_direct, mut run_shim) = (direct(&real_python), direct("python3"));
+    let (mut run_direct, mut run_shim) = (
+        direct_run(&real_python, source, &input),
+        direct_run("python3", source, &input),
+    );
     let mut run_engine = || {
         let r = rt.block_on(engine.call(
             &script,
