@@ -492,7 +492,7 @@ impl Agent {
         let fut = self.engine.call(
             &tool,
             Value::String(call.arguments.clone()),
-            CallOptions { confirmed },
+            CallOptions::new("chat", confirmed),
         );
         let result = tokio::select! {
             r = fut => r,

@@ -65,6 +65,57 @@ http_request:
   config_schema:
     - {name: timeout_ms, type: integer, minimum: 1, default: 10000, description: "Time allowed for the whole request."}
     - {name: max_bytes, type: integer, minimum: 1, default: 1048576, description: "Largest response body returned."}
+session_start:
+  description: "Start a session that outlives one call. Without `command`: a bash shell whose working directory and variables persist between session_exec calls. With `command`: that program (no shell), optionally on a terminal (`tty`) for REPLs and prompts. Returns a session_id for the other session tools. A shell can read whatever the server's user can: its starting folder is in the workspace, but that is not a sandbox."
+  danger: dangerous
+  annotations: {read_only: false, idempotent: false, open_world: true}
+  parameters:
+    - {name: command, type: array, items: {type: string}, min_items: 1, required: false, description: "Program and its arguments, run directly (no shell). Omit for a bash shell session."}
+    - {name: cwd, default: ".", description: "Starting folder, relative to the workspace root."}
+    - {name: env, type: object, required: false, additional_properties: true, description: "Environment variables (names to text values) added to the session's."}
+    - {name: tty, type: boolean, default: false, description: "Run on a terminal (PTY): for REPLs, prompts and programs that behave differently without one."}
+    - {name: cols, type: integer, minimum: 20, maximum: 1000, default: 120, description: "Terminal width (tty sessions)."}
+    - {name: rows, type: integer, minimum: 5, maximum: 1000, default: 40, description: "Terminal height (tty sessions)."}
+    - {name: wait_ms, type: integer, minimum: 0, maximum: 30000, default: 0, description: "Wait up to this long for the first output (or for `until`) before returning."}
+    - {name: until, format: regex, required: false, description: "Return as soon as the output matches this regular expression (for example `Listening on`)."}
+  config_schema:
+    - {name: ring_bytes, type: integer, minimum: 4096, maximum: 16777216, default: 1048576, description: "Output kept per stream; older output is dropped (reads report dropped_bytes)."}
+    - {name: idle_timeout_ms, type: integer, minimum: 1, default: 1800000, description: "A session no call has used for this long is ended."}
+    - {name: max_lifetime_ms, type: integer, minimum: 1, default: 28800000, description: "A session is ended this long after it started."}
+session_exec:
+  description: "Run a command in a shell session (one at a time; its exit code and the shell's folder come back when it completes), or send `input` text, `keys` (C-c, C-d, Enter, Tab, Up, Down, ...) or end of input (`eof`) to any session. Waits at most `timeout_ms`; if the command is still running you get its output so far and a cursor for session_read."
+  danger: dangerous
+  annotations: {read_only: false, idempotent: false, open_world: true}
+  parameters:
+    - {name: session_id, min_length: 1, description: "The id session_start returned."}
+    - {name: command, required: false, description: "Shell command line to run (shell sessions)."}
+    - {name: input, required: false, description: "Text to write to the session's input (a newline is not added)."}
+    - {name: keys, type: array, items: {type: string}, required: false, description: "Keys to send, in order: C-c, C-d, C-z, C-\\, Enter, Tab, Esc, Backspace, Up, Down, Left, Right, or C-<letter>."}
+    - {name: eof, type: boolean, default: false, description: "Close the session's input (pipe sessions) or send C-d (tty sessions)."}
+    - {name: timeout_ms, type: integer, minimum: 0, maximum: 30000, default: 10000, description: "Longest wait for completion, exit or `until`."}
+    - {name: until, format: regex, required: false, description: "Return as soon as new output matches this regular expression."}
+    - {name: max_bytes, type: integer, minimum: 1, maximum: 1048576, default: 65536, description: "Largest output returned per stream; the rest stays readable with session_read."}
+session_read:
+  description: "Read a session's output after a cursor (omit it to read what came since the last call returned), optionally waiting for more or for a regular expression. Reports the session's status and exit code."
+  annotations: {read_only: true, idempotent: true, open_world: false}
+  parameters:
+    - {name: session_id, min_length: 1, description: "The id session_start returned."}
+    - {name: cursor, required: false, description: "A cursor a session tool returned, copied verbatim; omit for everything since the last call."}
+    - {name: timeout_ms, type: integer, minimum: 0, maximum: 30000, default: 0, description: "Wait up to this long for new output (or `until`) when there is none yet."}
+    - {name: until, format: regex, required: false, description: "Wait until the output matches this regular expression."}
+    - {name: max_bytes, type: integer, minimum: 1, maximum: 1048576, default: 65536, description: "Largest output returned per stream."}
+    - {name: tail, type: boolean, default: false, description: "Return the last `max_bytes` instead of the first ones after the cursor."}
+session_end:
+  description: "End a session: signal its processes (TERM, then KILL after a grace period) and return its final status and the end of its output. Ending an ended session is not an error."
+  annotations: {read_only: false, idempotent: true, open_world: false}
+  parameters:
+    - {name: session_id, min_length: 1, description: "The id session_start returned."}
+    - {name: signal, type: enum, values: [TERM, INT, HUP, KILL], default: TERM, description: "The first signal sent."}
+    - {name: grace_ms, type: integer, minimum: 0, maximum: 30000, default: 2000, description: "How long the processes get to exit before KILL."}
+session_list:
+  description: "List your sessions: id, kind, command, folder, status, idle time and buffered output."
+  annotations: {read_only: true, idempotent: true, open_world: false}
+  parameters: []
 "#;
 
 fn all() -> &'static [BuiltinSpec] {
@@ -146,7 +197,12 @@ mod tests {
                 "write_file",
                 "list_dir",
                 "glob",
-                "http_request"
+                "http_request",
+                "session_start",
+                "session_exec",
+                "session_read",
+                "session_end",
+                "session_list"
             ]
         );
         assert_eq!(

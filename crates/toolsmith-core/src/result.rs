@@ -21,6 +21,10 @@ pub enum ErrorKind {
     SpawnFailed,
     BadOutput,
     Cancelled,
+    /// A session tool could not reach its session; the message starts with the reason:
+    /// `session_unknown`, `session_expired`, `session_ended`, `session_busy`,
+    /// `session_limit`, `session_elsewhere`, `session_lost` or `sessions_unavailable`.
+    Session,
     Internal,
 }
 

@@ -7,7 +7,8 @@
 //!   environment built only from the allowlist, the tool's `env` and its parameters/config;
 //! - `script` tools: the interpreter (resolved once) running the script with the arguments
 //!   as JSON on stdin, one JSON value expected back;
-//! - `builtin` tools: file tools confined to the workspace, and HTTP.
+//! - `builtin` tools: file tools confined to the workspace, HTTP, and sessions — processes
+//!   that outlive a call ([`session`]).
 //!
 //! Every process runs in its own process group, in a fresh temporary folder (unless the tool
 //! names one), with rlimits, a pids cgroup where available, bounded output, and a deadline;
@@ -21,6 +22,7 @@ mod limits;
 mod process;
 pub mod runtime;
 mod script;
+pub mod session;
 mod warm;
 mod workspace;
 
@@ -63,6 +65,11 @@ pub struct EngineConfig {
     /// Keep warm runtimes at all: off for a process that makes one call (a zygote's start
     /// costs more than one cold run), where `warm: true` tools run cold.
     pub warm_runtime: bool,
+    /// Why session built-ins cannot run here (a process that makes one call and exits),
+    /// or `None` where they can.
+    pub sessions_unavailable: Option<String>,
+    /// How many sessions may run at once.
+    pub session_limits: session::SessionLimits,
 }
 
 impl EngineConfig {
@@ -85,15 +92,33 @@ impl EngineConfig {
             use_cgroups: true,
             warm_python: false,
             warm_runtime: true,
+            sessions_unavailable: None,
+            session_limits: session::SessionLimits::default(),
         }
     }
 }
 
 /// What the caller says about one call.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct CallOptions {
     /// The user confirmed a dangerous tool.
     pub confirmed: bool,
+    /// Who calls (a token's name, `mcp`, `mcp-stdio`, `chat`…): sessions belong to it.
+    /// Empty means `local`.
+    pub caller: String,
+    /// The caller may see and use every caller's sessions.
+    pub admin: bool,
+}
+
+impl CallOptions {
+    /// A call by `caller`, confirmed or not.
+    pub fn new(caller: impl Into<String>, confirmed: bool) -> Self {
+        Self {
+            confirmed,
+            caller: caller.into(),
+            admin: false,
+        }
+    }
 }
 
 /// Runs tools. Cheap to share behind an `Arc`; every call is independent.
@@ -109,6 +134,7 @@ pub struct Engine {
     folders: folders::Folders,
     /// The warm Python runtime, when its source could be written.
     warm: Option<warm::Warm>,
+    sessions: session::Sessions,
 }
 
 impl Engine {
@@ -135,6 +161,10 @@ impl Engine {
                         .ok()
                 })
                 .flatten(),
+            sessions: session::Sessions::new(
+                config.session_limits,
+                config.sessions_unavailable.clone(),
+            ),
             workspace,
             config,
         })
@@ -142,6 +172,11 @@ impl Engine {
 
     pub fn workspace(&self) -> &Workspace {
         &self.workspace
+    }
+
+    /// The sessions of this engine (SPEC §5.4).
+    pub fn sessions(&self) -> &session::Sessions {
+        &self.sessions
     }
 
     /// Warm Python runtimes (zygotes) alive now.
@@ -197,6 +232,10 @@ impl Engine {
             Err(message) => return ToolResult::err(ErrorKind::Timeout, message, Vec::new(), meta),
         };
         match &t.executor {
+            Executor::Builtin(name) if name.starts_with("session_") => {
+                self.session(t, name, &prepared.arguments, &opts, meta)
+                    .await
+            }
             Executor::Builtin(name) => self.builtin(t, name, prepared.arguments, meta).await,
             Executor::Command(_) | Executor::Script(_) => self.process(t, invocation, meta).await,
         }
@@ -313,6 +352,43 @@ impl Engine {
                 Vec::new(),
                 meta,
             ),
+        }
+    }
+
+    /// A session built-in: it waits on its session at most the tool's timeout (and 30 s),
+    /// and going away stops only the wait, never the session.
+    async fn session(
+        &self,
+        t: &Tool,
+        name: &str,
+        args: &serde_json::Map<String, Value>,
+        opts: &CallOptions,
+        meta: Meta,
+    ) -> ToolResult {
+        let ctx = session::Ctx {
+            caller: if opts.caller.is_empty() {
+                "local"
+            } else {
+                &opts.caller
+            },
+            admin: opts.admin,
+            workspace: &self.workspace,
+            tool: t,
+            limits: t.limits.or(self.config.default_limits),
+            niceness: self.config.tool_niceness,
+            cgroups: self.cgroups.as_ref(),
+        };
+        match self.sessions.call(name, args, ctx).await {
+            Ok(data) => ToolResult::ok(data, meta),
+            Err(session::SessionError::Invalid(m)) => ToolResult::err(
+                ErrorKind::InvalidArguments,
+                format!("{name}: {m}"),
+                Vec::new(),
+                meta,
+            ),
+            Err(session::SessionError::Session(code, m)) => {
+                ToolResult::err(ErrorKind::Session, format!("{code}: {m}"), Vec::new(), meta)
+            }
         }
     }
 

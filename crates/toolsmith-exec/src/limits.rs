@@ -331,6 +331,11 @@ impl CallCgroup {
             .collect()
     }
 
+    /// Every process in the cgroup but the spawner thread's own process and the resident.
+    pub fn members(&self) -> Vec<i32> {
+        self.pids()
+    }
+
     /// Makes `pid` the cgroup's resident (spared by [`Self::sweep`]); `None` ends that.
     pub fn set_resident(&mut self, pid: Option<u32>) {
         self.resident = pid.and_then(|p| i32::try_from(p).ok());

@@ -65,7 +65,7 @@ fn fixture() -> Fixture {
 impl Fixture {
     async fn call(&self, t: &CompiledTool, args: Value) -> ToolResult {
         self.engine
-            .call(t, args, CallOptions { confirmed: true })
+            .call(t, args, CallOptions::new("test", true))
             .await
     }
 }
@@ -387,7 +387,7 @@ async fn dangerous_tools_need_confirmation_and_disabled_tools_do_not_run() {
     );
     let r = f
         .engine
-        .call(&t, json!({}), CallOptions { confirmed: false })
+        .call(&t, json!({}), CallOptions::new("test", false))
         .await;
     assert_eq!(kind(&r), Some(ErrorKind::NeedsConfirmation));
     assert!(!f.dir.path().join("made").exists(), "nothing ran");

@@ -160,10 +160,11 @@ impl McpServer {
         confirmed: bool,
         ctx: &RequestContext<RoleServer>,
     ) -> ToolResult {
-        let call = self
-            .state
-            .engine
-            .call(tool, arguments, CallOptions { confirmed });
+        let call = self.state.engine.call(
+            tool,
+            arguments,
+            CallOptions::new(self.options.caller.clone(), confirmed),
+        );
         tokio::pin!(call);
         let token = ctx.meta.get_progress_token();
         let mut ticks = tokio::time::interval_at(

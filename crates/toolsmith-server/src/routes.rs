@@ -906,6 +906,8 @@ async fn call(
                     body.arguments,
                     CallOptions {
                         confirmed: body.confirm,
+                        caller: caller.name.clone(),
+                        admin: caller.role == crate::auth::Role::Admin,
                     },
                 )
                 .await

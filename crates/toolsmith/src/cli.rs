@@ -552,6 +552,7 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
                  can; on a shared machine start with --token NAME=SECRET"
             );
         }
+        let sessions = engine.sessions().clone();
         let state =
             toolsmith_server::AppState::with_retention(store, engine, tokens, args.run_retention);
         toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
@@ -576,12 +577,17 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
             },
         )
         .await?;
-        // Every call answered is in the execution log before the process ends.
+        // No session outlives the server; every call answered is in the execution log
+        // before the process ends.
+        sessions.shutdown(SESSION_GRACE).await;
         log.flush().await;
         eprintln!("toolsmith: stopped");
         Ok(ExitCode::SUCCESS)
     })
 }
+
+/// How long sessions get to exit after TERM when the server stops.
+const SESSION_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 fn mcp(args: McpArgs) -> Result<ExitCode> {
     init_logging();
@@ -621,6 +627,7 @@ fn mcp(args: McpArgs) -> Result<ExitCode> {
                 r.unchanged.len()
             );
         }
+        let sessions = engine.sessions().clone();
         let state = toolsmith_server::AppState::new(store, engine, Vec::new());
         toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
         let log = state.runs.clone();
@@ -639,6 +646,7 @@ fn mcp(args: McpArgs) -> Result<ExitCode> {
             r = service.waiting() => { r.context("MCP on stdio")?; }
             _ = shutdown_signal() => {}
         }
+        sessions.shutdown(SESSION_GRACE).await;
         log.flush().await;
         drop(private);
         Ok(ExitCode::SUCCESS)
@@ -745,6 +753,11 @@ fn unknown_tool(catalog: &toolsmith_core::Catalog, name: &str) -> String {
     )
 }
 
+/// Why `toolsmith call` refuses the session built-ins.
+const SESSIONS_NEED_A_SERVER: &str = "sessions outlive a call, and `toolsmith call` runs one call \
+     per process: use them through `toolsmith serve` (REST or MCP over HTTP), `toolsmith mcp` \
+     or `toolsmith chat`";
+
 fn call(args: CallArgs) -> Result<ExitCode> {
     let catalog = load_catalog(&args.catalog.catalog)?;
     let Some(tool) = catalog.get(&args.name) else {
@@ -754,12 +767,21 @@ fn call(args: CallArgs) -> Result<ExitCode> {
     let compiled = CompiledTool::new(tool.clone(), 1).map_err(anyhow::Error::msg)?;
     let result = if args.dry_run {
         plan::dry_run(&compiled, raw)
+    } else if matches!(&tool.executor, toolsmith_core::model::Executor::Builtin(b) if b.starts_with("session_"))
+    {
+        ToolResult::err(
+            ErrorKind::Session,
+            format!("sessions_unavailable: {SESSIONS_NEED_A_SERVER}"),
+            Vec::new(),
+            compiled.meta(Vec::new()),
+        )
     } else {
         let confirmed = args.yes || (compiled.tool.is_dangerous() && confirm(&compiled.tool)?);
         let mut config = EngineConfig::new(&args.workspace);
         config.use_cgroups = !args.no_cgroups;
         // One call: a warm runtime would cost its start and save nothing.
         config.warm_runtime = false;
+        config.sessions_unavailable = Some(SESSIONS_NEED_A_SERVER.into());
         let engine = Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -767,7 +789,7 @@ fn call(args: CallArgs) -> Result<ExitCode> {
             .context("starting the runtime")?;
         rt.block_on(async {
             tokio::select! {
-                r = engine.call(&compiled, raw, CallOptions { confirmed }) => r,
+                r = engine.call(&compiled, raw, CallOptions::new("cli", confirmed)) => r,
                 // Dropping the call kills its process group.
                 _ = tokio::signal::ctrl_c() => ToolResult::err(
                     ErrorKind::Cancelled, "cancelled by Ctrl-C; the tool's processes were killed", Vec::new(), compiled.meta(Vec::new())),

@@ -1,0 +1,383 @@
+//! Starting a session's processes and draining their output.
+//!
+//! A session is one process group, born in a pids cgroup slot it holds for its life, spawned
+//! with `posix_spawn` like every tool process (no `fork` of the gateway, no `pre_exec`):
+//! - pipe sessions (a shell, or any program): stdin, stdout and stderr are pipes and the
+//!   program leads a new process group;
+//! - terminal sessions: a PTY made with rustix, its peer as the program's stdio, launched
+//!   through util-linux `setsid --ctty`, which makes the program a session leader with the
+//!   PTY as its controlling terminal (so Ctrl-C reaches its foreground job).
+//!
+//! One task per session ([`pump`]) drains every stream into the session's rings as output
+//! arrives, reads the shell's private marker channel, and notices the leader's exit.
+
+use std::collections::BTreeMap;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use toolsmith_core::model::Limits;
+
+use super::Session;
+use super::term::Filter;
+use crate::limits::{self, CallCgroup, Cgroups};
+use crate::process::resolve_program;
+
+/// What to start.
+pub struct Spec<'a> {
+    pub argv: &'a [String],
+    pub env: BTreeMap<String, String>,
+    pub cwd: &'a Path,
+    /// Columns and rows of a terminal session.
+    pub tty: Option<(u16, u16)>,
+    pub limits: Limits,
+    pub niceness: i32,
+}
+
+/// Where a session's input goes.
+pub enum Input {
+    Pipe(Option<ChildStdin>),
+    Terminal(pipe::Sender),
+}
+
+/// A started session's ends, for [`pump`].
+pub struct Started {
+    pub child: Child,
+    pub pid: u32,
+    pub input: Input,
+    pub out: Output,
+    pub err: Option<ChildStderr>,
+    /// Where answers to a terminal's queries are written.
+    pub replies: Option<pipe::Sender>,
+    pub cgroup: Option<CallCgroup>,
+}
+
+/// The stream a session's main output comes from.
+pub enum Output {
+    Pipe(ChildStdout),
+    Terminal(pipe::Receiver),
+}
+
+impl Output {
+    async fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Self::Pipe(p) => p.read(buf).await,
+            Self::Terminal(t) => t.read(buf).await,
+        }
+    }
+
+    fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        match self {
+            Self::Pipe(p) => p.as_fd(),
+            Self::Terminal(t) => t.as_fd(),
+        }
+    }
+}
+
+/// Starts `spec` inside a cgroup of `cgroups` (when there are any), with the engine's rlimits
+/// and niceness.
+pub async fn start(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Started, String> {
+    let (program, args) = spec.argv.split_first().ok_or("the command is empty")?;
+    let path = spec.env.get("PATH").map(String::as_str);
+    let resolved = resolve_program(program, path).ok_or_else(|| {
+        format!(
+            "program {program:?} not found in PATH={}",
+            path.unwrap_or("")
+        )
+    })?;
+    let mut terminal = None;
+    let mut cmd = match spec.tty {
+        None => {
+            let mut cmd = Command::new(&resolved);
+            cmd.arg0(program)
+                .args(args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0);
+            cmd
+        }
+        Some((cols, rows)) => {
+            let (master, peer) =
+                open_pty(cols, rows).map_err(|e| format!("opening a terminal: {e}"))?;
+            let setsid = resolve_program("setsid", Some(crate::process::DEFAULT_PATH)).ok_or(
+                "terminal sessions need util-linux `setsid` (package util-linux), which is not installed",
+            )?;
+            let mut cmd = Command::new(setsid);
+            // Not in a group of its own: a group leader cannot call setsid.
+            cmd.arg("--ctty")
+                .arg(&resolved)
+                .args(args)
+                .stdin(Stdio::from(dup(&peer)?))
+                .stdout(Stdio::from(dup(&peer)?))
+                .stderr(Stdio::from(peer));
+            terminal = Some(master);
+            cmd
+        }
+    };
+    cmd.env_clear().envs(&spec.env).current_dir(spec.cwd);
+    let (limits, niceness) = (spec.limits, spec.niceness);
+    let launch = move |mut cmd: Command, cgroup: Option<CallCgroup>| {
+        let child = cmd.spawn();
+        if let Ok(c) = &child {
+            let _ = limits::apply_rlimits(c.id().unwrap_or(0), &limits, niceness);
+        }
+        (child, cgroup)
+    };
+    let (child, cgroup) = match cgroups.and_then(|c| c.create(limits.processes)) {
+        Some(cg) => cg
+            .spawn_inside(
+                move |cg| launch(cmd, Some(cg)),
+                |(c, _)| c.as_ref().ok().and_then(Child::id),
+            )
+            .await
+            .map_err(|_| "the spawning thread went away".to_string())?,
+        None => launch(cmd, None),
+    };
+    let mut child = child.map_err(|e| format!("starting {program:?}: {e}"))?;
+    let pid = child.id().unwrap_or(0);
+    let (input, out, err, replies) = match terminal {
+        None => (
+            Input::Pipe(child.stdin.take()),
+            Output::Pipe(child.stdout.take().ok_or("no stdout")?),
+            child.stderr.take(),
+            None,
+        ),
+        Some(master) => {
+            let io = |e: std::io::Error| format!("terminal: {e}");
+            let writer = pipe::Sender::from_owned_fd_unchecked(dup(&master)?).map_err(io)?;
+            let replies = pipe::Sender::from_owned_fd_unchecked(dup(&master)?).map_err(io)?;
+            let reader = pipe::Receiver::from_owned_fd_unchecked(master).map_err(io)?;
+            (
+                Input::Terminal(writer),
+                Output::Terminal(reader),
+                None,
+                Some(replies),
+            )
+        }
+    };
+    Ok(Started {
+        child,
+        pid,
+        input,
+        out,
+        err,
+        replies,
+        cgroup,
+    })
+}
+
+fn dup(fd: &OwnedFd) -> Result<OwnedFd, String> {
+    fd.try_clone().map_err(|e| format!("dup: {e}"))
+}
+
+/// A PTY: the non-blocking master, and its peer with echo off and the given size.
+fn open_pty(cols: u16, rows: u16) -> rustix::io::Result<(OwnedFd, OwnedFd)> {
+    use rustix::pty::{OpenptFlags, grantpt, ioctl_tiocgptpeer, openpt, unlockpt};
+    use rustix::termios::{
+        LocalModes, OptionalActions, Winsize, tcgetattr, tcsetattr, tcsetwinsize,
+    };
+    let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
+    let master = openpt(flags)?;
+    grantpt(&master)?;
+    unlockpt(&master)?;
+    let peer = ioctl_tiocgptpeer(&master, flags)?;
+    let mut t = tcgetattr(&peer)?;
+    // The model knows what it typed; programs that echo by themselves (readline) still do.
+    t.local_modes.remove(LocalModes::ECHO);
+    tcsetattr(&peer, OptionalActions::Now, &t)?;
+    tcsetwinsize(
+        &peer,
+        Winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        },
+    )?;
+    rustix::fs::fcntl_setfl(&master, rustix::fs::OFlags::NONBLOCK)?;
+    Ok((master, peer))
+}
+
+/// A FIFO at `path` opened for reading and writing (so it never reports end-of-file between
+/// writers), as an async reader.
+pub fn marker_channel(path: &Path) -> Result<pipe::Receiver, String> {
+    use rustix::fs::{CWD, FileType, Mode, OFlags, mknodat, open};
+    mknodat(CWD, path, FileType::Fifo, Mode::RUSR | Mode::WUSR, 0)
+        .map_err(|e| format!("making the marker channel {}: {e}", path.display()))?;
+    let fd = open(
+        path,
+        OFlags::RDWR | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("opening the marker channel: {e}"))?;
+    pipe::Receiver::from_owned_fd_unchecked(fd).map_err(|e| format!("marker channel: {e}"))
+}
+
+/// Reads what a non-blocking stream holds right now, without waiting.
+fn drain_now(fd: std::os::fd::BorrowedFd<'_>, mut sink: impl FnMut(&[u8])) {
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        match rustix::io::read(fd, &mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => sink(&buf[..n]),
+        }
+    }
+}
+
+/// After the leader exits, how long output may keep arriving (from what it left behind,
+/// which is being killed) before the session is reported ended.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Drains a session's streams into its rings until its leader has exited and its output
+/// ended, then records the exit. Runs as the session's own task.
+pub async fn pump(
+    session: Arc<Session>,
+    mut child: Child,
+    mut out: Output,
+    mut err: Option<ChildStderr>,
+    mut marker: Option<pipe::Receiver>,
+    mut replies: Option<pipe::Sender>,
+) {
+    let mut filter = matches!(out, Output::Terminal(_)).then(Filter::default);
+    let (mut out_buf, mut err_buf, mut marker_buf) =
+        (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024], vec![0u8; 4096]);
+    let mut records: Vec<u8> = Vec::new();
+    let (mut out_open, mut err_open) = (true, err.is_some());
+    let mut status = None;
+    let mut drain_until = None;
+    let mut push_out =
+        |session: &Session, bytes: &[u8], replies: &mut Option<pipe::Sender>| match &mut filter {
+            None => session.push(false, bytes),
+            Some(f) => {
+                let (text, answer) = f.feed(bytes);
+                session.push(false, &text);
+                if let Some(r) = replies.as_mut().filter(|_| !answer.is_empty()) {
+                    let _ = r.try_write(&answer);
+                }
+            }
+        };
+    loop {
+        if status.is_some() && !out_open && !err_open {
+            break;
+        }
+        tokio::select! {
+            r = out.read(&mut out_buf), if out_open => match r {
+                Ok(n) if n > 0 => push_out(&session, &out_buf[..n], &mut replies),
+                // A terminal's master reads EIO once no process holds the terminal.
+                _ => out_open = false,
+            },
+            r = read_opt(&mut err, &mut err_buf), if err_open => match r {
+                Ok(n) if n > 0 => session.push(true, &err_buf[..n]),
+                _ => err_open = false,
+            },
+            r = read_opt_pipe(&mut marker, &mut marker_buf) => match r {
+                Ok(n) if n > 0 => {
+                    records.extend_from_slice(&marker_buf[..n]);
+                    while let Some(end) = records.iter().position(|b| *b == 0) {
+                        let record: Vec<u8> = records.drain(..=end).collect();
+                        // Everything the command wrote is in the pipes by now: take it first.
+                        drain_now(out.fd(), |b| push_out(&session, b, &mut replies));
+                        if let Some(e) = &err {
+                            drain_now(e.as_fd(), |b| session.push(true, b));
+                        }
+                        session.marker(&String::from_utf8_lossy(&record[..end]));
+                    }
+                }
+                _ => marker = None,
+            },
+            s = child.wait(), if status.is_none() => {
+                status = Some(s.ok());
+                // What the leader left behind goes with it.
+                session.kill_all();
+                drain_until = Some(tokio::time::Instant::now() + DRAIN_GRACE);
+            },
+            _ = sleep_opt(drain_until) => break,
+        }
+    }
+    session.exited(status.flatten());
+}
+
+async fn read_opt(s: &mut Option<ChildStderr>, buf: &mut [u8]) -> std::io::Result<usize> {
+    match s {
+        Some(s) => s.read(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn read_opt_pipe(s: &mut Option<pipe::Receiver>, buf: &mut [u8]) -> std::io::Result<usize> {
+    match s {
+        Some(s) => s.read(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_opt(until: Option<tokio::time::Instant>) {
+    match until {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The processes of a session other than `leader`: its cgroup's members when it has one,
+/// else the members of its process group.
+pub fn members(cgroup: Option<&CallCgroup>, leader: u32) -> Vec<i32> {
+    let all = match cgroup {
+        Some(cg) => cg.members(),
+        None => group_members(leader),
+    };
+    all.into_iter().filter(|p| *p as u32 != leader).collect()
+}
+
+fn group_members(pgid: u32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
+        let pgrp = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(2))
+            .and_then(|p| p.parse::<u32>().ok());
+        if pgrp == Some(pgid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// A temporary folder private to this user, for a session's marker channel.
+pub fn private_dir() -> Result<tempfile::TempDir, String> {
+    tempfile::Builder::new()
+        .prefix("toolsmith-session-")
+        .tempdir()
+        .map_err(|e| format!("making the session's folder: {e}"))
+}
+
+/// The shell text that runs `command` with stdin from /dev/null and then reports
+/// `<nonce> <seq> <status> <folder>` and a NUL on the marker channel `fifo` — a channel the
+/// command's output cannot reach. The command travels as data in a quoted here-document
+/// whose delimiter holds the session's secret nonce.
+pub fn wrap(command: &str, nonce: &str, seq: u64, fifo: &Path) -> String {
+    let delimiter = format!("__TS_{nonce}_{seq}");
+    let fifo = fifo.to_string_lossy().replace('\'', r"'\''");
+    let newline = if command.ends_with('\n') { "" } else { "\n" };
+    format!(
+        "IFS= read -r -d '' __ts_cmd <<'{delimiter}' || :\n{command}{newline}{delimiter}\n\
+         eval \"$__ts_cmd\" </dev/null\n\
+         builtin printf '%s %d %d %s\\0' {nonce} {seq} \"$?\" \"$PWD\" >>'{fifo}'\n"
+    )
+}
