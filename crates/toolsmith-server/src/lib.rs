@@ -12,6 +12,7 @@ pub mod mcp;
 pub mod openapi;
 mod routes;
 pub mod runlog;
+pub mod sessions;
 pub mod ui;
 
 use std::collections::HashMap;
@@ -70,6 +71,9 @@ impl AppState {
         tokens: Vec<Token>,
         run_retention: usize,
     ) -> Arc<Self> {
+        engine
+            .sessions()
+            .set_directory(sessions::RegistryDirectory::start(store.clone()));
         Arc::new(Self {
             runs: runlog::RunLog::start(store.clone(), run_retention.max(1)),
             store,

@@ -169,6 +169,128 @@ impl RunRecord {
     }
 }
 
+/// A change to the sessions table: where each session lives (SPEC §5.4).
+#[derive(Debug, Clone)]
+pub enum SessionNote {
+    Started {
+        id: String,
+        replica: String,
+        /// `host:pid` of the server holding it.
+        place: String,
+        owner: String,
+        command: String,
+        at_ms: i64,
+    },
+    Ended {
+        id: String,
+        status: String,
+        at_ms: i64,
+    },
+    /// Every running session of `replica` was alive at `at_ms`.
+    Alive { replica: String, at_ms: i64 },
+}
+
+/// A session as the registry knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRow {
+    pub id: String,
+    pub replica: String,
+    pub place: String,
+    pub owner: String,
+    pub command: String,
+    /// `running`, or how it ended.
+    pub status: String,
+    pub created_ms: i64,
+    pub last_seen_ms: i64,
+}
+
+/// Rows of sessions that ended (or whose replica went silent) this long ago are removed.
+pub const SESSION_ROWS_KEPT_MS: i64 = 24 * 3600 * 1000;
+
+/// The sessions table's statements: the same text for both backends (`$n` placeholders,
+/// `ON CONFLICT`), run by each on its own pool.
+pub(crate) mod session_sql {
+    pub const START: &str = "INSERT INTO sessions (id, replica, place, owner, command, status, created_ms, last_seen_ms) \
+         VALUES ($1, $2, $3, $4, $5, 'running', $6, $6) \
+         ON CONFLICT (id) DO UPDATE SET status = 'running', last_seen_ms = $6";
+    pub const PRUNE: &str = "DELETE FROM sessions WHERE last_seen_ms < $1";
+    pub const END: &str = "UPDATE sessions SET status = $1, last_seen_ms = $2 WHERE id = $3";
+    pub const ALIVE: &str =
+        "UPDATE sessions SET last_seen_ms = $1 WHERE replica = $2 AND status = 'running'";
+    pub const FIND: &str = "SELECT id, replica, place, owner, command, status, created_ms, last_seen_ms \
+         FROM sessions WHERE id = $1";
+}
+
+/// The sessions methods of [`Store`], the same code for both backends (each has a `pool`).
+macro_rules! session_methods {
+    () => {
+    async fn note_session(&self, note: &crate::SessionNote) -> crate::Result<()> {
+        match note {
+            crate::SessionNote::Started {
+                id,
+                replica,
+                place,
+                owner,
+                command,
+                at_ms,
+            } => {
+                sqlx::query(crate::session_sql::PRUNE)
+                    .bind(at_ms - crate::SESSION_ROWS_KEPT_MS)
+                    .execute(&self.pool)
+                    .await?;
+                sqlx::query(crate::session_sql::START)
+                    .bind(id)
+                    .bind(replica)
+                    .bind(place)
+                    .bind(owner)
+                    .bind(command)
+                    .bind(at_ms)
+                    .execute(&self.pool)
+                    .await?;
+            }
+            crate::SessionNote::Ended { id, status, at_ms } => {
+                sqlx::query(crate::session_sql::END)
+                    .bind(status)
+                    .bind(at_ms)
+                    .bind(id)
+                    .execute(&self.pool)
+                    .await?;
+            }
+            crate::SessionNote::Alive { replica, at_ms } => {
+                sqlx::query(crate::session_sql::ALIVE)
+                    .bind(at_ms)
+                    .bind(replica)
+                    .execute(&self.pool)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn find_session(&self, id: &str) -> crate::Result<Option<crate::SessionRow>> {
+        let row: Option<(String, String, String, String, String, String, i64, i64)> =
+            sqlx::query_as(crate::session_sql::FIND)
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.map(
+            |(id, replica, place, owner, command, status, created_ms, last_seen_ms)| crate::SessionRow {
+                id,
+                replica,
+                place,
+                owner,
+                command,
+                status,
+                created_ms,
+                last_seen_ms,
+            },
+        ))
+    }
+    };
+}
+
+pub(crate) use session_methods;
+
 /// The largest argument text kept in the log.
 pub const MAX_LOGGED_ARGUMENTS: usize = 4096;
 
@@ -227,6 +349,10 @@ pub trait Store: Send + Sync {
         tools: &[Tool],
         change: Change<'_>,
     ) -> impl Future<Output = Result<ImportReport>> + Send;
+    /// Records where a session lives, that it ended, or that a replica's sessions are alive.
+    fn note_session(&self, note: &SessionNote) -> impl Future<Output = Result<()>> + Send;
+    /// The session `id`, if the registry knows it.
+    fn find_session(&self, id: &str) -> impl Future<Output = Result<Option<SessionRow>>> + Send;
 }
 
 /// What sync does with one tool, given the stored `(version, deleted, definition)`.
@@ -369,6 +495,12 @@ impl Store for Registry {
     }
     async fn generation(&self) -> Result<u64> {
         forward!(self, generation())
+    }
+    async fn note_session(&self, note: &SessionNote) -> Result<()> {
+        forward!(self, note_session(note))
+    }
+    async fn find_session(&self, id: &str) -> Result<Option<SessionRow>> {
+        forward!(self, find_session(id))
     }
 }
 

@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0002_runs.sql"),
     include_str!("../migrations/postgres/0003_search_index.sql"),
     include_str!("../migrations/postgres/0004_generation.sql"),
+    include_str!("../migrations/postgres/0005_sessions.sql"),
 ];
 
 /// An arbitrary constant naming toolsmith's migration lock.
@@ -330,6 +331,8 @@ impl Store for PgStore {
         tx.commit().await?;
         Ok(report)
     }
+
+    crate::session_methods!();
 
     async fn generation(&self) -> Result<u64> {
         let g: i64 = sqlx::query_scalar("SELECT generation FROM registry_generation WHERE id = 1")

@@ -29,6 +29,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0002_runs.sql"),
     include_str!("../migrations/sqlite/0003_search_index.sql"),
     include_str!("../migrations/sqlite/0004_generation.sql"),
+    include_str!("../migrations/sqlite/0005_sessions.sql"),
 ];
 
 /// The SQLite registry.
@@ -336,6 +337,8 @@ impl Store for SqliteStore {
         tx.commit().await?;
         Ok(report)
     }
+
+    crate::session_methods!();
 
     async fn generation(&self) -> Result<u64> {
         let g: i64 = sqlx::query_scalar("SELECT generation FROM registry_generation WHERE id = 1")

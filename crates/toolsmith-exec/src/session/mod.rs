@@ -779,6 +779,13 @@ impl Sessions {
             && let Some(at) = d.locate(id).await
         {
             return Err(match at.alive {
+                _ if at.status != "running" => SessionError::session(
+                    "session_ended",
+                    format!(
+                        "session {id} lived on replica {} and has {} (this is replica {}); start a new one",
+                        at.replica, at.status, self.inner.replica
+                    ),
+                ),
                 true => SessionError::session(
                     "session_elsewhere",
                     format!(

@@ -1,0 +1,174 @@
+//! Sessions through the real binary: REST calls to `toolsmith serve`, two servers sharing a
+//! registry (where a session lives, and that it was lost), a server killed with SIGKILL and
+//! the next one sweeping what its sessions left, and `toolsmith call` refusing them.
+
+mod common;
+
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{BIN, repo};
+use serde_json::{Value, json};
+
+/// `toolsmith serve` with the session catalog, cgroups on; returns it and its API URL.
+fn serve(dir: &Path) -> (Child, String) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--addr", "127.0.0.1:0", "--catalog"])
+        .arg(repo().join("examples/sessions.yaml"))
+        .arg("--db")
+        .arg(dir.join("registry.db"))
+        .arg("--workspace")
+        .arg(dir)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn serve");
+    let mut lines = std::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let base = loop {
+        let line = lines.next().expect("serve printed its address").expect("line");
+        if let Some(rest) = line.split("REST API on ").nth(1) {
+            break rest.split_whitespace().next().expect("url").to_owned();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, base)
+}
+
+/// Calls `tool` confirmed; returns the ToolResult.
+fn call(base: &str, tool: &str, arguments: Value) -> Value {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let body = json!({"arguments": arguments, "confirm": true}).to_string();
+    let mut r = agent
+        .post(format!("{base}/tools/{tool}/call"))
+        .header("content-type", "application/json")
+        .send(body)
+        .expect("request");
+    assert_eq!(r.status().as_u16(), 200);
+    serde_json::from_str(&r.body_mut().read_to_string().expect("body")).expect("json")
+}
+
+fn get(base: &str, path: &str) -> Value {
+    let mut r = ureq::get(format!("{base}{path}")).call().expect("request");
+    serde_json::from_str(&r.body_mut().read_to_string().expect("body")).expect("json")
+}
+
+fn data(r: &Value) -> &Value {
+    assert_eq!(r["success"], true, "{r}");
+    &r["data"]
+}
+
+fn error(r: &Value) -> String {
+    assert_eq!(r["error"]["kind"], "session", "{r}");
+    r["error"]["message"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Processes whose environment holds `marker`.
+fn processes_with(marker: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(env) = std::fs::read(entry.path().join("environ"))
+            && env.split(|b| *b == 0).any(|v| v == marker.as_bytes())
+        {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn wait_until_gone(marker: &str) -> Vec<u32> {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(5) {
+        if processes_with(marker).is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    processes_with(marker)
+}
+
+#[test]
+fn sessions_over_rest_across_replicas_and_after_a_killed_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("app")).expect("mkdir");
+    let marker = format!("TS_KILLED_SERVER={}", std::process::id());
+    let (name, value) = marker.split_once('=').expect("marker");
+    let (mut a, base_a) = serve(dir.path());
+
+    // An agent's round: a shell in a folder, a command, a background job that escapes its
+    // process group, the list, the log.
+    let started = call(&base_a, "session_start", json!({"cwd": "app", "env": {name: value}}));
+    let id = data(&started)["session_id"].as_str().expect("id").to_owned();
+    let r = call(&base_a, "session_exec", json!({"session_id": id, "command": "export N=41; echo $((N+1)) in $(basename $PWD)"}));
+    assert_eq!(data(&r)["stdout"], "42 in app\n", "{r}");
+    let r = call(&base_a, "session_exec", json!({"session_id": id, "command": "setsid sleep 300 & sleep 301 & echo spawned"}));
+    assert_eq!(data(&r)["status"], "completed", "{r}");
+    let list = call(&base_a, "session_list", json!({}));
+    assert_eq!(data(&list)["sessions"][0]["session_id"], id.as_str());
+    let runs = get(&base_a, "/runs?tool=session_exec");
+    let entries = runs["items"].as_array().expect("items");
+    assert_eq!(entries.len(), 2, "{runs}");
+    assert!(entries.iter().all(|e| e["caller"] == "local" && e["kind"] == "ok"), "{runs}");
+
+    // A second replica on the same registry knows where the session lives.
+    let (mut b, base_b) = serve(dir.path());
+    let r = call(&base_b, "session_read", json!({"session_id": id}));
+    let m = error(&r);
+    assert!(m.starts_with("session_elsewhere:") && m.contains(&id), "{m}");
+
+    // The first server dies without a chance to clean up: its session's processes are left…
+    a.kill().expect("SIGKILL");
+    a.wait().expect("reaped");
+    assert!(processes_with(&marker).len() >= 3, "{:?}", processes_with(&marker));
+    // …the other replica says the session was lost with it…
+    let r = call(&base_b, "session_exec", json!({"session_id": id, "command": "true"}));
+    let m = error(&r);
+    assert!(m.starts_with("session_lost:"), "{m}");
+    // …and the next server to start on this machine sweeps them, setsid escapee included.
+    let (mut c, _) = serve(dir.path());
+    assert_eq!(wait_until_gone(&marker), Vec::<u32>::new());
+    for child in [&mut b, &mut c] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+#[test]
+fn a_stopped_server_ends_its_sessions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = format!("TS_STOPPED_SERVER={}", std::process::id());
+    let (name, value) = marker.split_once('=').expect("marker");
+    let (mut s, base) = serve(dir.path());
+    let r = call(&base, "session_start", json!({"command": ["sleep", "300"], "env": {name: value}}));
+    data(&r);
+    assert_eq!(processes_with(&marker).len(), 1);
+    let kill = Command::new("kill")
+        .args(["-TERM", &s.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let status = s.wait().expect("exit");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(processes_with(&marker), Vec::<u32>::new());
+}
+
+#[test]
+fn toolsmith_call_explains_that_sessions_need_a_server() {
+    let o = Command::new(BIN)
+        .args(["call", "session_start", "-c"])
+        .arg(repo().join("examples/sessions.yaml"))
+        .args(["--yes", "--json"])
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("sessions_unavailable") && out.contains("toolsmith serve"), "{out}");
+}
