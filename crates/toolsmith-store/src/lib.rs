@@ -224,68 +224,70 @@ pub(crate) mod session_sql {
 /// The sessions methods of [`Store`], the same code for both backends (each has a `pool`).
 macro_rules! session_methods {
     () => {
-    async fn note_session(&self, note: &crate::SessionNote) -> crate::Result<()> {
-        match note {
-            crate::SessionNote::Started {
-                id,
-                replica,
-                place,
-                owner,
-                command,
-                at_ms,
-            } => {
-                sqlx::query(crate::session_sql::PRUNE)
-                    .bind(at_ms - crate::SESSION_ROWS_KEPT_MS)
-                    .execute(&self.pool)
-                    .await?;
-                sqlx::query(crate::session_sql::START)
-                    .bind(id)
-                    .bind(replica)
-                    .bind(place)
-                    .bind(owner)
-                    .bind(command)
-                    .bind(at_ms)
-                    .execute(&self.pool)
-                    .await?;
+        async fn note_session(&self, note: &crate::SessionNote) -> crate::Result<()> {
+            match note {
+                crate::SessionNote::Started {
+                    id,
+                    replica,
+                    place,
+                    owner,
+                    command,
+                    at_ms,
+                } => {
+                    sqlx::query(crate::session_sql::PRUNE)
+                        .bind(at_ms - crate::SESSION_ROWS_KEPT_MS)
+                        .execute(&self.pool)
+                        .await?;
+                    sqlx::query(crate::session_sql::START)
+                        .bind(id)
+                        .bind(replica)
+                        .bind(place)
+                        .bind(owner)
+                        .bind(command)
+                        .bind(at_ms)
+                        .execute(&self.pool)
+                        .await?;
+                }
+                crate::SessionNote::Ended { id, status, at_ms } => {
+                    sqlx::query(crate::session_sql::END)
+                        .bind(status)
+                        .bind(at_ms)
+                        .bind(id)
+                        .execute(&self.pool)
+                        .await?;
+                }
+                crate::SessionNote::Alive { replica, at_ms } => {
+                    sqlx::query(crate::session_sql::ALIVE)
+                        .bind(at_ms)
+                        .bind(replica)
+                        .execute(&self.pool)
+                        .await?;
+                }
             }
-            crate::SessionNote::Ended { id, status, at_ms } => {
-                sqlx::query(crate::session_sql::END)
-                    .bind(status)
-                    .bind(at_ms)
-                    .bind(id)
-                    .execute(&self.pool)
-                    .await?;
-            }
-            crate::SessionNote::Alive { replica, at_ms } => {
-                sqlx::query(crate::session_sql::ALIVE)
-                    .bind(at_ms)
-                    .bind(replica)
-                    .execute(&self.pool)
-                    .await?;
-            }
+            Ok(())
         }
-        Ok(())
-    }
 
-    async fn find_session(&self, id: &str) -> crate::Result<Option<crate::SessionRow>> {
-        let row: Option<(String, String, String, String, String, String, i64, i64)> =
-            sqlx::query_as(crate::session_sql::FIND)
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await?;
-        Ok(row.map(
-            |(id, replica, place, owner, command, status, created_ms, last_seen_ms)| crate::SessionRow {
-                id,
-                replica,
-                place,
-                owner,
-                command,
-                status,
-                created_ms,
-                last_seen_ms,
-            },
-        ))
-    }
+        async fn find_session(&self, id: &str) -> crate::Result<Option<crate::SessionRow>> {
+            let row: Option<(String, String, String, String, String, String, i64, i64)> =
+                sqlx::query_as(crate::session_sql::FIND)
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await?;
+            Ok(row.map(
+                |(id, replica, place, owner, command, status, created_ms, last_seen_ms)| {
+                    crate::SessionRow {
+                        id,
+                        replica,
+                        place,
+                        owner,
+                        command,
+                        status,
+                        created_ms,
+                        last_seen_ms,
+                    }
+                },
+            ))
+        }
     };
 }
 
