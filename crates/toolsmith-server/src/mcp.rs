@@ -23,7 +23,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
-use toolsmith_core::model::{Format, OutputMode};
+use toolsmith_core::model::{Executor, Format, OutputMode};
 use toolsmith_core::render::{RenderOptions, Rendered, render};
 use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
 use toolsmith_exec::CallOptions;
@@ -262,8 +262,13 @@ pub fn to_mcp(tool: &CompiledTool, result: &ToolResult) -> CallToolResult {
     match (&result.error, &result.data) {
         (None, data) => {
             let data = data.clone().unwrap_or(Value::Null);
-            let structured =
-                tool.tool.output == OutputMode::Json || tool.tool.output_schema.is_some();
+            // A session tool's result is all state the model needs (id, status, cursor):
+            // always the whole object, never just its output.
+            let session =
+                matches!(&tool.tool.executor, Executor::Builtin(b) if b.starts_with("session_"));
+            let structured = session
+                || tool.tool.output == OutputMode::Json
+                || tool.tool.output_schema.is_some();
             let text = match (&data, structured) {
                 (Value::Object(m), false) if m.contains_key("stdout") => {
                     let mut text = m["stdout"].as_str().unwrap_or_default().to_owned();

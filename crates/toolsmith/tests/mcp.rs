@@ -127,3 +127,20 @@ fn an_edit_on_one_replica_reaches_an_mcp_client_of_another() {
     let (_b, _, mcp_b) = serve(&db, dir.path(), &["--no-catalog"]);
     client(&python, &["replicas", &mcp_a, &rest_a, &mcp_b]);
 }
+
+#[test]
+#[ignore = "needs the MCP Python client (TOOLSMITH_TEST_PYTHON)"]
+fn python_client_drives_sessions_over_stdio_and_http() {
+    let python = python();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let workspace = dir.path().display().to_string();
+    let catalog = repo().join("examples/sessions.yaml").display().to_string();
+    client(&python, &["sessions-stdio", BIN, &workspace, &catalog]);
+    let db = dir.path().join("registry.db").display().to_string();
+    let (_server, rest, mcp) = serve(
+        &db,
+        dir.path(),
+        &["--catalog", &catalog, "--allow-dangerous"],
+    );
+    client(&python, &["sessions-http", &mcp, &rest, &workspace]);
+}

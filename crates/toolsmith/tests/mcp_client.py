@@ -5,6 +5,8 @@ Driven by tests/mcp.rs, which starts the servers and passes what to connect to:
     mcp_client.py stdio BIN WORKSPACE DB MODE     # `toolsmith mcp` over stdio; MODE auto|legacy
     mcp_client.py http URL BASE WORKSPACE         # `toolsmith serve` at URL (/mcp), REST at BASE
     mcp_client.py replicas URL_A BASE_A URL_B     # an edit on replica A reaches a client of B
+    mcp_client.py sessions-stdio BIN WORKSPACE CATALOG   # sessions through `toolsmith mcp`
+    mcp_client.py sessions-http URL BASE WORKSPACE       # sessions through `serve` (MCP + REST)
 
 Every check raises AssertionError with what was expected; the exit status says pass/fail.
 """
@@ -241,7 +243,90 @@ async def replicas(url_a, base_a, url_b):
         assert "sort_lines" not in [t.name for t in after], "replica B still lists the disabled tool"
 
 
+def processes_with(marker):
+    import os
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if marker.encode() in f.read().split(b"\0"):
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+async def session_call(client, tool, args):
+    r = await client.call_tool(tool, args)
+    assert not r.is_error, f"{tool} {args}: {text(r)}"
+    return json.loads(text(r))
+
+
+async def sessions(client, workspace, base=None):
+    """An agent's round: a shell, a dev server, a REPL, a cancelled wait, and cleanup."""
+    import os
+    os.makedirs(f"{workspace}/app", exist_ok=True)
+    marker = f"TS_MCP_SESSION={os.getpid()}-{time.time()}"
+    name, value = marker.split("=")
+    shell = (await session_call(client, "session_start", {"cwd": "app", "env": {name: value}}))["session_id"]
+    r = await session_call(client, "session_exec", {"session_id": shell, "command": "export N=6; cd .."})
+    assert r["status"] == "completed" and r["cwd"] == os.path.realpath(workspace), r
+    r = await session_call(client, "session_exec", {"session_id": shell, "command": "echo $((N*7)); ls -d app; false"})
+    assert (r["stdout"], r["exit_code"]) == ("42\napp\n", 1), r
+    r = await session_call(client, "session_exec", {"session_id": shell, "command": "sleep 300 & echo bg"})
+    assert r["status"] == "completed", r
+
+    server = await session_call(client, "session_start", {
+        "command": ["python3", "-u", "-c", "import time; print('Listening on 8000'); time.sleep(300)"],
+        "env": {name: value}, "wait_ms": 10000, "until": "Listening"})
+    assert "Listening on 8000" in server["stdout"], server
+
+    repl = (await session_call(client, "session_start", {"command": ["python3", "-q", "-i"], "tty": True,
+                                                         "env": {name: value}, "wait_ms": 5000, "until": ">>> "}))["session_id"]
+    r = await session_call(client, "session_exec", {"session_id": repl, "input": "print(1+1)\n", "until": "2"})
+    assert "2" in r["stdout"], r
+
+    # A call the client gives up on stops waiting; the command and the session go on.
+    with anyio.move_on_after(0.5):
+        await client.call_tool("session_exec", {"session_id": shell, "command": "sleep 1; echo finished", "timeout_ms": 10000})
+        raise AssertionError("the call was not cancelled")
+    r = await session_call(client, "session_read", {"session_id": shell, "until": "finished", "timeout_ms": 5000})
+    assert "finished" in r["stdout"], r
+
+    listed = (await session_call(client, "session_list", {}))["sessions"]
+    assert sorted(s["kind"] for s in listed) == ["process", "shell", "terminal"], listed
+    if base:
+        # Through REST (an admin without a token) the MCP client's sessions are listed, owned by `mcp`.
+        req = urllib.request.Request(f"{base}/tools/session_list/call", method="POST", data=b'{"arguments": {}}',
+                                     headers={"content-type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            rows = json.loads(resp.read())["data"]["sessions"]
+        assert {row["owner"] for row in rows} == {"mcp"} and len(rows) == 3, rows
+    assert len(processes_with(marker)) >= 4, processes_with(marker)
+    for s in listed:
+        r = await session_call(client, "session_end", {"session_id": s["session_id"], "grace_ms": 500})
+        assert r["status"] == "ended", r
+    deadline = time.monotonic() + 5
+    while processes_with(marker) and time.monotonic() < deadline:
+        await anyio.sleep(0.05)
+    assert processes_with(marker) == [], f"left running: {processes_with(marker)}"
+    print("sessions: shell, dev server, REPL, cancelled wait, nothing left running")
+
+
+async def sessions_stdio(bin, workspace, catalog):
+    params = StdioServerParameters(command=bin, args=["mcp", "--catalog", catalog, "--workspace", workspace,
+                                                      "--allow-dangerous"], cwd=workspace)
+    async with Client(params) as client:
+        await sessions(client, workspace)
+
+
+async def sessions_http(url, base, workspace):
+    async with Client(url) as client:
+        await sessions(client, workspace, base)
+
+
 if __name__ == "__main__":
     kind, args = sys.argv[1], sys.argv[2:]
-    anyio.run({"stdio": stdio, "http": http, "replicas": replicas}[kind], *args)
+    anyio.run({"stdio": stdio, "http": http, "replicas": replicas,
+               "sessions-stdio": sessions_stdio, "sessions-http": sessions_http}[kind], *args)
     print("ok")
