@@ -7,6 +7,10 @@
 //! 2. 1000 concurrent `sleep 1` tool calls: wall time and failures.
 //! 3. A Python script tool (JSON in, JSON out) vs `python3 script.py < in.json` run directly
 //!    with the same interpreter binary.
+//! 4. The warm Python runtime (`BENCH_VENV_PYTHON`).
+//! 5. Sessions: `session_exec` of `true` in a warm shell session vs a `true` tool through
+//!    the engine, interleaved; then 32 sessions streaming 20 MB each at once, with this
+//!    process's resident memory before and after (bounded by the output rings).
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -183,6 +187,114 @@ fn main() {
     }
     if !skip("4") {
         warm_section(&rt, n);
+    }
+    if !skip("5") {
+        session_section(&rt, &engine, n);
+    }
+}
+
+/// This process's resident memory, from /proc.
+fn rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+fn session_section(rt: &tokio::runtime::Runtime, engine: &Arc<Engine>, n: usize) {
+    let start = tool("{name: session_start, builtin: session_start}");
+    let exec = Arc::new(tool("{name: session_exec, builtin: session_exec}"));
+    let end = tool("{name: session_end, builtin: session_end}");
+    let truth = tool("{name: t, description: d, command: [true]}");
+    // An admin may use every caller's sessions; each caller may start 8.
+    let opts = || CallOptions {
+        admin: true,
+        ..CallOptions::new("bench", true)
+    };
+    let begin = |caller: usize| {
+        let r = rt.block_on(engine.call(
+            &start,
+            json!({}),
+            CallOptions::new(format!("bench-{caller}"), true),
+        ));
+        r.data.expect("session started")["session_id"]
+            .as_str()
+            .expect("id")
+            .to_owned()
+    };
+    let id = begin(0);
+    let (mut spawned, mut in_session) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n + n / 10 {
+        let t = Instant::now();
+        let r = rt.block_on(engine.call(&truth, json!({}), CallOptions::default()));
+        let a = t.elapsed();
+        assert!(r.success, "{r:?}");
+        let t = Instant::now();
+        let r =
+            rt.block_on(engine.call(&exec, json!({"session_id": id, "command": "true"}), opts()));
+        let b = t.elapsed();
+        assert_eq!(r.data.expect("data")["status"], "completed");
+        if i >= n / 10 {
+            spawned.push(a);
+            in_session.push(b);
+        }
+    }
+    let (spawned, in_session) = (stats(spawned), stats(in_session));
+    println!("\n## 5. sessions: `true`, {n} calls each, interleaved");
+    println!("| what | p50 | p99 |\n|---|---|---|");
+    row(
+        "a `true` command tool through the engine (a fresh process)",
+        &spawned,
+    );
+    row("session_exec `true` in a warm shell session", &in_session);
+    println!(
+        "\nsession_exec vs a fresh spawn: {:.2}× at p50, {:.2}× at p99",
+        in_session.p50.as_secs_f64() / spawned.p50.as_secs_f64(),
+        in_session.p99.as_secs_f64() / spawned.p99.as_secs_f64()
+    );
+    let end_it = |id: &str| {
+        rt.block_on(engine.call(&end, json!({"session_id": id, "grace_ms": 200}), opts()));
+    };
+    end_it(&id);
+
+    let ids: Vec<String> = (0..32).map(|i| begin(i / 8)).collect();
+    let before = rss_mib();
+    let started = Instant::now();
+    let streamed = rt.block_on(async {
+        let calls: Vec<_> = ids
+            .iter()
+            .map(|id| {
+                let (e, t, id) = (engine.clone(), exec.clone(), id.clone());
+                tokio::spawn(async move {
+                    let args = json!({"session_id": id, "timeout_ms": 30000, "max_bytes": 1024,
+                        "command": "head -c 20000000 /dev/zero | tr '\\0' a"});
+                    let opts = CallOptions {
+                        admin: true,
+                        ..CallOptions::new("bench", true)
+                    };
+                    e.call(&t, args, opts).await
+                })
+            })
+            .collect();
+        let mut completed = 0;
+        for c in calls {
+            let r = c.await.expect("joined");
+            if r.data.is_some_and(|d| d["status"] == "completed") {
+                completed += 1;
+            }
+        }
+        completed
+    });
+    let after = rss_mib();
+    println!(
+        "\n32 sessions streaming 20 MB each at once: {streamed}/32 completed in {:.2} s; \
+         resident memory {before:.0} MiB before, {after:.0} MiB after (rings: 2 × 1 MiB per session = 64 MiB at most)",
+        started.elapsed().as_secs_f64()
+    );
+    for id in &ids {
+        end_it(id);
     }
 }
 
