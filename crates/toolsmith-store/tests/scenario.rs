@@ -560,6 +560,94 @@ async fn execution_log(s: &impl Store) {
     );
 }
 
+/// Where sessions live: started, heartbeats, ended, and old rows pruned.
+async fn session_directory(s: &impl Store) {
+    use toolsmith_store::{SESSION_ROWS_KEPT_MS, SessionNote};
+    let started = |id: &str, replica: &str, at_ms| SessionNote::Started {
+        id: id.into(),
+        replica: replica.into(),
+        place: "host:1".into(),
+        owner: "alice".into(),
+        command: "bash".into(),
+        at_ms,
+    };
+    s.note_session(&started("s-a-1", "a", 1000))
+        .await
+        .expect("start");
+    s.note_session(&started("s-b-1", "b", 1000))
+        .await
+        .expect("start");
+    let row = s.find_session("s-a-1").await.expect("find").expect("row");
+    assert_eq!(
+        (
+            row.replica.as_str(),
+            row.place.as_str(),
+            row.owner.as_str(),
+            row.status.as_str()
+        ),
+        ("a", "host:1", "alice", "running")
+    );
+    assert_eq!((row.created_ms, row.last_seen_ms), (1000, 1000));
+    // A heartbeat moves only its replica's running sessions.
+    s.note_session(&SessionNote::Alive {
+        replica: "a".into(),
+        at_ms: 5000,
+    })
+    .await
+    .expect("alive");
+    assert_eq!(
+        s.find_session("s-a-1")
+            .await
+            .expect("find")
+            .expect("row")
+            .last_seen_ms,
+        5000
+    );
+    assert_eq!(
+        s.find_session("s-b-1")
+            .await
+            .expect("find")
+            .expect("row")
+            .last_seen_ms,
+        1000
+    );
+    s.note_session(&SessionNote::Ended {
+        id: "s-a-1".into(),
+        status: "expired".into(),
+        at_ms: 6000,
+    })
+    .await
+    .expect("end");
+    s.note_session(&SessionNote::Alive {
+        replica: "a".into(),
+        at_ms: 7000,
+    })
+    .await
+    .expect("alive");
+    let row = s.find_session("s-a-1").await.expect("find").expect("row");
+    assert_eq!((row.status.as_str(), row.last_seen_ms), ("expired", 6000));
+    assert_eq!(s.find_session("s-none").await.expect("find"), None);
+    // A start a day later removes rows not seen since.
+    s.note_session(&started("s-a-2", "a", 6000 + SESSION_ROWS_KEPT_MS + 1))
+        .await
+        .expect("start");
+    assert_eq!(s.find_session("s-a-1").await.expect("find"), None);
+    assert!(s.find_session("s-a-2").await.expect("find").is_some());
+}
+
+#[tokio::test]
+async fn sqlite_session_directory() {
+    let (_d, s) = sqlite().await;
+    session_directory(&s).await;
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL (TOOLSMITH_TEST_POSTGRES)"]
+async fn postgres_session_directory() {
+    let s = postgres("sessions").await;
+    session_directory(&s).await;
+}
+
 #[tokio::test]
 async fn sqlite_execution_log() {
     let (_d, s) = sqlite().await;
