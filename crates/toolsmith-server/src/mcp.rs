@@ -153,6 +153,24 @@ impl McpServer {
         }
     }
 
+    /// Who calls, for the engine (sessions belong to it): over HTTP with a token, `mcp:`
+    /// and the token's name (an admin token sees every session); otherwise this front
+    /// door's name (`mcp`, `mcp-stdio`).
+    fn call_options(&self, confirmed: bool, ctx: &RequestContext<RoleServer>) -> CallOptions {
+        let token = ctx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<crate::auth::Caller>())
+            .filter(|c| c.auth_required);
+        match token {
+            Some(c) => CallOptions {
+                admin: c.role == crate::auth::Role::Admin,
+                ..CallOptions::new(format!("{}:{}", self.options.caller, c.name), confirmed)
+            },
+            None => CallOptions::new(self.options.caller.clone(), confirmed),
+        }
+    }
+
     async fn run(
         &self,
         tool: &Arc<CompiledTool>,
@@ -160,11 +178,10 @@ impl McpServer {
         confirmed: bool,
         ctx: &RequestContext<RoleServer>,
     ) -> ToolResult {
-        let call = self.state.engine.call(
-            tool,
-            arguments,
-            CallOptions::new(self.options.caller.clone(), confirmed),
-        );
+        let call = self
+            .state
+            .engine
+            .call(tool, arguments, self.call_options(confirmed, ctx));
         tokio::pin!(call);
         let token = ctx.meta.get_progress_token();
         let mut ticks = tokio::time::interval_at(

@@ -24,8 +24,14 @@ impl Drop for Serve {
 
 /// `toolsmith serve` with the session catalog, cgroups on; returns it and its API URL.
 fn serve(dir: &Path) -> (Serve, String) {
+    serve_with(dir, &[])
+}
+
+fn serve_with(dir: &Path, extra: &[&str]) -> (Serve, String) {
     let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0", "--catalog"])
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .args(extra)
+        .arg("--catalog")
         .arg(repo().join("examples/sessions.yaml"))
         .arg("--db")
         .arg(dir.join("registry.db"))
@@ -223,4 +229,83 @@ fn toolsmith_call_explains_that_sessions_need_a_server() {
         out.contains("sessions_unavailable") && out.contains("toolsmith serve"),
         "{out}"
     );
+}
+
+/// One stateless JSON-RPC `tools/call` to `/mcp` with a bearer token; the tool's structured
+/// result (or its error text).
+fn mcp_call(mcp: &str, token: &str, tool: &str, arguments: Value) -> Value {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments}});
+    let mut r = agent
+        .post(mcp)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .header("authorization", format!("Bearer {token}"))
+        .send(body.to_string())
+        .expect("request");
+    let text = r.body_mut().read_to_string().expect("body");
+    let json = text
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or(&text);
+    let v: Value = serde_json::from_str(json).unwrap_or_else(|_| panic!("{text}"));
+    let result = &v["result"];
+    match result["isError"].as_bool() {
+        Some(true) => Value::String(
+            result["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .into(),
+        ),
+        _ => result["structuredContent"].clone(),
+    }
+}
+
+#[test]
+fn over_mcp_each_token_sees_only_its_own_sessions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_s, base) = serve_with(
+        dir.path(),
+        &[
+            "--token",
+            "alice:call=alice-secret-1",
+            "--token",
+            "bob:call=bob-secret-22",
+            "--token",
+            "ops:admin=ops-secret-333",
+            "--allow-dangerous",
+        ],
+    );
+    let mcp = base.replace("/v1", "/mcp");
+    let started = mcp_call(&mcp, "alice-secret-1", "session_start", json!({}));
+    let id = started["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_owned();
+    let bob = mcp_call(
+        &mcp,
+        "bob-secret-22",
+        "session_exec",
+        json!({"session_id": id, "command": "id"}),
+    );
+    assert!(
+        bob.as_str().is_some_and(|m| m.contains("session_unknown")),
+        "{bob}"
+    );
+    let listed = mcp_call(&mcp, "bob-secret-22", "session_list", json!({}));
+    assert_eq!(listed["sessions"], json!([]), "{listed}");
+    let alice = mcp_call(
+        &mcp,
+        "alice-secret-1",
+        "session_exec",
+        json!({"session_id": id, "command": "echo mine"}),
+    );
+    assert_eq!(alice["stdout"], "mine\n", "{alice}");
+    let ops = mcp_call(&mcp, "ops-secret-333", "session_list", json!({}));
+    assert_eq!(ops["sessions"][0]["owner"], "mcp:alice", "{ops}");
 }

@@ -1334,8 +1334,12 @@ async fn reap(inner: Weak<Inner>) {
         let Some(inner) = inner.upgrade() else { return };
         let all: Vec<Arc<Session>> = lock(&inner.live).values().cloned().collect();
         for s in &all {
-            let idle = lock(&s.state).last_used.elapsed();
-            if idle >= s.idle_timeout || s.started.elapsed() >= s.lifetime {
+            let (idle, ending) = {
+                let st = lock(&s.state);
+                (st.last_used.elapsed(), st.ending.is_some())
+            };
+            if !ending && (idle >= s.idle_timeout || s.started.elapsed() >= s.lifetime) {
+                lock(&s.state).ending.get_or_insert("expired");
                 let inner = inner.clone();
                 let s = s.clone();
                 tokio::spawn(async move {
