@@ -929,6 +929,16 @@ impl Sessions {
             ));
         }
         let fifo = s.fifo.as_ref().map(|(_, p)| p.clone()).unwrap_or_default();
+        // A command whose output has all arrived may be a moment from its completion record:
+        // give it that moment before calling the session busy.
+        let moment = tokio::time::Instant::now() + Duration::from_millis(250);
+        s.wait(moment.min(deadline), |st| {
+            match st.running.is_none() || st.exit.is_some() {
+                true => Check::Done,
+                false => Check::Pending,
+            }
+        })
+        .await;
         let (seq, from) = {
             let mut st = lock(&s.state);
             if let Some(r) = &st.running {
