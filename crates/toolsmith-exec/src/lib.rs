@@ -184,6 +184,11 @@ impl Engine {
         self.warm.as_ref().map_or(0, warm::Warm::alive)
     }
 
+    /// The processes in this engine's cgroups now (none without cgroups).
+    pub fn contained_processes(&self) -> Vec<i32> {
+        self.cgroups.as_ref().map_or_else(Vec::new, |c| c.members())
+    }
+
     /// Whether per-call pids cgroups are in use (fork bombs contained, `setsid` escapes
     /// cleaned up).
     pub fn has_cgroups(&self) -> bool {

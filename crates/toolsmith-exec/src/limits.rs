@@ -139,6 +139,25 @@ impl Cgroups {
         None
     }
 
+    /// Every process in this engine's cgroups but this one (whose spawner threads live
+    /// there): what calls and sessions are running now.
+    pub fn members(&self) -> Vec<i32> {
+        let me = std::process::id() as i32;
+        std::fs::read_dir(&self.root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read_to_string(e.path().join("cgroup.procs")).ok())
+            .flat_map(|procs| {
+                procs
+                    .lines()
+                    .filter_map(|l| l.trim().parse::<i32>().ok())
+                    .collect::<Vec<_>>()
+            })
+            .filter(|p| *p != me)
+            .collect()
+    }
+
     /// A cgroup for one call, allowing `max` processes.
     pub fn create(&self, max: Option<u64>) -> Option<CallCgroup> {
         let mut slot = if self.per_thread {

@@ -278,9 +278,15 @@ async fn background_processes_do_not_block_completion_and_all_die_with_the_sessi
         "{:?}",
         processes_with(&marker)
     );
+    if f.engine.has_cgroups() {
+        let inside = f.engine.contained_processes();
+        assert!(inside.len() >= 6, "{inside:?}");
+    }
     let end = f.ok("session_end", json!({"session_id": id})).await;
     assert_eq!(end["status"], "ended", "{end}");
     assert_eq!(wait_until_gone(&marker).await, Vec::<u32>::new());
+    // The session's cgroup is empty too.
+    assert_eq!(f.engine.contained_processes(), Vec::<i32>::new());
     // Ending is idempotent.
     let again = f.ok("session_end", json!({"session_id": id})).await;
     assert_eq!(again["already_ended"], true, "{again}");
@@ -455,6 +461,7 @@ async fn an_idle_session_expires_and_leaves_a_tombstone() {
     assert!(!processes_with(&marker).is_empty());
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert_eq!(wait_until_gone(&marker).await, Vec::<u32>::new());
+    assert_eq!(f.engine.contained_processes(), Vec::<i32>::new());
     let read = f.ok("session_read", json!({"session_id": id})).await;
     assert_eq!(read["status"], "expired", "{read}");
     assert!(
