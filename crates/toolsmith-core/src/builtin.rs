@@ -166,6 +166,12 @@ pub fn spec(name: &str) -> Option<&'static BuiltinSpec> {
     all().iter().find(|s| s.name == name)
 }
 
+/// Whether the built-in `name` is a session tool: it needs a process that stays up (a
+/// server), and its results are state a model must see whole.
+pub fn is_session(name: &str) -> bool {
+    name.starts_with("session_")
+}
+
 /// The names of every built-in tool.
 pub fn names() -> Vec<&'static str> {
     all().iter().map(|s| s.name.as_str()).collect()

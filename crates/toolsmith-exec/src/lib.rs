@@ -237,7 +237,7 @@ impl Engine {
             Err(message) => return ToolResult::err(ErrorKind::Timeout, message, Vec::new(), meta),
         };
         match &t.executor {
-            Executor::Builtin(name) if name.starts_with("session_") => {
+            Executor::Builtin(name) if toolsmith_core::builtin::is_session(name) => {
                 self.session(t, name, &prepared.arguments, &opts, meta)
                     .await
             }

@@ -281,8 +281,7 @@ pub fn to_mcp(tool: &CompiledTool, result: &ToolResult) -> CallToolResult {
             let data = data.clone().unwrap_or(Value::Null);
             // A session tool's result is all state the model needs (id, status, cursor):
             // always the whole object, never just its output.
-            let session =
-                matches!(&tool.tool.executor, Executor::Builtin(b) if b.starts_with("session_"));
+            let session = matches!(&tool.tool.executor, Executor::Builtin(b) if toolsmith_core::builtin::is_session(b));
             let structured = session
                 || tool.tool.output == OutputMode::Json
                 || tool.tool.output_schema.is_some();

@@ -767,7 +767,7 @@ fn call(args: CallArgs) -> Result<ExitCode> {
     let compiled = CompiledTool::new(tool.clone(), 1).map_err(anyhow::Error::msg)?;
     let result = if args.dry_run {
         plan::dry_run(&compiled, raw)
-    } else if matches!(&tool.executor, toolsmith_core::model::Executor::Builtin(b) if b.starts_with("session_"))
+    } else if matches!(&tool.executor, toolsmith_core::model::Executor::Builtin(b) if toolsmith_core::builtin::is_session(b))
     {
         ToolResult::err(
             ErrorKind::Session,

@@ -282,6 +282,38 @@ impl State {
             err: self.err.end(),
         }
     }
+
+    fn status(&self) -> &'static str {
+        match (&self.exit, &self.running) {
+            (Some(_), _) => "exited",
+            (None, Some(_)) => "busy",
+            (None, None) => "running",
+        }
+    }
+
+    /// The output after `from` (up to `upto`), and the cursor it ends at remembered as
+    /// where the next read without a cursor starts.
+    fn output(
+        &mut self,
+        from: Cursor,
+        upto: Option<Cursor>,
+        max: usize,
+        tail: bool,
+    ) -> (Slice, Slice) {
+        let finished = self.exit.is_some();
+        let upto = upto.unwrap_or(Cursor {
+            out: u64::MAX,
+            err: u64::MAX,
+        });
+        let out = self.out.read(from.out, upto.out, max, tail, finished);
+        let err = self.err.read(from.err, upto.err, max, tail, finished);
+        self.read = Cursor {
+            out: out.next,
+            err: err.next,
+        };
+        self.last_used = Instant::now();
+        (out, err)
+    }
 }
 
 impl Session {
@@ -356,14 +388,6 @@ impl Session {
 
     fn exit(&self) -> Option<Exit> {
         lock(&self.state).exit.clone()
-    }
-
-    fn status(&self, st: &State) -> &'static str {
-        match (&st.exit, &st.running) {
-            (Some(_), _) => "exited",
-            (None, Some(_)) => "busy",
-            (None, None) => "running",
-        }
     }
 
     /// Waits until `check` holds (it may also name a time to look again), or `deadline`.
@@ -597,7 +621,7 @@ impl Sessions {
                 "cwd: {cwd_arg:?} is not a folder"
             )));
         }
-        let env = environment(ctx.tool, args.get("env"), tty)?;
+        let env = environment(ctx.tool, args.get("env"))?;
         self.admit(ctx)?;
 
         let ring_bytes = u64_arg(config, "ring_bytes", 1 << 20) as usize;
@@ -694,14 +718,14 @@ impl Sessions {
                 .await;
         }
         let mut st = lock(&session.state);
-        let (out, err) = self.output(&mut st, Cursor::default(), None, 65536, false);
+        let (out, err) = st.output(Cursor::default(), None, 65536, false);
         let mut v = json!({
             "session_id": id,
             "kind": kind.name(),
             "command": argv,
             "pid": session.pid,
             "cwd": cwd.to_string_lossy(),
-            "status": session.status(&st),
+            "status": st.status(),
             "expires": {
                 "idle_ms": idle_timeout.as_millis() as u64,
                 "at_ms": session.started_ms + lifetime.as_millis() as u64,
@@ -896,10 +920,10 @@ impl Sessions {
         })
         .await;
         let mut st = lock(&s.state);
-        let (out, err) = self.output(&mut st, from, None, max_bytes, false);
+        let (out, err) = st.output(from, None, max_bytes, false);
         let mut v = json!({
             "session_id": s.id,
-            "status": s.status(&st),
+            "status": st.status(),
             "elapsed_ms": started.elapsed().as_millis() as u64,
         });
         put_output(&mut v, s.kind, &out, &err);
@@ -942,7 +966,7 @@ impl Sessions {
         let (seq, from) = {
             let mut st = lock(&s.state);
             if let Some(r) = &st.running {
-                let (out, _) = (st.out.read(r.from.out, u64::MAX, 2000, true, false), ());
+                let out = st.out.read(r.from.out, u64::MAX, 2000, true, false);
                 return Err(SessionError::session(
                     "session_busy",
                     format!(
@@ -985,7 +1009,7 @@ impl Sessions {
             .filter(|d| d.seq == seq)
             .map(|d| (d.code, d.upto));
         let upto = done.map(|(_, u)| u);
-        let (out, err) = self.output(&mut st, from, upto, max_bytes, false);
+        let (out, err) = st.output(from, upto, max_bytes, false);
         let mut v = json!({
             "session_id": s.id,
             "elapsed_ms": started.elapsed().as_millis() as u64,
@@ -1049,8 +1073,8 @@ impl Sessions {
             .await;
         }
         let mut st = lock(&s.state);
-        let (out, err) = self.output(&mut st, from, None, max_bytes, tail);
-        let mut v = json!({"session_id": s.id, "status": s.status(&st)});
+        let (out, err) = st.output(from, None, max_bytes, tail);
+        let mut v = json!({"session_id": s.id, "status": st.status()});
         if let Some(r) = &st.running {
             v["running_command"] = r.command.clone().into();
         }
@@ -1094,7 +1118,7 @@ impl Sessions {
                     "command": s.command,
                     "cwd": st.cwd.to_string_lossy(),
                     "pid": s.pid,
-                    "status": s.status(&st),
+                    "status": st.status(),
                     "started_ms": s.started_ms,
                     "idle_ms": st.last_used.elapsed().as_millis() as u64,
                     "buffered_bytes": st.out.len() + st.err.len(),
@@ -1117,31 +1141,6 @@ impl Sessions {
             "limits": {"per_caller": limits.max_per_caller, "per_server": limits.max_total},
             "replica": self.inner.replica,
         })
-    }
-
-    /// The output after `from` (up to `upto`), and the cursor it ends at remembered as
-    /// where the next read without a cursor starts.
-    fn output(
-        &self,
-        st: &mut State,
-        from: Cursor,
-        upto: Option<Cursor>,
-        max: usize,
-        tail: bool,
-    ) -> (Slice, Slice) {
-        let finished = st.exit.is_some();
-        let upto = upto.unwrap_or(Cursor {
-            out: u64::MAX,
-            err: u64::MAX,
-        });
-        let out = st.out.read(from.out, upto.out, max, tail, finished);
-        let err = st.err.read(from.err, upto.err, max, tail, finished);
-        st.read = Cursor {
-            out: out.next,
-            err: err.next,
-        };
-        st.last_used = Instant::now();
-        (out, err)
     }
 }
 
@@ -1205,14 +1204,7 @@ impl Tomb {
                 self.how,
                 self.at_ms,
                 describe_exit(self.exit.as_ref()),
-                self.stdout_tail
-                    .chars()
-                    .rev()
-                    .take(500)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .collect::<String>()
+                crate::tail(&self.stdout_tail, 500)
             ),
         )
     }
@@ -1381,7 +1373,7 @@ async fn reap(inner: Weak<Inner>) {
 /// The session's environment: PATH, HOME and the user's names from the server's, the tool's
 /// allowlisted variables and `env`, settings that keep programs from paging or colouring,
 /// then the caller's `env`.
-fn environment(tool: &Tool, extra: Option<&Value>, tty: bool) -> Result<BTreeMap<String, String>> {
+fn environment(tool: &Tool, extra: Option<&Value>) -> Result<BTreeMap<String, String>> {
     let mut env: BTreeMap<String, String> = ["PATH", "HOME", "USER", "LOGNAME"]
         .iter()
         .chain(
@@ -1409,7 +1401,6 @@ fn environment(tool: &Tool, extra: Option<&Value>, tty: bool) -> Result<BTreeMap
     if !env.contains_key("LANG") && !env.contains_key("LC_ALL") {
         env.insert("LANG".into(), "C.UTF-8".into());
     }
-    let _ = tty;
     if let Some(Value::Object(extra)) = extra {
         for (k, v) in extra {
             let Some(v) = v.as_str() else {

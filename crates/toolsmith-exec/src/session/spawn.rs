@@ -276,7 +276,7 @@ pub async fn pump(
                 Ok(n) if n > 0 => session.push(true, &err_buf[..n]),
                 _ => err_open = false,
             },
-            r = read_opt_pipe(&mut marker, &mut marker_buf) => match r {
+            r = read_opt(&mut marker, &mut marker_buf) => match r {
                 Ok(n) if n > 0 => {
                     records.extend_from_slice(&marker_buf[..n]);
                     while let Some(end) = records.iter().position(|b| *b == 0) {
@@ -303,14 +303,11 @@ pub async fn pump(
     session.exited(status.flatten());
 }
 
-async fn read_opt(s: &mut Option<ChildStderr>, buf: &mut [u8]) -> std::io::Result<usize> {
-    match s {
-        Some(s) => s.read(buf).await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn read_opt_pipe(s: &mut Option<pipe::Receiver>, buf: &mut [u8]) -> std::io::Result<usize> {
+/// Reads from `s`, or waits forever when there is no stream.
+async fn read_opt<R: tokio::io::AsyncRead + Unpin>(
+    s: &mut Option<R>,
+    buf: &mut [u8],
+) -> std::io::Result<usize> {
     match s {
         Some(s) => s.read(buf).await,
         None => std::future::pending().await,
