@@ -5,20 +5,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolsmith_core::catalog::{self, CatalogSource};
+use toolsmith_core::catalog;
 use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
 use toolsmith_exec::{CallOptions, Engine, EngineConfig};
 
-struct Text(String);
-
-impl CatalogSource for Text {
-    fn read(&self, _: &str) -> Result<String, String> {
-        Ok(self.0.clone())
-    }
-    fn var(&self, name: &str) -> Option<String> {
-        std::env::var(name).ok()
-    }
-}
+mod common;
+use common::{Text, processes_with, wait_until_gone};
 
 /// One tool from YAML (a mapping, without the leading `- `).
 fn tool(yaml: &str) -> CompiledTool {
@@ -72,33 +64,6 @@ impl Fixture {
 
 fn kind(r: &ToolResult) -> Option<ErrorKind> {
     r.error.as_ref().map(|e| e.kind)
-}
-
-/// Processes whose environment holds `marker` (a unique string set for one test).
-fn processes_with(marker: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if let Ok(env) = std::fs::read(entry.path().join("environ"))
-            && env.split(|b| *b == 0).any(|v| v == marker.as_bytes())
-        {
-            out.push(pid);
-        }
-    }
-    out
-}
-
-async fn wait_until_gone(marker: &str) -> Vec<u32> {
-    for _ in 0..100 {
-        let left = processes_with(marker);
-        if left.is_empty() {
-            return left;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    processes_with(marker)
 }
 
 #[tokio::test]
