@@ -4,56 +4,25 @@
 
 mod common;
 
-use std::io::BufRead;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{BIN, repo};
+use common::{BIN, Serve, processes_with, repo, serve_contained};
 use serde_json::{Value, json};
 
-/// A running `serve`, killed when dropped (a failed test leaves nothing behind).
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// `toolsmith serve` with the session catalog and a registry in `dir`, cgroups on, and
+/// `extra` arguments; returns it with its API and MCP URLs.
+fn serve_with(dir: &Path, extra: &[&str]) -> (Serve, String, String) {
+    let catalog = repo().join("examples/sessions.yaml");
+    let db = dir.join("registry.db");
+    let args = [&["--catalog", catalog.to_str().expect("utf-8")], extra].concat();
+    serve_contained(db.to_str().expect("utf-8"), dir, &args)
 }
 
-/// `toolsmith serve` with the session catalog, cgroups on; returns it and its API URL.
 fn serve(dir: &Path) -> (Serve, String) {
-    serve_with(dir, &[])
-}
-
-fn serve_with(dir: &Path, extra: &[&str]) -> (Serve, String) {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .args(extra)
-        .arg("--catalog")
-        .arg(repo().join("examples/sessions.yaml"))
-        .arg("--db")
-        .arg(dir.join("registry.db"))
-        .arg("--workspace")
-        .arg(dir)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn serve");
-    let mut lines = std::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let base = loop {
-        let line = lines
-            .next()
-            .expect("serve printed its address")
-            .expect("line");
-        if let Some(rest) = line.split("REST API on ").nth(1) {
-            break rest.split_whitespace().next().expect("url").to_owned();
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
-    (Serve(child), base)
+    let (s, rest, _) = serve_with(dir, &[]);
+    (s, rest)
 }
 
 /// Calls `tool` confirmed; returns the ToolResult.
@@ -88,22 +57,6 @@ fn error(r: &Value) -> String {
         .as_str()
         .unwrap_or_default()
         .to_owned()
-}
-
-/// Processes whose environment holds `marker`.
-fn processes_with(marker: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if let Ok(env) = std::fs::read(entry.path().join("environ"))
-            && env.split(|b| *b == 0).any(|v| v == marker.as_bytes())
-        {
-            out.push(pid);
-        }
-    }
-    out
 }
 
 fn wait_until_gone(marker: &str) -> Vec<u32> {
@@ -269,7 +222,7 @@ fn mcp_call(mcp: &str, token: &str, tool: &str, arguments: Value) -> Value {
 #[test]
 fn over_mcp_each_token_sees_only_its_own_sessions() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (_s, base) = serve_with(
+    let (_s, _, mcp) = serve_with(
         dir.path(),
         &[
             "--token",
@@ -281,7 +234,6 @@ fn over_mcp_each_token_sees_only_its_own_sessions() {
             "--allow-dangerous",
         ],
     );
-    let mcp = base.replace("/v1", "/mcp");
     let started = mcp_call(&mcp, "alice-secret-1", "session_start", json!({}));
     let id = started["session_id"]
         .as_str()

@@ -25,8 +25,17 @@ impl Drop for Serve {
 /// `toolsmith serve` on a free port with `db` and `workspace` (its working folder too) and
 /// `extra` arguments; returns it with its REST and MCP URLs, read from what it printed.
 pub fn serve(db: &str, workspace: &Path, extra: &[&str]) -> (Serve, String, String) {
+    start_serve(db, workspace, &[&["--no-cgroups"], extra].concat())
+}
+
+/// The same with cgroups on (tests of what a server leaves behind).
+pub fn serve_contained(db: &str, workspace: &Path, extra: &[&str]) -> (Serve, String, String) {
+    start_serve(db, workspace, extra)
+}
+
+fn start_serve(db: &str, workspace: &Path, extra: &[&str]) -> (Serve, String, String) {
     let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0", "--no-cgroups"])
+        .args(["serve", "--addr", "127.0.0.1:0"])
         .args(["--db", db])
         .arg("--workspace")
         .arg(workspace)
@@ -56,4 +65,20 @@ pub fn serve(db: &str, workspace: &Path, extra: &[&str]) -> (Serve, String, Stri
     };
     std::thread::spawn(move || lines.for_each(drop));
     (Serve(child), rest, mcp)
+}
+
+/// Processes whose environment holds `marker` (a unique `NAME=value` set for one test).
+pub fn processes_with(marker: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(env) = std::fs::read(entry.path().join("environ"))
+            && env.split(|b| *b == 0).any(|v| v == marker.as_bytes())
+        {
+            out.push(pid);
+        }
+    }
+    out
 }
