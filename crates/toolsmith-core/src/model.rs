@@ -336,10 +336,11 @@ pub struct Script {
     pub interpreter: String,
     /// The script's text; a `path:` in the catalog is read at load time.
     pub source: String,
-    /// Run in a warm Python runtime (a resident interpreter forked per call) instead of a
-    /// fresh interpreter. Python scripts only.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub warm: bool,
+    /// Run in the warm Python runtime (a resident interpreter forked per call) instead of a
+    /// fresh interpreter: `Some(true)` always, `Some(false)` never, `None` (not said) as the
+    /// engine's default — warm for Python scripts. `true` is for Python scripts only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warm: Option<bool>,
 }
 
 /// The output formats a tool can be rendered in (SPEC §4).

@@ -60,11 +60,14 @@ pub struct EngineConfig {
     pub tool_niceness: i32,
     /// Put each call in its own pids cgroup when the machine allows it.
     pub use_cgroups: bool,
-    /// Run every Python script tool in the warm runtime, as if each said `warm: true`.
+    /// Python script tools that do not say `warm:` run in the warm runtime (the default);
+    /// off, only those saying `warm: true` do.
     pub warm_python: bool,
     /// Keep warm runtimes at all: off for a process that makes one call (a zygote's start
-    /// costs more than one cold run), where `warm: true` tools run cold.
+    /// costs more than one cold run), where every script runs cold.
     pub warm_runtime: bool,
+    /// A zygote that has served no call for this long exits (its memory goes back).
+    pub warm_idle: Duration,
     /// Why session built-ins cannot run here (a process that makes one call and exits),
     /// or `None` where they can.
     pub sessions_unavailable: Option<String>,
@@ -90,8 +93,9 @@ impl EngineConfig {
                 .filter(|p| p.exists()),
             tool_niceness: limits::TOOL_NICENESS,
             use_cgroups: true,
-            warm_python: false,
+            warm_python: true,
             warm_runtime: true,
+            warm_idle: warm::IDLE,
             sessions_unavailable: None,
             session_limits: session::SessionLimits::default(),
         }
@@ -156,7 +160,7 @@ impl Engine {
             warm: config
                 .warm_runtime
                 .then(|| {
-                    warm::Warm::new(&config.script_dir)
+                    warm::Warm::new(&config.script_dir, config.warm_idle)
                         .inspect_err(|e| tracing::warn!("no warm Python runtime: {e}"))
                         .ok()
                 })
@@ -182,6 +186,12 @@ impl Engine {
     /// Warm Python runtimes (zygotes) alive now.
     pub fn warm_runtimes(&self) -> usize {
         self.warm.as_ref().map_or(0, warm::Warm::alive)
+    }
+
+    /// Calls that ran in a warm Python runtime since the engine started (the others of a
+    /// warm tool ran cold: every zygote was busy, or none would start).
+    pub fn warm_calls(&self) -> u64 {
+        self.warm.as_ref().map_or(0, warm::Warm::served)
     }
 
     /// The processes in this engine's cgroups now (none without cgroups).
@@ -426,7 +436,7 @@ impl Engine {
                 .and_then(|n| n.to_str())
                 .unwrap_or_default();
             if base.starts_with("python") {
-                python = Some((interpreter, file, s.warm || self.config.warm_python));
+                python = Some((interpreter, file, s.warm.unwrap_or(self.config.warm_python)));
             }
         }
         // Only allowlisted variables of the server's environment, then the tool's own.

@@ -21,7 +21,7 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -45,6 +45,8 @@ pub const MAX_ZYGOTES: usize = 8;
 pub const MAX_CALLS: u32 = 1000;
 /// How long a zygote serves before it is replaced.
 pub const MAX_AGE: Duration = Duration::from_secs(3600);
+/// How long a zygote waits for a call before it exits, by default.
+pub const IDLE: Duration = Duration::from_secs(300);
 /// How long a zygote may take to start (imports included).
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a zygote may take to fork a child, or to report a killed one.
@@ -56,8 +58,12 @@ const ZYGOTE: &str = include_str!("zygote.py");
 #[derive(Debug)]
 pub struct Warm {
     source: PathBuf,
+    /// How long a zygote waits for a call before it exits.
+    idle_after: Duration,
     idle: Mutex<Vec<Zygote>>,
     alive: Arc<AtomicUsize>,
+    /// Calls that ran in a zygote, since the engine started.
+    served: AtomicU64,
 }
 
 /// One resident interpreter, its socket and its cgroup slot. Dropping it kills it and
@@ -72,6 +78,8 @@ struct Zygote {
     cgroup: Option<CallCgroup>,
     calls: u32,
     born: Instant,
+    /// When it last finished a call (or started).
+    last: Instant,
     alive: Arc<AtomicUsize>,
 }
 
@@ -100,8 +108,9 @@ pub struct Call<'a> {
 }
 
 impl Warm {
-    /// Writes the zygote's source into `dir` (next to the scripts).
-    pub fn new(dir: &Path) -> Result<Self, String> {
+    /// Writes the zygote's source into `dir` (next to the scripts). Zygotes exit after
+    /// `idle_after` without a call.
+    pub fn new(dir: &Path, idle_after: Duration) -> Result<Self, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let source = dir.join("toolsmith-zygote.py");
         if std::fs::read_to_string(&source).ok().as_deref() != Some(ZYGOTE) {
@@ -112,14 +121,21 @@ impl Warm {
         }
         Ok(Self {
             source,
+            idle_after,
             idle: Mutex::default(),
             alive: Arc::default(),
+            served: AtomicU64::new(0),
         })
     }
 
     /// Zygotes alive now.
     pub fn alive(&self) -> usize {
         self.alive.load(Ordering::Relaxed)
+    }
+
+    /// Calls that ran in a zygote so far.
+    pub fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
     }
 
     /// Runs `call` in a zygote. `None`: no zygote could take it (all busy, or none would
@@ -134,6 +150,7 @@ impl Warm {
             let mut z = self.take(call.interpreter, cgroups).await?;
             match z.run(call).await {
                 Attempt::Done(finished, healthy) => {
+                    self.served.fetch_add(1, Ordering::Relaxed);
                     if healthy {
                         self.give_back(z);
                     }
@@ -151,8 +168,15 @@ impl Warm {
     async fn take(&self, interpreter: &Path, cgroups: Option<&Arc<Cgroups>>) -> Option<Zygote> {
         {
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-            // Retired ones go; then the most recently used one for this interpreter.
-            idle.retain(|z| z.calls < MAX_CALLS && z.born.elapsed() < MAX_AGE);
+            // Retired ones go, and those gone or about to go idle; then the most recently
+            // used one for this interpreter.
+            let idle_after = self.idle_after.saturating_sub(Duration::from_secs(1));
+            idle.retain_mut(|z| {
+                z.calls < MAX_CALLS
+                    && z.born.elapsed() < MAX_AGE
+                    && z.last.elapsed() < idle_after
+                    && matches!(z.child.try_wait(), Ok(None))
+            });
             if let Some(i) = idle.iter().rposition(|z| z.interpreter == interpreter) {
                 return Some(idle.swap_remove(i));
             }
@@ -174,8 +198,13 @@ impl Warm {
         }
     }
 
-    fn give_back(&self, z: Zygote) {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(z);
+    fn give_back(&self, mut z: Zygote) {
+        z.last = Instant::now();
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        // Those that exited while idle are let go here too, so a server that stops calling
+        // gets its memory back and holds no slot for them.
+        idle.retain_mut(|z| matches!(z.child.try_wait(), Ok(None)));
+        idle.push(z);
     }
 
     /// Starts a zygote in a cgroup slot of its own. `alive` already counts it.
@@ -199,6 +228,7 @@ impl Warm {
         let mut cmd = Command::new(interpreter);
         cmd.arg("-I")
             .arg(&self.source)
+            .arg(format!("{:.3}", self.idle_after.as_secs_f64()))
             .env_clear()
             .env("LANG", "C.UTF-8")
             .env("TZ", "UTC")
@@ -240,6 +270,7 @@ impl Warm {
             cgroup,
             calls: 0,
             born: Instant::now(),
+            last: Instant::now(),
             alive: self.alive.clone(),
         };
         let ready = tokio::time::timeout(START_TIMEOUT, z.recv())

@@ -1,6 +1,7 @@
 # toolsmith's warm Python runtime: a resident interpreter that forks one child per call.
 #
-# Started by the gateway as `python -I zygote.py` with fd 0 a SOCK_SEQPACKET socket. One call
+# Started by the gateway as `python -I zygote.py IDLE` with fd 0 a SOCK_SEQPACKET socket and
+# IDLE the seconds it waits for a call before it exits (its memory goes back). One call
 # at a time: the gateway sends a JSON header and, as SCM_RIGHTS, the call's stdin, stdout and
 # stderr pipes; the zygote forks, answers {"pid": N}, waits for the child and answers
 # {"status": raw wait status}. The child sets itself up exactly as a cold `python -I
@@ -19,6 +20,7 @@ MAX_FDS = 4
 CACHE = 256
 
 sock = socket.socket(fileno=os.dup(0))
+IDLE = float(sys.argv[1]) if len(sys.argv) > 1 else None
 null = os.open(os.devnull, os.O_RDWR)
 os.dup2(null, 0)
 os.close(null)
@@ -99,9 +101,17 @@ def child(req, fds, code):
             else:
                 print(e.code, file=sys.stderr)
                 status = 1
-        except BaseException:
-            import traceback
-            traceback.print_exc()
+        except BaseException as e:
+            # As a cold interpreter reports an uncaught exception: through sys.excepthook
+            # (the script may have set its own), from the script's frame on — this file's
+            # frame would tell the script it runs warm.
+            tb = e.__traceback__
+            while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+                tb = tb.tb_next
+            try:
+                sys.excepthook(type(e), e.with_traceback(tb), tb)
+            except BaseException:
+                pass
             status = 1
         try:
             threading = sys.modules.get("threading")
@@ -131,12 +141,17 @@ gc.collect()
 gc.disable()
 gc.freeze()
 send({"ready": True, "threads": threads(), "pid": os.getpid()})
+sock.settimeout(IDLE)
 
 while True:
     try:
         data, ancdata, _flags, _addr = sock.recvmsg(1 << 20, socket.CMSG_SPACE(MAX_FDS * 4))
     except InterruptedError:
         continue
+    except socket.timeout:
+        # Idle too long. A call sent from now on finds the socket closed and is retried
+        # by the gateway with another zygote; nothing of it ran here.
+        break
     if not data:
         break
     fds = []

@@ -1060,3 +1060,221 @@ async fn two_hundred_concurrent_warm_calls_all_succeed() {
     }
     assert!(f.engine.warm_runtimes() >= 1);
 }
+
+/// A script printing its parent's pid: the test process when it ran cold, a zygote when warm.
+fn parent_printer(declared: &str) -> CompiledTool {
+    tool(&format!(
+        "{{name: p, description: d, script: {{{declared} source: \"import json, os; print(json.dumps(os.getppid()))\"}}}}"
+    ))
+}
+
+#[tokio::test]
+async fn python_scripts_run_warm_unless_they_say_warm_false() {
+    let me = Value::from(std::process::id());
+    // (engine default, what the tool says, runs warm)
+    for (default, declared, warm) in [
+        (true, "", true),
+        (true, "warm: false,", false),
+        (false, "", false),
+        (false, "warm: true,", true),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let engine = warm_engine_in(dir.path(), default);
+        let r = engine
+            .call(
+                &parent_printer(declared),
+                json!({}),
+                CallOptions::new("t", true),
+            )
+            .await;
+        let parent = r.data.expect("data");
+        assert_eq!(
+            parent != me,
+            warm,
+            "default {default}, `{declared}`: parent {parent}"
+        );
+        assert_eq!(engine.warm_runtimes(), usize::from(warm));
+    }
+    // Not Python: always cold, `warm: false` accepted, `warm: true` a catalog error.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = warm_engine_in(dir.path(), true);
+    let sh = tool(
+        "{name: s, description: d, script: {interpreter: bash, warm: false, source: 'echo $PPID'}}",
+    );
+    let r = engine
+        .call(&sh, json!({}), CallOptions::new("t", true))
+        .await;
+    assert_eq!(r.data, Some(me));
+    let e = catalog::load(
+        "c.yaml",
+        &Text("tools:\n  - {name: s, description: d, script: {interpreter: bash, warm: true, source: 'true'}}".into()),
+    )
+    .expect_err("refused");
+    assert!(e.to_string().contains("warm runtime is for Python"), "{e}");
+}
+
+/// The state letter of `/proc/<pid>/stat` ('Z' for a zombie), or `None` once it is gone.
+fn process_state(pid: i64) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.chars().next()
+}
+
+#[tokio::test]
+async fn an_idle_zygote_exits_and_the_next_call_starts_another() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = EngineConfig::new(dir.path());
+    config.runtime_python = None;
+    config.warm_idle = Duration::from_millis(1500);
+    let engine = Engine::new(config).expect("engine");
+    let t = parent_printer("");
+    let call = || engine.call(&t, json!({}), CallOptions::new("t", true));
+    let first = call().await.data.expect("data").as_i64().expect("pid");
+    assert_eq!(engine.warm_runtimes(), 1);
+    assert_eq!(process_state(first).filter(|s| *s != 'Z'), Some('S'));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while process_state(first).is_some_and(|s| s != 'Z') && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        process_state(first).is_none_or(|s| s == 'Z'),
+        "the idle zygote {first} exited"
+    );
+    let second = call().await.data.expect("data").as_i64().expect("pid");
+    assert_ne!(second, first, "a new zygote");
+    assert_eq!(process_state(first), None, "the old one is reaped");
+    assert_eq!(engine.warm_runtimes(), 1, "the exited one is let go");
+}
+
+/// What a result says, for comparing a warm run with a cold one: success, the error's kind
+/// and message, the data, and whether output was cut.
+fn outcome(r: &ToolResult) -> Value {
+    json!({
+        "success": r.success,
+        "kind": kind(r),
+        "message": r.error.as_ref().map(|e| e.message.clone()),
+        "data": r.data,
+        "truncated": r.meta.truncated,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_soak_of_mixed_calls_answers_warm_exactly_as_cold() {
+    let id = std::process::id();
+    let marker = format!("TS_MARK=soak{id}");
+    // Every kind of ending a script has, each with the marker its grandchildren inherit.
+    let scripts: Vec<(&str, &str, &str)> = vec![
+        (
+            "ok",
+            "",
+            "import json, sys\\na = json.load(sys.stdin)\\nprint(json.dumps({'n': a['n'] * 2}))",
+        ),
+        (
+            "unicode",
+            "",
+            "import json, sys\\na = json.load(sys.stdin)\\nprint(json.dumps({'s': 'héllo ✓ ' + str(a['n'])}, ensure_ascii=False))",
+        ),
+        (
+            "exit3",
+            "",
+            "import sys\\nprint('partial', file=sys.stderr)\\nsys.exit(3)",
+        ),
+        ("raise", "", "raise KeyError('missing')"),
+        ("os_exit", "", "import os\\nos._exit(7)"),
+        ("not_json", "", "print('plain text')"),
+        ("nothing", "", "pass"),
+        (
+            "big",
+            "limits: {output_bytes: 10000},",
+            "import sys\\nsys.stdout.write('x' * 2000000)",
+        ),
+        (
+            "memory",
+            "limits: {memory_bytes: 300000000},",
+            "b = bytearray(2000000000)\\nprint(len(b))",
+        ),
+        (
+            "grandchild",
+            "",
+            "import json, subprocess\\nsubprocess.Popen(['sleep', '20'])\\nprint(json.dumps('left one'))",
+        ),
+        (
+            "setsid",
+            "",
+            "import json, subprocess\\nsubprocess.Popen(['sleep', '20'], start_new_session=True, stdout=subprocess.DEVNULL)\\nprint(json.dumps('escaped'))",
+        ),
+        (
+            "thread",
+            "",
+            "import json, threading\\nout = []\\nt = threading.Thread(target=lambda: out.append(41 + 1))\\nt.start(); t.join()\\nprint(json.dumps(out))",
+        ),
+        (
+            "timeout",
+            "timeout_ms: 400,",
+            "import time\\ntime.sleep(20)",
+        ),
+        (
+            "signal",
+            "",
+            "import os, signal\\nos.kill(os.getpid(), signal.SIGTERM)",
+        ),
+    ];
+    let tools: Vec<(&str, CompiledTool)> = scripts
+        .iter()
+        .map(|(name, extra, source)| {
+            (
+                *name,
+                tool(&format!(
+                    "{{name: {name}, description: d, {extra} env: {{TS_MARK: soak{id}}}, parameters: [{{name: n, type: integer, default: 1}}], script: {{source: \"{source}\"}}}}"
+                )),
+            )
+        })
+        .collect();
+    let [cold, warm] = both();
+    let mut expected = Vec::new();
+    for (name, t) in &tools {
+        let r = cold.call(t, json!({"n": 5})).await;
+        expected.push(outcome(&r));
+        if *name == "ok" {
+            assert_eq!(r.data, Some(json!({"n": 10})), "{r:?}");
+        }
+    }
+    assert_eq!(cold.engine.warm_runtimes(), 0);
+
+    // 20 rounds of every script in turn, 8 calls at a time: as many as zygotes may live, so
+    // every call finds one (a call finding all of them busy would run cold).
+    let warm = Arc::new(warm);
+    let tools = Arc::new(tools);
+    let gate = Arc::new(tokio::sync::Semaphore::new(8));
+    let rounds = 20;
+    let mut calls = Vec::new();
+    for i in 0..rounds * tools.len() {
+        let k = i % tools.len();
+        let (warm, tools, gate) = (warm.clone(), tools.clone(), gate.clone());
+        calls.push(tokio::spawn(async move {
+            let _slot = gate.acquire().await.expect("gate");
+            let r = warm.call(&tools[k].1, json!({"n": 5})).await;
+            (k, r)
+        }));
+    }
+    let mut seen = 0;
+    for c in calls {
+        let (k, r) = c.await.expect("join");
+        assert_eq!(
+            outcome(&r),
+            expected[k],
+            "warm {} answered unlike cold",
+            tools[k].0
+        );
+        seen += 1;
+    }
+    assert_eq!(seen, rounds * tools.len());
+    assert_eq!(warm.engine.warm_calls(), seen as u64, "every call ran warm");
+    let zygotes = warm.engine.warm_runtimes();
+    assert!((1..=8).contains(&zygotes), "{zygotes} zygotes");
+    // Nothing a call started is left: no grandchild, `setsid` included, and in the cgroups
+    // only the zygotes themselves.
+    assert_eq!(wait_until_gone(&marker).await, Vec::<u32>::new());
+    if warm.engine.has_cgroups() {
+        assert_eq!(warm.engine.contained_processes().len(), zygotes);
+    }
+}

@@ -16,7 +16,7 @@ use toolsmith_core::agent::history::ToolCall;
 use toolsmith_core::agent::machine::{Effect, Machine};
 use toolsmith_core::agent::stream::{Delta, Usage};
 use toolsmith_core::{Tool, ToolResult};
-use toolsmith_exec::{Engine, EngineConfig};
+use toolsmith_exec::Engine;
 use toolsmith_store::{Query, Registry, StoreExt};
 
 use crate::source::load_catalog;
@@ -64,9 +64,8 @@ pub struct ChatArgs {
     /// Continue a saved conversation: its id, or `last`.
     #[arg(long, value_name = "ID|last")]
     pub resume: Option<String>,
-    /// Do not put each tool call in its own pids cgroup.
-    #[arg(long)]
-    pub no_cgroups: bool,
+    #[command(flatten)]
+    pub run: crate::cli::RunArgs,
     /// One message: answered (tools and all), printed, and the program exits. Without it, on
     /// a terminal, a conversation (/reset, /tools, /exit).
     #[arg(value_name = "PROMPT", trailing_var_arg = true)]
@@ -112,8 +111,7 @@ pub fn run(args: ChatArgs) -> Result<std::process::ExitCode> {
         .unwrap_or_else(|| kind.default_model().to_owned());
     let provider = Provider::new(kind, &base_url, &model, key).map_err(anyhow::Error::msg)?;
 
-    let mut config = EngineConfig::new(&args.workspace);
-    config.use_cgroups = !args.no_cgroups;
+    let config = args.run.engine_config(&args.workspace);
     let engine = Arc::new(Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -211,9 +211,8 @@ pub struct ServeArgs {
     /// The folder file built-ins are confined to.
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub workspace: PathBuf,
-    /// Do not put each call in its own pids cgroup.
-    #[arg(long)]
-    pub no_cgroups: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
     /// How many calls the execution log keeps (the oldest go first).
     #[arg(long, value_name = "N", default_value_t = toolsmith_server::DEFAULT_RUN_RETENTION, value_parser = clap::value_parser!(usize))]
     pub run_retention: usize,
@@ -262,9 +261,31 @@ pub struct McpArgs {
     /// model to ask the user.
     #[arg(long)]
     pub allow_dangerous: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// How a long-running command (serve, mcp, chat) runs tool processes.
+#[derive(Debug, Args)]
+pub struct RunArgs {
     /// Do not put each call in its own pids cgroup.
     #[arg(long)]
     pub no_cgroups: bool,
+    /// Start a fresh interpreter for every call of a Python script tool, except tools that
+    /// say `warm: true`. By default those that do not say `warm: false` are forked from a
+    /// resident interpreter (the warm runtime: a few ms instead of tens).
+    #[arg(long)]
+    pub cold_python: bool,
+}
+
+impl RunArgs {
+    /// The engine's configuration for tools confined to `workspace`.
+    pub fn engine_config(&self, workspace: &std::path::Path) -> EngineConfig {
+        let mut config = EngineConfig::new(workspace);
+        config.use_cgroups = !self.no_cgroups;
+        config.warm_python = !self.cold_python;
+        config
+    }
 }
 
 #[derive(Debug, Args)]
@@ -510,8 +531,7 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
     let catalog = catalog
         .map(|file| load_catalog(&file).map(|c| (file, c)))
         .transpose()?;
-    let mut config = EngineConfig::new(&args.workspace);
-    config.use_cgroups = !args.no_cgroups;
+    let config = args.run.engine_config(&args.workspace);
     let engine = Arc::new(Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?);
     let author = args.db.author("serve");
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -596,8 +616,7 @@ fn mcp(args: McpArgs) -> Result<ExitCode> {
         .as_ref()
         .map(|file| load_catalog(file).map(|c| (file.clone(), c)))
         .transpose()?;
-    let mut config = EngineConfig::new(&args.workspace);
-    config.use_cgroups = !args.no_cgroups;
+    let config = args.run.engine_config(&args.workspace);
     let engine = Arc::new(Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?);
     let author = args.db.author("mcp");
     // A catalog alone is served from a registry of its own that lives as long as the server.

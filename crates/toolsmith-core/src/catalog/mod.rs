@@ -701,7 +701,8 @@ impl Loader<'_> {
                     }
                 };
                 let warm = match f.get("warm") {
-                    None | Some(Value::Bool(false)) => false,
+                    None => None,
+                    Some(Value::Bool(false)) => Some(false),
                     Some(Value::Bool(true)) => {
                         let base = interpreter.rsplit('/').next().unwrap_or_default();
                         if !base.starts_with("python") {
@@ -712,14 +713,14 @@ impl Loader<'_> {
                                 ),
                             );
                         }
-                        true
+                        Some(true)
                     }
                     Some(other) => {
                         e.push(
                             &f.at("warm"),
                             format!("expected true or false, got {other}"),
                         );
-                        false
+                        None
                     }
                 };
                 Some(Executor::Script(Script {
