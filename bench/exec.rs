@@ -11,6 +11,9 @@
 //! 5. Sessions: `session_exec` of `true` in a warm shell session vs a `true` tool through
 //!    the engine, interleaved; then 32 sessions streaming 20 MB each at once, with this
 //!    process's resident memory before and after (bounded by the output rings).
+//! 6. A soak of the warm runtime (`BENCH_SOAK` calls, default 10 000): mixed scripts 8 at a
+//!    time, every answer compared with the same script's cold answer; zygote memory and
+//!    anything left running reported.
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -190,6 +193,160 @@ fn main() {
     }
     if !skip("5") {
         session_section(&rt, &engine, n);
+    }
+    if !skip("6") {
+        soak_section(&rt);
+    }
+}
+
+/// The resident memory of process `pid`, from /proc (0 when it is gone).
+fn rss_of(pid: i32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// 6. Many mixed warm calls, each answer compared with the cold one.
+fn soak_section(rt: &tokio::runtime::Runtime) {
+    let total: usize = std::env::var("BENCH_SOAK")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000);
+    let ws = tempfile::tempdir().expect("tempdir");
+    let engine = |warm: bool| {
+        let mut config = EngineConfig::new(ws.path());
+        config.warm_python = warm;
+        config.use_cgroups = std::env::var("BENCH_NO_CGROUP").is_err();
+        Arc::new(Engine::new(config).expect("engine"))
+    };
+    let (cold, warm) = (engine(false), engine(true));
+    let scripts = [
+        (
+            "",
+            "import json, sys\\na = json.load(sys.stdin)\\nprint(json.dumps({'n': a['n'] * 2}))",
+        ),
+        (
+            "",
+            "import json, sys\\na = json.load(sys.stdin)\\nprint(json.dumps('héllo ✓ ' * a['n'], ensure_ascii=False))",
+        ),
+        (
+            "",
+            "import sys\\nprint('partial', file=sys.stderr)\\nsys.exit(3)",
+        ),
+        ("", "import json\\njson.loads('{')"),
+        ("", "import os\\nos._exit(7)"),
+        ("", "print('plain text')"),
+        (
+            "limits: {output_bytes: 10000},",
+            "import sys\\nsys.stdout.write('x' * 200000)",
+        ),
+        (
+            "limits: {memory_bytes: 300000000},",
+            "b = bytearray(2000000000)",
+        ),
+        (
+            "",
+            "import json, subprocess\\nsubprocess.Popen(['sleep', '5'])\\nprint(json.dumps('left one'))",
+        ),
+        (
+            "",
+            "import json, threading\\nout = []\\nt = threading.Thread(target=lambda: out.append(42))\\nt.start(); t.join()\\nprint(json.dumps(out))",
+        ),
+        ("", "x = (\\nprint(1)"),
+        (
+            "",
+            "import json, random, re, datetime\\nprint(json.dumps(len(re.findall('a', 'banana')) + random.randint(0, 0)))",
+        ),
+    ];
+    let tools: Arc<Vec<CompiledTool>> = Arc::new(
+        scripts
+            .iter()
+            .map(|(extra, source)| {
+                tool(&format!(
+                    "{{name: s, description: d, {extra} parameters: [{{name: n, type: integer}}], script: {{source: \"{source}\"}}}}"
+                ))
+            })
+            .collect(),
+    );
+    let outcome = |r: &toolsmith_core::ToolResult| {
+        json!([
+            r.success,
+            r.error.as_ref().map(|e| (e.kind, &e.message)),
+            r.data,
+            r.meta.truncated
+        ])
+    };
+    let expected: Arc<Vec<serde_json::Value>> = Arc::new(
+        tools
+            .iter()
+            .map(|t| outcome(&rt.block_on(cold.call(t, json!({"n": 3}), CallOptions::default()))))
+            .collect(),
+    );
+    let zygote_rss = |engine: &Engine| -> (usize, f64) {
+        let pids = engine.contained_processes();
+        (pids.len(), pids.into_iter().map(rss_of).sum())
+    };
+    let gate = Arc::new(tokio::sync::Semaphore::new(8));
+    let started = Instant::now();
+    let mut early = (0, 0.0);
+    let mut per_script: Vec<Vec<Duration>> = vec![Vec::new(); tools.len()];
+    let mismatches = rt.block_on(async {
+        let mut tasks = Vec::with_capacity(total);
+        for i in 0..total {
+            let (warm, tools, expected, gate) =
+                (warm.clone(), tools.clone(), expected.clone(), gate.clone());
+            tasks.push(tokio::spawn(async move {
+                let _slot = gate.acquire().await.expect("gate");
+                let k = i % tools.len();
+                let t = Instant::now();
+                let r = warm
+                    .call(&tools[k], json!({"n": 3}), CallOptions::default())
+                    .await;
+                let took = t.elapsed();
+                let differs = outcome(&r) != expected[k];
+                if differs && std::env::var("BENCH_SOAK_SHOW").is_ok() {
+                    eprintln!("call {i}: warm {}\n  cold {}", outcome(&r), expected[k]);
+                }
+                (k, differs, took)
+            }));
+        }
+        let mut mismatches = 0;
+        for (i, t) in tasks.into_iter().enumerate() {
+            let (k, differs, took) = t.await.expect("join");
+            mismatches += usize::from(differs);
+            per_script[k].push(took);
+            if i == total / 10 {
+                early = zygote_rss(&warm);
+            }
+        }
+        mismatches
+    });
+    let wall = started.elapsed();
+    std::thread::sleep(Duration::from_millis(300));
+    let late = zygote_rss(&warm);
+    println!(
+        "\n## 6. soak: {total} mixed warm calls, 8 at a time, in {:.1} s ({:.0} calls/s)\n\
+         answers unlike the cold run: {mismatches}; ran warm: {}; zygotes alive at the end: {}\n\
+         processes in the cgroups (the zygotes, nothing else expected): {} after 10% of the calls ({:.0} MiB resident), {} at the end ({:.0} MiB)",
+        wall.as_secs_f64(),
+        total as f64 / wall.as_secs_f64(),
+        warm.warm_calls(),
+        warm.warm_runtimes(),
+        early.0,
+        early.1,
+        late.0,
+        late.1,
+    );
+    println!("\n| script (8 calls in flight on 2 cores) | p50 | p99 |\n|---|---|---|");
+    for ((_, source), times) in scripts.iter().zip(per_script) {
+        let first = source.split("\\n").last().unwrap_or_default();
+        row(
+            &format!("`{}`", first.chars().take(60).collect::<String>()),
+            &stats(times),
+        );
     }
 }
 
@@ -415,7 +572,7 @@ fn python_section(rt: &tokio::runtime::Runtime, engine: &Engine, n: usize) {
     let source = "import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({'sum': sum(args['numbers'])}))\n";
     let allow = std::env::var("BENCH_ALLOW").unwrap_or_else(|_| "PATH".into());
     let script = tool(&format!(
-        "{{name: py, description: d, env_allowlist: [{allow}], script: {{source: {}}}, parameters: [{{name: numbers, type: array, items: number}}]}}",
+        "{{name: py, description: d, env_allowlist: [{allow}], script: {{warm: false, source: {}}}, parameters: [{{name: numbers, type: array, items: number}}]}}",
         serde_json::to_string(source).expect("json")
     ));
     let input = json!({"numbers": [1, 2, 3.5]}).to_string();

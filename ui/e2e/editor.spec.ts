@@ -105,11 +105,17 @@ test('a script tool typed into Monaco runs from the test panel', async ({ page }
   await page.keyboard.insertText('import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({"shout": args["text"].upper()}))\n');
   await page.getByRole('button', { name: 'Add parameter' }).click();
   await page.getByLabel('Parameter name').fill('text');
+  // Python scripts run warm unless told otherwise; this one opts out.
+  await expect(page.getByLabel('Warm runtime', { exact: true })).toBeVisible();
+  await choose(page, 'Warm runtime', 'off: a fresh interpreter per call');
   await expect(page.getByText('✓ No problems')).toBeVisible();
   await shot(page, 'editor-script');
   await page.getByRole('button', { name: 'Save' }).click();
   await expect(page).toHaveURL(/\/ui\/tools\/shout$/);
-  expect((await rest('GET', '/tools/shout')).json.definition.script.source).toContain('args["text"].upper()');
+  const saved = (await rest('GET', '/tools/shout')).json.definition.script;
+  expect(saved.source).toContain('args["text"].upper()');
+  expect(saved.warm).toBe(false);
+  await expect(page.getByText('a fresh interpreter per call (warm: false)')).toBeVisible();
   await page.getByRole('tab', { name: 'Test' }).click();
   await page.getByLabel('text', { exact: true }).fill('hello');
   await page.getByRole('button', { name: 'Run' }).click();

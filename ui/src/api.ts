@@ -61,7 +61,7 @@ export interface Definition {
   enabled?: boolean;
   timeout_ms?: number;
   command?: string[];
-  script?: { interpreter?: string; source?: string };
+  script?: { interpreter?: string; source?: string; warm?: boolean };
   builtin?: string;
   parameters?: ParameterDef[];
   config_schema?: ParameterDef[];

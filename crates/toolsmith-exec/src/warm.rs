@@ -160,6 +160,11 @@ impl Warm {
                     tracing::warn!("warm runtime: {why}; replacing it");
                     drop(z);
                 }
+                Attempt::Cold(why) => {
+                    tracing::debug!("warm runtime: {why}; this call runs cold");
+                    self.give_back(z);
+                    return None;
+                }
             }
         }
         None
@@ -307,6 +312,10 @@ enum Attempt {
     Done(Finished, bool),
     /// The zygote could not start the call (nothing of it ran).
     NotStarted(String),
+    /// The zygote declined the call (its script does not compile there, or it must
+    /// restart): nothing of it ran, and it runs cold, where the interpreter reports
+    /// whatever is wrong exactly as it always does.
+    Cold(String),
 }
 
 /// Kills the call's child and group, and sweeps the slot, when dropped or finished.
@@ -405,24 +414,10 @@ impl Zygote {
             Err(_) => return Attempt::NotStarted("it did not fork within 5 s".into()),
         };
         let Some(pid) = started["pid"].as_u64().and_then(|p| u32::try_from(p).ok()) else {
-            let why = started["error"].as_str().unwrap_or("no pid").to_owned();
-            return Attempt::Done(
-                Finished {
-                    stdout: empty(),
-                    stderr: crate::capture::Captured {
-                        text: format!("the warm runtime could not run the script: {why}"),
-                        total: 0,
-                        truncated: false,
-                        lossy: false,
-                    },
-                    exit_code: Some(1),
-                    signal: None,
-                    timed_out: false,
-                    contained: false,
-                },
-                // Its own trouble (a thread) ends the zygote: the next call finds it gone.
-                true,
-            );
+            return match started["cold"].as_str() {
+                Some(why) => Attempt::Cold(why.to_owned()),
+                None => Attempt::NotStarted(format!("unexpected answer {started}")),
+            };
         };
         let mut guard = ChildGuard {
             pid,
@@ -502,13 +497,4 @@ async fn recv_status(sock: &UnixDatagram) -> Result<i64, String> {
     v["status"]
         .as_i64()
         .ok_or_else(|| format!("expected a status, got {v}"))
-}
-
-fn empty() -> crate::capture::Captured {
-    crate::capture::Captured {
-        text: String::new(),
-        total: 0,
-        truncated: false,
-        lossy: false,
-    }
 }

@@ -4,10 +4,11 @@
 # IDLE the seconds it waits for a call before it exits (its memory goes back). One call
 # at a time: the gateway sends a JSON header and, as SCM_RIGHTS, the call's stdin, stdout and
 # stderr pipes; the zygote forks, answers {"pid": N}, waits for the child and answers
-# {"status": raw wait status}. The child sets itself up exactly as a cold `python -I
-# script.py` would be before running any user code (process group, rlimits, niceness, stdio,
-# no inherited descriptors, working folder, environment, argv, __main__) and exits with the
-# script's status. The zygote stays single-threaded and never runs user code itself.
+# {"status": raw wait status} — or answers {"cold": why} without forking when the script
+# cannot be read or compiled here, and the gateway runs that call cold. The child sets
+# itself up exactly as a cold `python -I script.py` would be before running any user code
+# (process group, rlimits, niceness, stdio, no inherited descriptors, working folder,
+# environment, argv, __main__) and exits with the script's status. The zygote stays single-threaded and never runs user code itself.
 import array
 import gc
 import json
@@ -15,6 +16,7 @@ import os
 import resource
 import socket
 import sys
+import traceback
 
 MAX_FDS = 4
 CACHE = 256
@@ -41,14 +43,21 @@ def threads():
 compiled = {}
 
 def code_of(path):
+    """The script's code object; raises when it cannot be read or compiled (the call then
+    runs cold, where the interpreter reports it exactly as it always does)."""
     code = compiled.get(path)
     if code is None:
         with open(path, "rb") as f:
             source = f.read()
-        code = compile(source, path, "exec")
+        try:
+            code = compile(source, path, "exec")
+        except BaseException:
+            code = False
         if len(compiled) >= CACHE:
             compiled.clear()
         compiled[path] = code
+    if code is False:
+        raise SyntaxError("the script does not compile")
     return code
 
 RLIMITS = {"as": resource.RLIMIT_AS, "fsize": resource.RLIMIT_FSIZE, "cpu": resource.RLIMIT_CPU}
@@ -127,7 +136,6 @@ def child(req, fds, code):
                 pass
     except BaseException:
         try:
-            import traceback
             traceback.print_exc()
         except BaseException:
             pass
@@ -162,15 +170,15 @@ while True:
         req = json.loads(data)
         code = code_of(req["script"])
     except BaseException as e:
+        # Nothing ran: the gateway runs this call cold instead.
         for fd in fds:
             os.close(fd)
-        import traceback
-        send({"error": "".join(traceback.format_exception_only(type(e), e))})
+        send({"cold": "".join(traceback.format_exception_only(type(e), e)).strip()})
         continue
     if threads() != 1:
         for fd in fds:
             os.close(fd)
-        send({"error": "the warm runtime has more than one thread; it must restart"})
+        send({"cold": "the warm runtime has more than one thread; it must restart"})
         break
     sys.stdout.flush()
     sys.stderr.flush()

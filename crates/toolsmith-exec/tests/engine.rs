@@ -1217,6 +1217,8 @@ async fn a_soak_of_mixed_calls_answers_warm_exactly_as_cold() {
             "",
             "import os, signal\\nos.kill(os.getpid(), signal.SIGTERM)",
         ),
+        ("syntax", "", "x = (\\nprint(1)"),
+        ("nul_byte", "", "print(1)\\0"),
     ];
     let tools: Vec<(&str, CompiledTool)> = scripts
         .iter()
@@ -1268,7 +1270,13 @@ async fn a_soak_of_mixed_calls_answers_warm_exactly_as_cold() {
         seen += 1;
     }
     assert_eq!(seen, rounds * tools.len());
-    assert_eq!(warm.engine.warm_calls(), seen as u64, "every call ran warm");
+    // Every call ran warm but those of the two scripts that do not compile: the zygote hands
+    // them back and they run cold, where Python reports them as it always does.
+    assert_eq!(
+        warm.engine.warm_calls(),
+        (seen - 2 * rounds) as u64,
+        "every call that could ran warm"
+    );
     let zygotes = warm.engine.warm_runtimes();
     assert!((1..=8).contains(&zygotes), "{zygotes} zygotes");
     // Nothing a call started is left: no grandchild, `setsid` included, and in the cgroups

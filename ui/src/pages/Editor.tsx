@@ -362,9 +362,39 @@ function DefinitionForm({
         )}
         {kind === 'script' && (
           <>
-            <Field label="Interpreter" errors={at('script.interpreter')} htmlFor="tool-interpreter">
-              <Input id="tool-interpreter" value={draft.script?.interpreter ?? 'python3'} onChange={(e) => set('script', { ...draft.script, interpreter: e.target.value })} style={{ width: 240, fontFamily: 'monospace' }} />
-            </Field>
+            <Space wrap size="large">
+              <Field label="Interpreter" errors={at('script.interpreter')} htmlFor="tool-interpreter">
+                <Input
+                  id="tool-interpreter"
+                  value={draft.script?.interpreter ?? 'python3'}
+                  onChange={(e) => {
+                    // `warm: true` is for Python only: it goes when the interpreter stops being one.
+                    const { warm, ...rest } = draft.script ?? {};
+                    const keep = warm !== true || /python/.test(e.target.value);
+                    set('script', { ...rest, ...(keep && warm !== undefined ? { warm } : {}), interpreter: e.target.value });
+                  }}
+                  style={{ width: 240, fontFamily: 'monospace' }}
+                />
+              </Field>
+              {/python/.test(draft.script?.interpreter ?? 'python3') && (
+                <Field label="Warm runtime" errors={at('script.warm')} hint="fork each call from a resident interpreter">
+                  <Select
+                    aria-label="Warm runtime"
+                    value={draft.script?.warm === undefined ? 'default' : draft.script.warm ? 'on' : 'off'}
+                    onChange={(v) => {
+                      const { warm: _, ...rest } = draft.script ?? {};
+                      set('script', v === 'default' ? rest : { ...rest, warm: v === 'on' });
+                    }}
+                    options={[
+                      { value: 'default', label: "default (warm unless the server says --cold-python)" },
+                      { value: 'on', label: 'always warm' },
+                      { value: 'off', label: 'off: a fresh interpreter per call' },
+                    ]}
+                    style={{ width: 380 }}
+                  />
+                </Field>
+              )}
+            </Space>
             <Field label="Script" errors={at('script', false)} hint="reads the arguments as JSON on stdin, prints one JSON value">
               <Suspense fallback={<Spin />}>
                 <CodeEditor

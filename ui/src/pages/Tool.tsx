@@ -64,7 +64,10 @@ function Definition({ d, schema }: { d: Definition; schema: JsonSchema }) {
           {executor === 'builtin' && <span>built-in {d.builtin}</span>}
           {executor === 'script' && (
             <div>
-              <div>script, interpreter {d.script?.interpreter ?? 'python3'}</div>
+              <div>
+                script, interpreter {d.script?.interpreter ?? 'python3'}
+                {/python/.test(d.script?.interpreter ?? 'python3') && <>, {warmLabel(d.script?.warm)}</>}
+              </div>
               <pre tabIndex={0} aria-label="Script source" style={{ ...code, maxHeight: 320, overflow: 'auto', border: '1px solid rgba(128,128,128,.3)', padding: 8, borderRadius: 6 }}>{d.script?.source}</pre>
             </div>
           )}
@@ -387,4 +390,11 @@ export default function ToolPage() {
       />
     </main>
   );
+}
+
+/** How a Python script tool runs, as its definition says (`warm` absent: the server's default). */
+function warmLabel(warm: boolean | undefined): string {
+  if (warm === true) return 'warm runtime (always)';
+  if (warm === false) return 'a fresh interpreter per call (warm: false)';
+  return "warm runtime (the default; a server started with --cold-python runs it cold)";
 }
