@@ -2,6 +2,7 @@
 //! their limits, expiry and cleanup.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -662,4 +663,45 @@ async fn bad_session_arguments_are_explained() {
         )
         .await;
     assert!(message(&r).contains("not found"), "{}", message(&r));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_starts_never_exceed_the_limits() {
+    let f = Arc::new(fixture());
+    // Twelve starts at once by one caller (limit 8), then twelve by as many callers for the
+    // rest of the 32: the limits hold whatever the timing.
+    let starts = |callers: Vec<String>| {
+        let f = f.clone();
+        async move {
+            let calls: Vec<_> = callers
+                .into_iter()
+                .map(|caller| {
+                    let f = f.clone();
+                    tokio::spawn(async move {
+                        f.call_as(&caller, "session_start", json!({"command": ["sleep", "60"]}))
+                            .await
+                    })
+                })
+                .collect();
+            let mut ok = 0;
+            for c in calls {
+                let r = c.await.expect("join");
+                if r.success {
+                    ok += 1;
+                } else {
+                    assert!(message(&r).starts_with("session_limit:"), "{}", message(&r));
+                }
+            }
+            ok
+        }
+    };
+    assert_eq!(starts(vec!["one".to_owned(); 12]).await, 8, "one caller's limit");
+    assert_eq!(f.engine.sessions().count(), 8);
+    let many = (0..40).map(|i| format!("c{}", i % 20)).collect();
+    assert_eq!(starts(many).await, 24, "the server's limit");
+    assert_eq!(f.engine.sessions().count(), 32);
+    f.engine
+        .sessions()
+        .shutdown(Duration::from_millis(500))
+        .await;
 }

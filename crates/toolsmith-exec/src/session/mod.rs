@@ -158,9 +158,30 @@ struct Inner {
     unavailable: Option<String>,
     limits: SessionLimits,
     live: Mutex<HashMap<String, Arc<Session>>>,
+    /// Sessions admitted but not live yet, per owner: counted against the limits, so
+    /// starts racing each other cannot pass them together.
+    starting: Mutex<HashMap<String, usize>>,
     tombs: Mutex<VecDeque<Tomb>>,
     directory: Mutex<Option<Arc<dyn Directory>>>,
     reaper: std::sync::Once,
+}
+
+/// A session admitted and still starting: its place under the limits, given back on drop.
+struct Admitted<'a> {
+    starting: &'a Mutex<HashMap<String, usize>>,
+    owner: String,
+}
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        let mut starting = lock(self.starting);
+        if let Some(n) = starting.get_mut(&self.owner) {
+            *n -= 1;
+            if *n == 0 {
+                starting.remove(&self.owner);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Sessions {
@@ -520,6 +541,7 @@ impl Sessions {
                 unavailable,
                 limits,
                 live: Mutex::default(),
+                starting: Mutex::default(),
                 tombs: Mutex::default(),
                 directory: Mutex::default(),
                 reaper: std::sync::Once::new(),
@@ -622,7 +644,7 @@ impl Sessions {
             )));
         }
         let env = environment(ctx.tool, args.get("env"))?;
-        self.admit(ctx)?;
+        let admitted = self.admit(ctx)?;
 
         let ring_bytes = u64_arg(config, "ring_bytes", 1 << 20) as usize;
         let idle_timeout =
@@ -694,6 +716,7 @@ impl Sessions {
             started.replies,
         ));
         lock(&self.inner.live).insert(id.clone(), session.clone());
+        drop(admitted);
         self.start_reaper();
         self.note(DirectoryEvent::Started {
             id: id.clone(),
@@ -736,11 +759,16 @@ impl Sessions {
         Ok(v)
     }
 
-    /// Refuses a new session over the limits, naming the caller's sessions.
-    fn admit(&self, ctx: &Ctx<'_>) -> Result<()> {
+    /// Refuses a new session over the limits, naming the caller's sessions; otherwise holds
+    /// its place (counted with the running ones) until the returned value is dropped —
+    /// once the session is live, or failed to start.
+    fn admit(&self, ctx: &Ctx<'_>) -> Result<Admitted<'_>> {
         let live = lock(&self.inner.live);
+        let mut starting = lock(&self.inner.starting);
         let running: Vec<&Arc<Session>> = live.values().filter(|s| s.exit().is_none()).collect();
         let mine: Vec<&&Arc<Session>> = running.iter().filter(|s| s.owner == ctx.caller).collect();
+        let mine_starting = starting.get(ctx.caller).copied().unwrap_or(0);
+        let all_starting: usize = starting.values().sum();
         let list = || {
             mine.iter()
                 .map(|s| {
@@ -755,22 +783,22 @@ impl Sessions {
                 .join("; ")
         };
         let limits = self.inner.limits;
-        if mine.len() >= limits.max_per_caller {
+        if mine.len() + mine_starting >= limits.max_per_caller {
             return Err(SessionError::session(
                 "session_limit",
                 format!(
                     "you have {} sessions running, the most one caller may have; end one with session_end first: {}",
-                    mine.len(),
+                    mine.len() + mine_starting,
                     list()
                 ),
             ));
         }
-        if running.len() >= limits.max_total {
+        if running.len() + all_starting >= limits.max_total {
             return Err(SessionError::session(
                 "session_limit",
                 format!(
                     "this server runs {} sessions, its limit; none is ended to make room. Your sessions: {}",
-                    running.len(),
+                    running.len() + all_starting,
                     if mine.is_empty() {
                         "none".to_string()
                     } else {
@@ -779,7 +807,11 @@ impl Sessions {
                 ),
             ));
         }
-        Ok(())
+        *starting.entry(ctx.caller.to_owned()).or_default() += 1;
+        Ok(Admitted {
+            starting: &self.inner.starting,
+            owner: ctx.caller.to_owned(),
+        })
     }
 
     /// The caller's session `id`, or why it cannot be had.
