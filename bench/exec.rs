@@ -329,11 +329,12 @@ fn soak_section(rt: &tokio::runtime::Runtime) {
     let late = zygote_rss(&warm);
     println!(
         "\n## 6. soak: {total} mixed warm calls, 8 at a time, in {:.1} s ({:.0} calls/s)\n\
-         answers unlike the cold run: {mismatches}; ran warm: {}; zygotes alive at the end: {}\n\
+         answers unlike the cold run: {mismatches}; ran warm: {}; zygotes started: {}, alive at the end: {}\n\
          processes in the cgroups (the zygotes, nothing else expected): {} after 10% of the calls ({:.0} MiB resident), {} at the end ({:.0} MiB)",
         wall.as_secs_f64(),
         total as f64 / wall.as_secs_f64(),
         warm.warm_calls(),
+        warm.warm_starts(),
         warm.warm_runtimes(),
         early.0,
         early.1,

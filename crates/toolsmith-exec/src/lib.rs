@@ -194,6 +194,11 @@ impl Engine {
         self.warm.as_ref().map_or(0, warm::Warm::served)
     }
 
+    /// Warm Python runtimes started since the engine started (replacements included).
+    pub fn warm_starts(&self) -> u64 {
+        self.warm.as_ref().map_or(0, warm::Warm::starts)
+    }
+
     /// The processes in this engine's cgroups now (none without cgroups).
     pub fn contained_processes(&self) -> Vec<i32> {
         self.cgroups.as_ref().map_or_else(Vec::new, |c| c.members())

@@ -47,6 +47,8 @@ pub const MAX_CALLS: u32 = 1000;
 pub const MAX_AGE: Duration = Duration::from_secs(3600);
 /// How long a zygote waits for a call before it exits, by default.
 pub const IDLE: Duration = Duration::from_secs(300);
+/// How long a call waits for what it left running to leave the zygote's cgroup once killed.
+const SWEEP_WAIT: Duration = Duration::from_millis(250);
 /// How long a zygote may take to start (imports included).
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a zygote may take to fork a child, or to report a killed one.
@@ -64,6 +66,8 @@ pub struct Warm {
     alive: Arc<AtomicUsize>,
     /// Calls that ran in a zygote, since the engine started.
     served: AtomicU64,
+    /// Zygotes started, since the engine started.
+    starts: AtomicU64,
 }
 
 /// One resident interpreter, its socket and its cgroup slot. Dropping it kills it and
@@ -125,6 +129,7 @@ impl Warm {
             idle: Mutex::default(),
             alive: Arc::default(),
             served: AtomicU64::new(0),
+            starts: AtomicU64::new(0),
         })
     }
 
@@ -136,6 +141,11 @@ impl Warm {
     /// Calls that ran in a zygote so far.
     pub fn served(&self) -> u64 {
         self.served.load(Ordering::Relaxed)
+    }
+
+    /// Zygotes started so far.
+    pub fn starts(&self) -> u64 {
+        self.starts.load(Ordering::Relaxed)
     }
 
     /// Runs `call` in a zygote. `None`: no zygote could take it (all busy, or none would
@@ -218,6 +228,7 @@ impl Warm {
         interpreter: &Path,
         cgroups: Option<&Arc<Cgroups>>,
     ) -> Result<Zygote, String> {
+        self.starts.fetch_add(1, Ordering::Relaxed);
         let alive = self.alive.clone();
         let undo = scopeguard(move || {
             alive.fetch_sub(1, Ordering::Relaxed);
@@ -453,8 +464,18 @@ impl Zygote {
                     }
                 }
             };
-        let contained = guard.kill();
+        let mut contained = guard.kill();
         drop(guard);
+        if let Some(cg) = self.cgroup.as_ref().filter(|_| !contained) {
+            // What the call left running was just killed, and a killed process leaves the
+            // cgroup only once its memory is released: wait for that (a few ms) rather than
+            // throw away a sound zygote and make the next call wait for a new one's start.
+            let until = tokio::time::Instant::now() + SWEEP_WAIT;
+            while !contained && tokio::time::Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                contained = cg.sweep();
+            }
+        }
         let drain_until = deadline.max(tokio::time::Instant::now() + crate::process::DRAIN_GRACE);
         let stdout = join_capture(stdout, drain_until).await;
         let stderr = join_capture(stderr, drain_until).await;

@@ -1279,6 +1279,13 @@ async fn a_soak_of_mixed_calls_answers_warm_exactly_as_cold() {
     );
     let zygotes = warm.engine.warm_runtimes();
     assert!((1..=8).contains(&zygotes), "{zygotes} zygotes");
+    // No zygote was thrown away: not for a call that left processes behind (they are killed
+    // and waited for), nor for any other ending.
+    assert_eq!(
+        warm.engine.warm_starts(),
+        zygotes as u64,
+        "zygotes started, against those alive"
+    );
     // Nothing a call started is left: no grandchild, `setsid` included, and in the cgroups
     // only the zygotes themselves.
     assert_eq!(wait_until_gone(&marker).await, Vec::<u32>::new());

@@ -678,8 +678,12 @@ async fn concurrent_starts_never_exceed_the_limits() {
                 .map(|caller| {
                     let f = f.clone();
                     tokio::spawn(async move {
-                        f.call_as(&caller, "session_start", json!({"command": ["sleep", "60"]}))
-                            .await
+                        f.call_as(
+                            &caller,
+                            "session_start",
+                            json!({"command": ["sleep", "60"]}),
+                        )
+                        .await
                     })
                 })
                 .collect();
@@ -695,7 +699,11 @@ async fn concurrent_starts_never_exceed_the_limits() {
             ok
         }
     };
-    assert_eq!(starts(vec!["one".to_owned(); 12]).await, 8, "one caller's limit");
+    assert_eq!(
+        starts(vec!["one".to_owned(); 12]).await,
+        8,
+        "one caller's limit"
+    );
     assert_eq!(f.engine.sessions().count(), 8);
     let many = (0..40).map(|i| format!("c{}", i % 20)).collect();
     assert_eq!(starts(many).await, 24, "the server's limit");
