@@ -138,6 +138,11 @@ impl Warm {
         self.alive.load(Ordering::Relaxed)
     }
 
+    /// Zygotes started and waiting for a call.
+    pub fn ready(&self) -> usize {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
     /// Calls that ran in a zygote so far.
     pub fn served(&self) -> u64 {
         self.served.load(Ordering::Relaxed)
@@ -200,16 +205,36 @@ impl Warm {
                 idle.remove(0);
             }
         }
+        self.start_new(interpreter, cgroups).await
+    }
+
+    /// A new zygote, if the pool has room and it starts.
+    async fn start_new(
+        &self,
+        interpreter: &Path,
+        cgroups: Option<&Arc<Cgroups>>,
+    ) -> Option<Zygote> {
         if self.alive.fetch_add(1, Ordering::Relaxed) >= MAX_ZYGOTES {
             self.alive.fetch_sub(1, Ordering::Relaxed);
             return None;
         }
-        match self.start(interpreter, cgroups).await {
-            Ok(z) => Some(z),
-            Err(e) => {
-                tracing::warn!("warm runtime {}: {e}", interpreter.display());
-                None
+        self.start(interpreter, cgroups)
+            .await
+            .inspect_err(|e| tracing::warn!("warm runtime {}: {e}", interpreter.display()))
+            .ok()
+    }
+
+    /// Starts a zygote for `interpreter` and keeps it idle, unless one is idle already or
+    /// the pool is full.
+    pub async fn prewarm(&self, interpreter: &Path, cgroups: Option<&Arc<Cgroups>>) {
+        {
+            let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            if idle.iter().any(|z| z.interpreter == interpreter) {
+                return;
             }
+        }
+        if let Some(z) = self.start_new(interpreter, cgroups).await {
+            self.give_back(z);
         }
     }
 

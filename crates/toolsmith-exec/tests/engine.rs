@@ -1293,3 +1293,35 @@ async fn a_soak_of_mixed_calls_answers_warm_exactly_as_cold() {
         assert_eq!(warm.engine.contained_processes().len(), zygotes);
     }
 }
+
+#[tokio::test]
+async fn prewarm_starts_the_zygote_the_first_call_then_uses() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = warm_engine_in(dir.path(), true);
+    let (warm, cold, command) = (
+        parent_printer(""),
+        parent_printer("warm: false,"),
+        tool("{name: c, description: d, command: [true]}"),
+    );
+    // Only the tool that runs warm asks for a zygote; two of them share one interpreter.
+    assert_eq!(engine.prewarm([&cold.tool, &command.tool]), 0);
+    assert_eq!(engine.prewarm([&warm.tool, &warm.tool, &cold.tool]), 1);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while engine.warm_ready() == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(engine.warm_ready(), 1, "started before any call");
+    let r = engine
+        .call(&warm, json!({}), CallOptions::new("t", true))
+        .await;
+    assert_ne!(r.data, Some(Value::from(std::process::id())), "ran warm");
+    assert_eq!(
+        engine.warm_starts(),
+        1,
+        "the first call used the prewarmed zygote"
+    );
+    // With one idle already, prewarming again starts nothing more.
+    engine.prewarm([&warm.tool]);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(engine.warm_starts(), 1);
+}

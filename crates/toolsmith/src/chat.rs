@@ -118,7 +118,10 @@ pub fn run(args: ChatArgs) -> Result<std::process::ExitCode> {
         .build()
         .context("starting the runtime")?;
     rt.block_on(async move {
-        let tools = Tools::new(load_tools(&args).await?, kind.format()).map_err(anyhow::Error::msg)?;
+        let tools = load_tools(&args).await?;
+        // The model's first Python tool call finds a warm runtime started.
+        engine.prewarm(&tools);
+        let tools = Tools::new(tools, kind.format()).map_err(anyhow::Error::msg)?;
         let header = Header {
             id: String::new(),
             provider: kind.as_str().into(),

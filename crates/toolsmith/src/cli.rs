@@ -539,6 +539,10 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
         .build()
         .context("starting the runtime")?;
     rt.block_on(async move {
+        if let Some((_, catalog)) = &catalog {
+            // Python script tools' first calls find a warm runtime started.
+            engine.prewarm(&catalog.tools);
+        }
         let store = args.db.open().await?;
         if let Some((file, catalog)) = catalog {
             let r = store.import(&catalog.tools, args.prune, &author).await?;
@@ -633,6 +637,9 @@ fn mcp(args: McpArgs) -> Result<ExitCode> {
         .build()
         .context("starting the runtime")?;
     rt.block_on(async move {
+        if let Some((_, catalog)) = &catalog {
+            engine.prewarm(&catalog.tools);
+        }
         let store = Registry::open(&address)
             .await
             .with_context(|| format!("opening the registry {}", redact_url(&address)))?;
