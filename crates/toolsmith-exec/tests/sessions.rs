@@ -12,7 +12,7 @@ use toolsmith_exec::session::SessionLimits;
 use toolsmith_exec::{CallOptions, Engine, EngineConfig};
 
 mod common;
-use common::{Text, processes_with, wait_until_gone};
+use common::{Text, contained_after_settling, processes_with, wait_until_gone};
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -259,7 +259,7 @@ async fn background_processes_do_not_block_completion_and_all_die_with_the_sessi
     assert_eq!(end["status"], "ended", "{end}");
     assert_eq!(wait_until_gone(&marker).await, Vec::<u32>::new());
     // The session's cgroup is empty too.
-    assert_eq!(f.engine.contained_processes(), Vec::<i32>::new());
+    assert_eq!(contained_after_settling(&f.engine).await, Vec::<i32>::new());
     // Ending is idempotent.
     let again = f.ok("session_end", json!({"session_id": id})).await;
     assert_eq!(again["already_ended"], true, "{again}");
@@ -434,7 +434,7 @@ async fn an_idle_session_expires_and_leaves_a_tombstone() {
     assert!(!processes_with(&marker).is_empty());
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert_eq!(wait_until_gone(&marker).await, Vec::<u32>::new());
-    assert_eq!(f.engine.contained_processes(), Vec::<i32>::new());
+    assert_eq!(contained_after_settling(&f.engine).await, Vec::<i32>::new());
     let read = f.ok("session_read", json!({"session_id": id})).await;
     assert_eq!(read["status"], "expired", "{read}");
     assert!(

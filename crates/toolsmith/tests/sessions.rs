@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{BIN, Serve, processes_with, repo, serve_contained};
+use common::{BIN, Serve, processes_with, repo, serve_contained, serve_in_tmp};
 use serde_json::{Value, json};
 
 /// `toolsmith serve` with the session catalog and a registry in `dir`, cgroups on, and
@@ -143,6 +143,55 @@ fn sessions_over_rest_across_replicas_and_after_a_killed_server() {
     let (_c, _) = serve(dir.path());
     assert_eq!(wait_until_gone(&marker), Vec::<u32>::new());
     drop(b);
+}
+
+#[test]
+fn without_cgroups_the_next_server_ends_what_a_killed_server_left() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = format!("TS_KILLED_UNCONTAINED={}", std::process::id());
+    let (name, value) = marker.split_once('=').expect("marker");
+    // A temporary folder of their own: another test's server starting meanwhile would
+    // otherwise end what this one's killed server left before the test looks.
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).expect("mkdir");
+    let catalog = repo().join("examples/sessions.yaml");
+    let db = dir.path().join("registry.db");
+    let args = [
+        "--no-cgroups",
+        "--catalog",
+        catalog.to_str().expect("utf-8"),
+    ];
+    let start = || serve_in_tmp(db.to_str().expect("utf-8"), dir.path(), &args, &tmp);
+    let (mut a, base, _) = start();
+    // A dev server (a process session) and a shell with a background job.
+    let r = call(
+        &base,
+        "session_start",
+        json!({"command": ["sleep", "300"], "env": {name: value}}),
+    );
+    data(&r);
+    let r = call(&base, "session_start", json!({"env": {name: value}}));
+    let shell = data(&r)["session_id"].as_str().expect("id").to_owned();
+    let r = call(
+        &base,
+        "session_exec",
+        json!({"session_id": shell, "command": "sleep 301 & echo spawned"}),
+    );
+    assert_eq!(data(&r)["status"], "completed", "{r}");
+    // Killed outright, with no cgroup to hold its sessions: the shell ends with its input,
+    // the dev server and the background job run on.
+    a.0.kill().expect("SIGKILL");
+    a.0.wait().expect("reaped");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        processes_with(&marker).len(),
+        2,
+        "{:?}",
+        processes_with(&marker)
+    );
+    // The next server on this machine ends them, from the killed one's ledger.
+    let (_b, _, _) = start();
+    assert_eq!(wait_until_gone(&marker), Vec::<u32>::new());
 }
 
 #[test]

@@ -10,7 +10,8 @@
 //! - **Containment**: each session is one process group born in its own pids cgroup slot,
 //!   held for its life; ending, expiry, the leader's exit and the engine's drop kill the
 //!   group and empty the cgroup. A server killed outright leaves its cgroups to the sweep
-//!   of the next engine that starts.
+//!   of the next engine that starts, and — for machines without cgroups — its [`ledger`] of
+//!   process groups, which the next engine's sessions end.
 //! - **Output** is drained as it arrives into a ring per stream ([`ring`]), addressed by
 //!   absolute cursors that survive the ring dropping old bytes (`dropped_bytes`).
 //! - **Limits**: sessions per server and per caller (a new one is refused, listing the
@@ -23,6 +24,7 @@
 //! A call only waits on a session: dropping the call (a cancelled request) stops the wait
 //! and leaves the session running.
 
+mod ledger;
 mod ring;
 mod spawn;
 mod term;
@@ -164,6 +166,9 @@ struct Inner {
     tombs: Mutex<VecDeque<Tomb>>,
     directory: Mutex<Option<Arc<dyn Directory>>>,
     reaper: std::sync::Once,
+    /// The sessions' process groups on disk, for the next engine to end should this
+    /// process be killed outright where no cgroup holds them ([`ledger`]).
+    ledger: Option<Arc<ledger::Ledger>>,
 }
 
 /// A session admitted and still starting: its place under the limits, given back on drop.
@@ -252,6 +257,8 @@ pub(crate) struct Session {
     cgroup: Mutex<Option<CallCgroup>>,
     /// The secret in the shell's marker records and here-document delimiters.
     nonce: String,
+    /// Where its process group is recorded until it is killed.
+    ledger: Option<Arc<ledger::Ledger>>,
     /// The shell's marker channel and the folder holding it.
     fifo: Option<(tempfile::TempDir, PathBuf)>,
 }
@@ -405,6 +412,9 @@ impl Session {
         if let Some(cg) = lock(&self.cgroup).take() {
             cg.release();
         }
+        if let Some(l) = &self.ledger {
+            l.remove(self.pid);
+        }
     }
 
     fn exit(&self) -> Option<Exit> {
@@ -535,6 +545,13 @@ impl Sessions {
     /// Sessions of a new engine; `unavailable` says why none may start (a process that
     /// makes one call and exits).
     pub fn new(limits: SessionLimits, unavailable: Option<String>) -> Self {
+        // Sessions can run here: first end what a killed server left, then keep our own
+        // record.
+        let ledger = unavailable
+            .is_none()
+            .then(|| ledger::Ledger::open(&ledger::Ledger::default_dir()))
+            .flatten()
+            .map(Arc::new);
         Self {
             inner: Arc::new(Inner {
                 replica: random_hex(4),
@@ -545,6 +562,7 @@ impl Sessions {
                 tombs: Mutex::default(),
                 directory: Mutex::default(),
                 reaper: std::sync::Once::new(),
+                ledger,
             }),
         }
     }
@@ -705,6 +723,7 @@ impl Sessions {
             input: tokio::sync::Mutex::new(started.input),
             cgroup: Mutex::new(started.cgroup),
             nonce: random_hex(16),
+            ledger: self.inner.ledger.clone(),
             fifo,
         });
         tokio::spawn(spawn::pump(
@@ -715,6 +734,9 @@ impl Sessions {
             marker,
             started.replies,
         ));
+        if let Some(l) = &self.inner.ledger {
+            l.add(session.pid);
+        }
         lock(&self.inner.live).insert(id.clone(), session.clone());
         drop(admitted);
         self.start_reaper();

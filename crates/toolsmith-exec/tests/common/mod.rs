@@ -44,3 +44,16 @@ pub async fn wait_until_gone(marker: &str) -> Vec<u32> {
     }
     processes_with(marker)
 }
+
+/// What is left in the engine's cgroups once it settles (killed processes leave a cgroup
+/// only when their memory is released): polled for up to 2 s.
+pub async fn contained_after_settling(engine: &toolsmith_exec::Engine) -> Vec<i32> {
+    for _ in 0..100 {
+        let left = engine.contained_processes();
+        if left.is_empty() {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    engine.contained_processes()
+}

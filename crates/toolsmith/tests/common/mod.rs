@@ -25,16 +25,36 @@ impl Drop for Serve {
 /// `toolsmith serve` on a free port with `db` and `workspace` (its working folder too) and
 /// `extra` arguments; returns it with its REST and MCP URLs, read from what it printed.
 pub fn serve(db: &str, workspace: &Path, extra: &[&str]) -> (Serve, String, String) {
-    start_serve(db, workspace, &[&["--no-cgroups"], extra].concat())
+    start_serve(db, workspace, &[&["--no-cgroups"], extra].concat(), None)
 }
 
 /// The same with cgroups on (tests of what a server leaves behind).
 pub fn serve_contained(db: &str, workspace: &Path, extra: &[&str]) -> (Serve, String, String) {
-    start_serve(db, workspace, extra)
+    start_serve(db, workspace, extra, None)
 }
 
-fn start_serve(db: &str, workspace: &Path, extra: &[&str]) -> (Serve, String, String) {
-    let mut child = Command::new(BIN)
+/// `serve` with `TMPDIR` set to `tmp`: what it keeps under the temporary folder (scripts,
+/// working folders, its sessions' ledger) is seen only by servers given the same folder.
+pub fn serve_in_tmp(
+    db: &str,
+    workspace: &Path,
+    extra: &[&str],
+    tmp: &Path,
+) -> (Serve, String, String) {
+    start_serve(db, workspace, extra, Some(tmp))
+}
+
+fn start_serve(
+    db: &str,
+    workspace: &Path,
+    extra: &[&str],
+    tmp: Option<&Path>,
+) -> (Serve, String, String) {
+    let mut command = Command::new(BIN);
+    if let Some(tmp) = tmp {
+        command.env("TMPDIR", tmp);
+    }
+    let mut child = command
         .args(["serve", "--addr", "127.0.0.1:0"])
         .args(["--db", db])
         .arg("--workspace")
