@@ -13,7 +13,8 @@
 //!
 //! A zygote that misbehaves (dies, answers out of turn, starts a thread) is killed with its
 //! slot and replaced on a later call; a zygote is retired after [`MAX_CALLS`] calls or
-//! [`MAX_AGE`]. When every zygote is busy and [`MAX_ZYGOTES`] exist, the call runs cold.
+//! [`MAX_AGE`], and when its runtime changes (its interpreter or a folder on its `sys.path`
+//! has another modification time or inode than when it started). When every zygote is busy and [`MAX_ZYGOTES`] exist, the call runs cold.
 
 use std::collections::BTreeMap;
 use std::io::IoSlice;
@@ -47,6 +48,8 @@ pub const MAX_CALLS: u32 = 1000;
 pub const MAX_AGE: Duration = Duration::from_secs(3600);
 /// How long a zygote waits for a call before it exits, by default.
 pub const IDLE: Duration = Duration::from_secs(300);
+/// How often an idle zygote's runtime is looked at for changes.
+const RUNTIME_CHECK: Duration = Duration::from_secs(1);
 /// How long a call waits for what it left running to leave the zygote's cgroup once killed.
 const SWEEP_WAIT: Duration = Duration::from_millis(250);
 /// How long a zygote may take to start (imports included).
@@ -84,6 +87,11 @@ struct Zygote {
     born: Instant,
     /// When it last finished a call (or started).
     last: Instant,
+    /// What its imports came from: the interpreter and the folders on its `sys.path`…
+    runtime_paths: Vec<PathBuf>,
+    /// …as they were when it started, and when that was last compared.
+    runtime: Vec<Option<FileStamp>>,
+    checked: Instant,
     alive: Arc<AtomicUsize>,
 }
 
@@ -196,6 +204,7 @@ impl Warm {
                     && z.born.elapsed() < MAX_AGE
                     && z.last.elapsed() < idle_after
                     && matches!(z.child.try_wait(), Ok(None))
+                    && !z.runtime_changed()
             });
             if let Some(i) = idle.iter().rposition(|z| z.interpreter == interpreter) {
                 return Some(idle.swap_remove(i));
@@ -312,6 +321,9 @@ impl Warm {
             calls: 0,
             born: Instant::now(),
             last: Instant::now(),
+            runtime_paths: Vec::new(),
+            runtime: Vec::new(),
+            checked: Instant::now(),
             alive: self.alive.clone(),
         };
         let ready = tokio::time::timeout(START_TIMEOUT, z.recv())
@@ -320,6 +332,17 @@ impl Warm {
         if ready["ready"] != true {
             return Err(format!("unexpected first message {ready}"));
         }
+        let mut z = z;
+        z.runtime_paths = std::iter::once(interpreter.to_path_buf())
+            .chain(
+                ready["paths"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| p.as_str().map(PathBuf::from)),
+            )
+            .collect();
+        z.runtime = stamps(&z.runtime_paths);
         if ready["threads"] != 1 {
             return Err(format!(
                 "it has {} threads after its imports; a zygote must have one",
@@ -383,7 +406,40 @@ impl Drop for ChildGuard<'_> {
     }
 }
 
+/// A file's modification time and inode: what changes when a runtime is set up again or a
+/// package is installed into one of its folders.
+type FileStamp = (i64, i64, u64);
+
+fn stamps(paths: &[PathBuf]) -> Vec<Option<FileStamp>> {
+    use std::os::unix::fs::MetadataExt;
+    paths
+        .iter()
+        .map(|p| {
+            std::fs::metadata(p)
+                .ok()
+                .map(|m| (m.mtime(), m.mtime_nsec(), m.ino()))
+        })
+        .collect()
+}
+
 impl Zygote {
+    /// Whether its runtime changed since it started (its imports may be stale): looked at
+    /// once every [`RUNTIME_CHECK`] at most.
+    fn runtime_changed(&mut self) -> bool {
+        if self.checked.elapsed() < RUNTIME_CHECK {
+            return false;
+        }
+        self.checked = Instant::now();
+        let changed = stamps(&self.runtime_paths) != self.runtime;
+        if changed {
+            tracing::info!(
+                "warm runtime {}: its interpreter or a folder on its sys.path changed; replacing it",
+                self.interpreter.display()
+            );
+        }
+        changed
+    }
+
     async fn recv(&self) -> Result<Value, String> {
         message(&self.sock).await
     }

@@ -148,7 +148,9 @@ def send(msg):
 gc.collect()
 gc.disable()
 gc.freeze()
-send({"ready": True, "threads": threads(), "pid": os.getpid()})
+# The folders imports come from: the gateway replaces this zygote when one of them changes.
+paths = [p for p in sys.path if p and os.path.isdir(p)]
+send({"ready": True, "threads": threads(), "pid": os.getpid(), "paths": paths})
 sock.settimeout(IDLE)
 
 while True:

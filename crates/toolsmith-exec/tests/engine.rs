@@ -1328,3 +1328,43 @@ async fn prewarm_starts_the_zygote_the_first_call_then_uses() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(engine.warm_starts(), 1);
 }
+
+#[tokio::test]
+async fn a_zygote_is_replaced_when_its_runtime_changes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let venv = dir.path().join("venv");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status()
+        .expect("python3 -m venv");
+    assert!(made.success());
+    let mut config = EngineConfig::new(dir.path());
+    config.runtime_python = Some(venv.join("bin/python"));
+    let engine = Engine::new(config).expect("engine");
+    let t = parent_printer("");
+    let zygote = || async {
+        let r = engine
+            .call(&t, json!({}), CallOptions::new("t", true))
+            .await;
+        r.data.expect("data").as_i64().expect("pid")
+    };
+    let first = zygote().await;
+    // Unchanged (looked at again after a second): the same zygote.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(zygote().await, first);
+    // A package installed into the runtime: the next call after the check interval is
+    // served by a new zygote, and the old one is gone.
+    let site = std::fs::read_dir(venv.join("lib"))
+        .expect("lib")
+        .flatten()
+        .map(|e| e.path().join("site-packages"))
+        .find(|p| p.is_dir())
+        .expect("site-packages");
+    std::fs::write(site.join("newly_installed.py"), "VALUE = 1\n").expect("write");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let second = zygote().await;
+    assert_ne!(second, first, "a new zygote after the runtime changed");
+    assert_eq!(process_state(first), None, "the old zygote is gone");
+    assert_eq!(engine.warm_starts(), 2);
+}
