@@ -1368,3 +1368,34 @@ async fn a_zygote_is_replaced_when_its_runtime_changes() {
     assert_eq!(process_state(first), None, "the old zygote is gone");
     assert_eq!(engine.warm_starts(), 2);
 }
+
+#[tokio::test]
+async fn a_hung_zygote_is_replaced_and_the_call_still_runs() {
+    let f = fixture();
+    let t = observer("");
+    let first = f.call(&t, json!({})).await.data.expect("data");
+    let zygote = first["ppid"].as_i64().expect("ppid");
+    // Stopped: it neither forks nor answers, nor dies.
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-STOP", &zygote.to_string()])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let started = Instant::now();
+    let r = f.call(&t, json!({})).await;
+    assert!(r.success, "{r:?}");
+    assert_ne!(r.data.expect("data")["ppid"], zygote, "a new zygote");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "given up on after the answer timeout: {:?}",
+        started.elapsed()
+    );
+    // The hung one was killed, not left stopped.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while process_state(zygote).is_some() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(process_state(zygote), None);
+}
