@@ -14,7 +14,8 @@
 //! A zygote that misbehaves (dies, answers out of turn, starts a thread) is killed with its
 //! slot and replaced on a later call; a zygote is retired after [`MAX_CALLS`] calls or
 //! [`MAX_AGE`], and when its runtime changes (its interpreter or a folder on its `sys.path`
-//! has another modification time or inode than when it started). When every zygote is busy and [`MAX_ZYGOTES`] exist, the call runs cold.
+//! has another modification time or inode than when it started). When every zygote is busy
+//! and [`MAX_ZYGOTES`] exist, the call runs cold.
 
 use std::collections::BTreeMap;
 use std::io::IoSlice;
@@ -313,7 +314,7 @@ impl Warm {
         let sock = UnixDatagram::from_std(std::os::unix::net::UnixDatagram::from(ours))
             .map_err(|e| format!("registering the socket: {e}"))?;
         std::mem::forget(undo);
-        let z = Zygote {
+        let mut z = Zygote {
             interpreter: interpreter.to_path_buf(),
             sock,
             child,
@@ -332,7 +333,6 @@ impl Warm {
         if ready["ready"] != true {
             return Err(format!("unexpected first message {ready}"));
         }
-        let mut z = z;
         z.runtime_paths = std::iter::once(interpreter.to_path_buf())
             .chain(
                 ready["paths"]

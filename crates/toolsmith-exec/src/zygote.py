@@ -8,7 +8,8 @@
 # cannot be read or compiled here, and the gateway runs that call cold. The child sets
 # itself up exactly as a cold `python -I script.py` would be before running any user code
 # (process group, rlimits, niceness, stdio, no inherited descriptors, working folder,
-# environment, argv, __main__) and exits with the script's status. The zygote stays single-threaded and never runs user code itself.
+# environment, argv, __main__) and exits with the script's status. The zygote stays
+# single-threaded and never runs user code itself.
 import array
 import gc
 import json
@@ -22,7 +23,7 @@ MAX_FDS = 4
 CACHE = 256
 
 sock = socket.socket(fileno=os.dup(0))
-IDLE = float(sys.argv[1]) if len(sys.argv) > 1 else None
+IDLE = (float(sys.argv[1]) or None) if len(sys.argv) > 1 else None  # 0: never
 null = os.open(os.devnull, os.O_RDWR)
 os.dup2(null, 0)
 os.close(null)

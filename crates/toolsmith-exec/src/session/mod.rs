@@ -726,6 +726,10 @@ impl Sessions {
             ledger: self.inner.ledger.clone(),
             fifo,
         });
+        // Written down before the pump can see the leader exit and strike it off.
+        if let Some(l) = &self.inner.ledger {
+            l.add(session.pid);
+        }
         tokio::spawn(spawn::pump(
             session.clone(),
             started.child,
@@ -734,9 +738,6 @@ impl Sessions {
             marker,
             started.replies,
         ));
-        if let Some(l) = &self.inner.ledger {
-            l.add(session.pid);
-        }
         lock(&self.inner.live).insert(id.clone(), session.clone());
         drop(admitted);
         self.start_reaper();
