@@ -651,36 +651,11 @@ fn registry_import_history_restore_enable_disable() {
     assert_eq!(r["deleted"].as_array().map(Vec::len), Some(12));
 }
 
-/// Starts `toolsmith serve` on a free port; returns the child and the API's base URL.
-fn start_serve(dir: &Path, db: &Path) -> (std::process::Child, String) {
-    use std::io::BufRead;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--no-catalog",
-            "--db",
-            db.to_str().expect("utf-8"),
-        ])
-        .current_dir(dir)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn serve");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut lines = std::io::BufReader::new(stderr).lines();
-    let base = loop {
-        let line = lines
-            .next()
-            .expect("serve printed its address")
-            .expect("line");
-        if let Some(rest) = line.split("REST API on ").nth(1) {
-            break rest.split_whitespace().next().expect("url").to_owned();
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
-    (child, base)
+/// Starts `toolsmith serve` on a free port with the registry `db` and no catalog; returns it
+/// and the API's base URL.
+fn start_serve(dir: &Path, db: &Path) -> (common::Serve, String) {
+    let (server, base, _) = common::serve(db.to_str().expect("utf-8"), dir, &["--no-catalog"]);
+    (server, base)
 }
 
 fn http(method: &str, url: &str, body: Option<&Value>, if_match: Option<u64>) -> (u16, Value) {
@@ -746,8 +721,8 @@ fn kill_9_during_a_burst_of_writes_loses_no_acknowledged_version() {
     while acked.lock().expect("lock").len() < 150 {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    server.kill().expect("kill -9");
-    server.wait().expect("reaped");
+    server.0.kill().expect("kill -9");
+    server.0.wait().expect("reaped");
     writer.join().expect("writer");
     let acked = acked.lock().expect("lock").clone();
     assert!(acked.len() >= 150);
@@ -781,8 +756,8 @@ fn kill_9_during_a_burst_of_writes_loses_no_acknowledged_version() {
         versions, expected,
         "no gap and no duplicate version numbers"
     );
-    server.kill().expect("stop");
-    server.wait().expect("reaped");
+    server.0.kill().expect("stop");
+    server.0.wait().expect("reaped");
 }
 
 #[test]
