@@ -215,7 +215,7 @@ impl Engine {
     /// Whether `t` is a Python script that runs in the warm runtime here: its own `warm:`, else
     /// the engine's default; never with a `PYTHON*` variable of its own or let through (they
     /// change how Python starts, which a zygote started without them cannot honour).
-    fn runs_warm(&self, t: &Tool) -> bool {
+    pub fn runs_warm(&self, t: &Tool) -> bool {
         let Executor::Script(s) = &t.executor else {
             return false;
         };

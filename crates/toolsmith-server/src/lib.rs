@@ -263,6 +263,44 @@ pub fn follow_registry(state: &Arc<AppState>, every: Duration) -> tokio::task::J
     })
 }
 
+/// Starts, in the background, a warm runtime for each Python interpreter the registry's
+/// enabled tools run warm ([`Engine::prewarm`]), so their first call does not wait for one.
+/// Reads the registry a page at a time and keeps one tool per interpreter, so a registry of
+/// 100 000 tools costs no more memory than a page. The task answers how many it started.
+pub fn prewarm_registry(state: &Arc<AppState>) -> tokio::task::JoinHandle<usize> {
+    use toolsmith_store::Store;
+    let state = state.clone();
+    tokio::spawn(async move {
+        let mut keep: HashMap<String, toolsmith_core::Tool> = HashMap::new();
+        let mut query = toolsmith_store::Query {
+            limit: 1000,
+            ..Default::default()
+        };
+        loop {
+            let page = match state.store.search(&query).await {
+                Ok(page) => page,
+                Err(e) => {
+                    tracing::warn!("reading the registry to start warm runtimes: {e}");
+                    break;
+                }
+            };
+            for record in page.items {
+                if let toolsmith_core::model::Executor::Script(s) = &record.tool.executor
+                    && state.engine.runs_warm(&record.tool)
+                    && !keep.contains_key(&s.interpreter)
+                {
+                    keep.insert(s.interpreter.clone(), record.tool);
+                }
+            }
+            match page.next_cursor {
+                Some(cursor) => query.cursor = Some(cursor),
+                None => break,
+            }
+        }
+        state.engine.prewarm(keep.values())
+    })
+}
+
 /// After a successful write to the registry (any method but GET on `/v1/tools...`, except
 /// calls and validations), tells whoever follows the registry (MCP) that it changed. One
 /// place for every write route, so a new one cannot forget.

@@ -539,10 +539,6 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
         .build()
         .context("starting the runtime")?;
     rt.block_on(async move {
-        if let Some((_, catalog)) = &catalog {
-            // Python script tools' first calls find a warm runtime started.
-            engine.prewarm(&catalog.tools);
-        }
         let store = args.db.open().await?;
         if let Some((file, catalog)) = catalog {
             let r = store.import(&catalog.tools, args.prune, &author).await?;
@@ -580,6 +576,8 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
         let state =
             toolsmith_server::AppState::with_retention(store, engine, tokens, args.run_retention);
         toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
+        // The registry's Python script tools find a warm runtime started at their first call.
+        toolsmith_server::prewarm_registry(&state);
         let log = state.runs.clone();
         let app = toolsmith_server::app_with(
             state,
@@ -637,9 +635,6 @@ fn mcp(args: McpArgs) -> Result<ExitCode> {
         .build()
         .context("starting the runtime")?;
     rt.block_on(async move {
-        if let Some((_, catalog)) = &catalog {
-            engine.prewarm(&catalog.tools);
-        }
         let store = Registry::open(&address)
             .await
             .with_context(|| format!("opening the registry {}", redact_url(&address)))?;
@@ -656,6 +651,7 @@ fn mcp(args: McpArgs) -> Result<ExitCode> {
         let sessions = engine.sessions().clone();
         let state = toolsmith_server::AppState::new(store, engine, Vec::new());
         toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
+        toolsmith_server::prewarm_registry(&state);
         let log = state.runs.clone();
         let handler = toolsmith_server::mcp::McpServer::new(
             state,

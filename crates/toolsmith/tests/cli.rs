@@ -1066,3 +1066,83 @@ fn a_change_by_another_process_reaches_calls_through_a_running_server() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// The zygotes (warm Python runtimes) `parent` has started, by their command line.
+fn zygotes_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
+        let ppid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:"))
+            .and_then(|v| v.trim().parse::<u32>().ok());
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if ppid == Some(parent) && String::from_utf8_lossy(&cmdline).contains("toolsmith-zygote") {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn wait_for_zygote(parent: u32) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while std::time::Instant::now() < deadline {
+        if !zygotes_of(parent).is_empty() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn servers_of_a_registry_alone_start_its_python_tools_warm_runtime_before_any_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("reg.db");
+    let db_s = db.to_str().expect("utf-8");
+    let catalog = repo().join("examples/catalog.yaml");
+    let run = |args: &[&str]| {
+        let o = toolsmith_in(dir.path(), args, &[("TOOLSMITH_DB", db_s)]);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    };
+    run(&["import", catalog.to_str().expect("utf-8")]);
+
+    // With its Python tools disabled, a server starts no runtime for them.
+    run(&["disable", "word_stats"]);
+    run(&["disable", "convert_temperature"]);
+    let (server, rest, _) = common::serve(db_s, dir.path(), &["--no-catalog"]);
+    let (status, listed) = http("GET", &format!("{rest}/tools?limit=100"), None, None);
+    assert_eq!(status, 200, "{listed}");
+    assert!(listed.to_string().contains("read_file"), "{listed}");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(zygotes_of(server.0.id()), Vec::<u32>::new());
+    drop(server);
+
+    // Enabled, `serve` and `mcp` on the registry (no catalog) each start one at once.
+    run(&["enable", "word_stats"]);
+    run(&["enable", "convert_temperature"]);
+    let (server, _, _) = common::serve(db_s, dir.path(), &["--no-catalog"]);
+    assert!(wait_for_zygote(server.0.id()), "serve started no zygote");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        zygotes_of(server.0.id()).len(),
+        1,
+        "one per interpreter: both tools run on python3"
+    );
+    drop(server);
+
+    let mcp = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .args(["mcp", "--no-cgroups", "--db", db_s, "--workspace"])
+        .arg(dir.path())
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn mcp");
+    let mcp = common::Serve(mcp);
+    assert!(wait_for_zygote(mcp.0.id()), "mcp started no zygote");
+}
