@@ -197,6 +197,80 @@ fn main() {
     if !skip("6") {
         soak_section(&rt);
     }
+    if !skip("7") {
+        burst_section(&rt);
+    }
+}
+
+/// 7. Bursts of concurrent calls of one Python script, more than the pool has zygotes.
+fn burst_section(rt: &tokio::runtime::Runtime) {
+    let rounds: usize = std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10);
+    let ws = tempfile::tempdir().expect("tempdir");
+    let engine = |warm: bool| {
+        let mut config = EngineConfig::new(ws.path());
+        config.warm_python = warm;
+        config.use_cgroups = std::env::var("BENCH_NO_CGROUP").is_err();
+        Arc::new(Engine::new(config).expect("engine"))
+    };
+    let t = Arc::new(tool(
+        "{name: py, description: d, script: {source: \"import json, sys\\na = json.load(sys.stdin)\\nprint(json.dumps(a['n'] * 2))\"}, parameters: [{name: n, type: integer}]}",
+    ));
+    println!(
+        "\n## 7. bursts of concurrent calls of a JSON script ({rounds} bursts each, a fresh engine per row)"
+    );
+    println!(
+        "| calls at once | engine | call p50 | call p99 | burst p50 | warm calls | zygotes started |\n|---|---|---|---|---|---|---|"
+    );
+    for at_once in [8usize, 32, 128] {
+        for warm in [false, true] {
+            let engine = engine(warm);
+            if warm {
+                let _inside = rt.enter();
+                engine.prewarm([&t.tool]);
+                while engine.warm_ready() == 0 {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+            let (mut calls, mut bursts) = (Vec::new(), Vec::new());
+            for _ in 0..rounds {
+                let started = Instant::now();
+                let times = rt.block_on(async {
+                    let tasks: Vec<_> = (0..at_once)
+                        .map(|i| {
+                            let (e, t) = (engine.clone(), t.clone());
+                            tokio::spawn(async move {
+                                let s = Instant::now();
+                                let r = e.call(&t, json!({"n": i}), CallOptions::default()).await;
+                                assert_eq!(r.data, Some(json!(i * 2)), "{r:?}");
+                                s.elapsed()
+                            })
+                        })
+                        .collect();
+                    let mut times = Vec::new();
+                    for task in tasks {
+                        times.push(task.await.expect("call"));
+                    }
+                    times
+                });
+                bursts.push(started.elapsed());
+                calls.extend(times);
+            }
+            let (c, b) = (stats(calls), stats(bursts));
+            println!(
+                "| {at_once} | {} | {:.1} ms | {:.1} ms | {:.1} ms | {} of {} | {} |",
+                if warm { "warm" } else { "cold" },
+                c.p50.as_secs_f64() * 1e3,
+                c.p99.as_secs_f64() * 1e3,
+                b.p50.as_secs_f64() * 1e3,
+                engine.warm_calls(),
+                at_once * rounds,
+                engine.warm_starts()
+            );
+        }
+    }
 }
 
 /// The resident memory of process `pid`, from /proc (0 when it is gone).

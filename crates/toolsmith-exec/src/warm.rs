@@ -14,10 +14,17 @@
 //! A zygote that misbehaves (dies, answers out of turn, starts a thread) is killed with its
 //! slot and replaced on a later call; a zygote is retired after [`MAX_CALLS`] calls or
 //! [`MAX_AGE`], and when its runtime changes (its interpreter or a folder on its `sys.path`
-//! has another modification time or inode than when it started). When every zygote is busy
-//! and [`MAX_ZYGOTES`] exist, the call runs cold.
+//! has another modification time or inode than when it started).
+//!
+//! A call that finds no idle zygote of its interpreter starts one in the background (when the
+//! pool has room) and takes whichever comes first, that one or a busy one coming back. With
+//! no room it waits for zygotes still starting, then for one to come back; it runs cold only
+//! when none of its interpreter's zygotes has come back for about what a cold start costs (the
+//! interpreter's last zygote start, within [`PATIENCE_MIN`]..[`PATIENCE_MAX`]): they are busy
+//! with long calls. A burst of short calls larger than the pool so queues for warm zygotes
+//! instead of paying many cold starts at once on a busy machine.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::IoSlice;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
@@ -55,6 +62,9 @@ const RUNTIME_CHECK: Duration = Duration::from_secs(1);
 const SWEEP_WAIT: Duration = Duration::from_millis(250);
 /// How long a zygote may take to start (imports included).
 const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// Bounds of how long a call waits for a busy zygote when the pool is full.
+pub const PATIENCE_MIN: Duration = Duration::from_millis(20);
+pub const PATIENCE_MAX: Duration = Duration::from_secs(1);
 /// How long a zygote may take to fork a child, or to report a killed one.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -72,6 +82,18 @@ pub struct Warm {
     served: AtomicU64,
     /// Zygotes started, since the engine started.
     starts: AtomicU64,
+    /// Told whenever a zygote becomes idle.
+    returned: tokio::sync::Notify,
+    /// By interpreter: zygotes starting now, how long the last start took, and when one
+    /// last became idle.
+    starts_of: Mutex<HashMap<PathBuf, Starts>>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Starts {
+    now: usize,
+    last: Option<Duration>,
+    back: Option<tokio::time::Instant>,
 }
 
 /// One resident interpreter, its socket and its cgroup slot. Dropping it kills it and
@@ -139,6 +161,8 @@ impl Warm {
             alive: Arc::default(),
             served: AtomicU64::new(0),
             starts: AtomicU64::new(0),
+            returned: tokio::sync::Notify::new(),
+            starts_of: Mutex::default(),
         })
     }
 
@@ -162,10 +186,10 @@ impl Warm {
         self.starts.load(Ordering::Relaxed)
     }
 
-    /// Runs `call` in a zygote. `None`: no zygote could take it (all busy, or none would
-    /// start) — run it cold.
+    /// Runs `call` in a zygote. `None`: no zygote could take it (all busy for longer than a
+    /// cold start, or none would start) — run it cold.
     pub async fn run(
-        &self,
+        self: &Arc<Self>,
         call: &Call<'_>,
         cgroups: Option<&Arc<Cgroups>>,
     ) -> Option<Result<Finished, SpawnError>> {
@@ -194,57 +218,159 @@ impl Warm {
         None
     }
 
-    async fn take(&self, interpreter: &Path, cgroups: Option<&Arc<Cgroups>>) -> Option<Zygote> {
-        {
-            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-            // Retired ones go, and those gone or about to go idle; then the most recently
-            // used one for this interpreter.
-            let idle_after = self.idle_after.saturating_sub(Duration::from_secs(1));
-            idle.retain_mut(|z| {
-                z.calls < MAX_CALLS
-                    && z.born.elapsed() < MAX_AGE
-                    && z.last.elapsed() < idle_after
-                    && matches!(z.child.try_wait(), Ok(None))
-                    && !z.runtime_changed()
-            });
-            if let Some(i) = idle.iter().rposition(|z| z.interpreter == interpreter) {
-                return Some(idle.swap_remove(i));
-            }
-            if self.alive() >= MAX_ZYGOTES && !idle.is_empty() {
-                // Room for this interpreter: retire an idle one of another.
-                idle.remove(0);
-            }
-        }
-        self.start_new(interpreter, cgroups).await
-    }
-
-    /// A new zygote, if the pool has room and it starts.
-    async fn start_new(
-        &self,
+    /// An idle zygote for `interpreter`: one already idle, else one started for it or
+    /// given back by another call, whichever comes first (see the module's docs).
+    async fn take(
+        self: &Arc<Self>,
         interpreter: &Path,
         cgroups: Option<&Arc<Cgroups>>,
     ) -> Option<Zygote> {
-        if self.alive.fetch_add(1, Ordering::Relaxed) >= MAX_ZYGOTES {
-            self.alive.fetch_sub(1, Ordering::Relaxed);
+        let mut starting = None;
+        let mut waiting_since = tokio::time::Instant::now();
+        loop {
+            // Listening before looking, so a zygote given back in between is not missed.
+            let returned = self.returned.notified();
+            tokio::pin!(returned);
+            returned.as_mut().enable();
+            if let Some(z) = self.take_idle(interpreter) {
+                return Some(z);
+            }
+            if starting.is_none() {
+                starting = self.start_in_background(interpreter, cgroups);
+            }
+            match starting.as_mut() {
+                Some(started) => tokio::select! {
+                    () = &mut returned => {}
+                    ok = started => {
+                        if ok != Ok(true) {
+                            return None;
+                        }
+                        // It is idle now, unless another waiting call took it first.
+                        starting = None;
+                        waiting_since = tokio::time::Instant::now();
+                    }
+                },
+                // Zygotes of this interpreter still starting (a burst's first calls): wait
+                // for them, then for one to come back.
+                None if self.starts_of(interpreter).now > 0 => {
+                    returned.await;
+                    waiting_since = tokio::time::Instant::now();
+                }
+                // Otherwise wait while its zygotes keep coming back (another call may take
+                // the one that does, but then the queue moves); run cold when none has for
+                // about a cold start's time: they are busy with long calls.
+                None => {
+                    let starts = self.starts_of(interpreter);
+                    let since = starts.back.map_or(waiting_since, |b| b.max(waiting_since));
+                    let deadline = since + self.patience(interpreter);
+                    if tokio::time::timeout_at(deadline, returned).await.is_err() {
+                        return self.take_idle(interpreter);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The most recently used idle zygote for `interpreter`, after letting go of those
+    /// retired, gone or about to go idle. With none and the pool full, an idle one of
+    /// another interpreter is retired to make room.
+    fn take_idle(&self, interpreter: &Path) -> Option<Zygote> {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let idle_after = self.idle_after.saturating_sub(Duration::from_secs(1));
+        idle.retain_mut(|z| {
+            z.calls < MAX_CALLS
+                && z.born.elapsed() < MAX_AGE
+                && z.last.elapsed() < idle_after
+                && matches!(z.child.try_wait(), Ok(None))
+                && !z.runtime_changed()
+        });
+        if let Some(i) = idle.iter().rposition(|z| z.interpreter == interpreter) {
+            return Some(idle.swap_remove(i));
+        }
+        if self.alive() >= MAX_ZYGOTES && !idle.is_empty() {
+            idle.remove(0);
+        }
+        None
+    }
+
+    /// Starts a zygote that joins the idle ones when ready, if the pool has room; the
+    /// receiver learns whether it started.
+    fn start_in_background(
+        self: &Arc<Self>,
+        interpreter: &Path,
+        cgroups: Option<&Arc<Cgroups>>,
+    ) -> Option<tokio::sync::oneshot::Receiver<bool>> {
+        if !self.reserve() {
             return None;
         }
-        self.start(interpreter, cgroups)
-            .await
-            .inspect_err(|e| tracing::warn!("warm runtime {}: {e}", interpreter.display()))
-            .ok()
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let starting = self.starting(interpreter);
+        let (warm, interpreter, cgroups) =
+            (self.clone(), interpreter.to_path_buf(), cgroups.cloned());
+        tokio::spawn(async move {
+            let started = warm.start(&interpreter, cgroups.as_ref()).await;
+            let ok = started.is_ok();
+            match started {
+                Ok(z) => warm.give_back(z),
+                Err(e) => tracing::warn!("warm runtime {}: {e}", interpreter.display()),
+            }
+            drop(starting);
+            let _ = tx.send(ok);
+        });
+        Some(rx)
+    }
+
+    /// Counts one more zygote alive, if the pool has room.
+    fn reserve(&self) -> bool {
+        if self.alive.fetch_add(1, Ordering::Relaxed) >= MAX_ZYGOTES {
+            self.alive.fetch_sub(1, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// How long a call waits for a busy zygote when no other can start: about a cold
+    /// start's cost, as the interpreter's last zygote start measured it.
+    fn patience(&self, interpreter: &Path) -> Duration {
+        self.starts_of(interpreter)
+            .last
+            .unwrap_or(PATIENCE_MAX / 4)
+            .clamp(PATIENCE_MIN, PATIENCE_MAX)
+    }
+
+    fn starts_of(&self, interpreter: &Path) -> Starts {
+        let starts = self.starts_of.lock().unwrap_or_else(|e| e.into_inner());
+        starts.get(interpreter).copied().unwrap_or_default()
+    }
+
+    /// Notes a start of `interpreter` begun; the guard notes it ended (and wakes the calls
+    /// waiting for it, whether it started or not).
+    fn starting(self: &Arc<Self>, interpreter: &Path) -> impl Drop + use<> {
+        let mut starts = self.starts_of.lock().unwrap_or_else(|e| e.into_inner());
+        starts.entry(interpreter.to_path_buf()).or_default().now += 1;
+        drop(starts);
+        let (warm, interpreter) = (self.clone(), interpreter.to_path_buf());
+        scopeguard(move || {
+            let mut starts = warm.starts_of.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(s) = starts.get_mut(&interpreter) {
+                s.now -= 1;
+            }
+            drop(starts);
+            warm.returned.notify_waiters();
+        })
     }
 
     /// Starts a zygote for `interpreter` and keeps it idle, unless one is idle already or
     /// the pool is full.
-    pub async fn prewarm(&self, interpreter: &Path, cgroups: Option<&Arc<Cgroups>>) {
+    pub async fn prewarm(self: &Arc<Self>, interpreter: &Path, cgroups: Option<&Arc<Cgroups>>) {
         {
             let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
             if idle.iter().any(|z| z.interpreter == interpreter) {
                 return;
             }
         }
-        if let Some(z) = self.start_new(interpreter, cgroups).await {
-            self.give_back(z);
+        if let Some(started) = self.start_in_background(interpreter, cgroups) {
+            let _ = started.await;
         }
     }
 
@@ -254,7 +380,16 @@ impl Warm {
         // Those that exited while idle are let go here too, so a server that stops calling
         // gets its memory back and holds no slot for them.
         idle.retain_mut(|z| matches!(z.child.try_wait(), Ok(None)));
+        let interpreter = z.interpreter.clone();
         idle.push(z);
+        drop(idle);
+        self.starts_of
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(interpreter)
+            .or_default()
+            .back = Some(tokio::time::Instant::now());
+        self.returned.notify_waiters();
     }
 
     /// Starts a zygote in a cgroup slot of its own. `alive` already counts it.
@@ -264,6 +399,7 @@ impl Warm {
         cgroups: Option<&Arc<Cgroups>>,
     ) -> Result<Zygote, String> {
         self.starts.fetch_add(1, Ordering::Relaxed);
+        let began = Instant::now();
         let alive = self.alive.clone();
         let undo = scopeguard(move || {
             alive.fetch_sub(1, Ordering::Relaxed);
@@ -333,6 +469,12 @@ impl Warm {
         if ready["ready"] != true {
             return Err(format!("unexpected first message {ready}"));
         }
+        self.starts_of
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(interpreter.to_path_buf())
+            .or_default()
+            .last = Some(began.elapsed());
         z.runtime_paths = std::iter::once(interpreter.to_path_buf())
             .chain(
                 ready["paths"]

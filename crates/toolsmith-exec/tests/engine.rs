@@ -1059,6 +1059,55 @@ async fn two_hundred_concurrent_warm_calls_all_succeed() {
         assert_eq!(r.data, Some(json!({"n": n * 2})), "{r:?}");
     }
     assert!(f.engine.warm_runtimes() >= 1);
+    // More calls than zygotes: the others queue for one coming back rather than all paying a
+    // cold start at once (they would run cold only after waiting about a cold start's time).
+    let warm = f.engine.warm_calls();
+    eprintln!(
+        "warm calls: {warm} of 200, zygotes started: {}",
+        f.engine.warm_starts()
+    );
+    assert!(warm >= 150, "only {warm} of 200 ran warm");
+}
+
+#[tokio::test]
+async fn a_call_finding_every_zygote_busy_with_long_calls_runs_cold_without_waiting_for_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = warm_engine_in(dir.path(), true);
+    let f = Arc::new(Fixture { dir, engine });
+    let long = Arc::new(tool(
+        "{name: l, description: d, timeout_ms: 60000, script: {source: \"import json, time\\ntime.sleep(8)\\nprint(json.dumps('done'))\"}}",
+    ));
+    let longs: Vec<_> = (0..8)
+        .map(|_| {
+            let (f, t) = (f.clone(), long.clone());
+            tokio::spawn(async move { f.call(&t, json!({})).await })
+        })
+        .collect();
+    // Every zygote the pool may hold is busy with one of them.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while f.engine.warm_runtimes() < 8 || f.engine.warm_ready() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "8 zygotes busy: {} alive, {} idle",
+            f.engine.warm_runtimes(),
+            f.engine.warm_ready()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let r = f.call(&parent_printer(""), json!({})).await;
+    assert_eq!(
+        r.data,
+        Some(Value::from(std::process::id())),
+        "it ran cold: {r:?}"
+    );
+    assert!(
+        longs.iter().all(|l| !l.is_finished()),
+        "it did not wait for the long calls to end"
+    );
+    for l in longs {
+        assert_eq!(l.await.expect("join").data, Some(json!("done")));
+    }
+    assert_eq!(f.engine.warm_calls(), 8);
 }
 
 /// A script printing its parent's pid: the test process when it ran cold, a zygote when warm.
