@@ -20,8 +20,8 @@
 //! pool has room) and takes whichever comes first, that one or a busy one coming back. With
 //! no room it waits for zygotes still starting, then for one to come back; it runs cold only
 //! when none of its interpreter's zygotes has come back for about what a cold start costs (the
-//! interpreter's last zygote start, within [`PATIENCE_MIN`]..[`PATIENCE_MAX`]): they are busy
-//! with long calls. A burst of short calls larger than the pool so queues for warm zygotes
+//! interpreter's last zygote start, within [`PATIENCE_MIN`]..[`PATIENCE_MAX`]) — they are busy
+//! with long calls — or when it has waited four such times in all. A burst of short calls larger than the pool so queues for warm zygotes
 //! instead of paying many cold starts at once on a busy machine.
 
 use std::collections::{BTreeMap, HashMap};
@@ -65,6 +65,8 @@ const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// Bounds of how long a call waits for a busy zygote when the pool is full.
 pub const PATIENCE_MIN: Duration = Duration::from_millis(20);
 pub const PATIENCE_MAX: Duration = Duration::from_secs(1);
+/// A call waits for a busy zygote at most this many times its patience in all.
+const QUEUED_MAX: u32 = 4;
 /// How long a zygote may take to fork a child, or to report a killed one.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -227,6 +229,8 @@ impl Warm {
     ) -> Option<Zygote> {
         let mut starting = None;
         let mut waiting_since = tokio::time::Instant::now();
+        // When it began to wait for a busy zygote (starts not counted).
+        let mut queued: Option<tokio::time::Instant> = None;
         loop {
             // Listening before looking, so a zygote given back in between is not missed.
             let returned = self.returned.notified();
@@ -258,11 +262,15 @@ impl Warm {
                 }
                 // Otherwise wait while its zygotes keep coming back (another call may take
                 // the one that does, but then the queue moves); run cold when none has for
-                // about a cold start's time: they are busy with long calls.
+                // about a cold start's time (they are busy with long calls), or after
+                // [`QUEUED_MAX`] such times in all (calls keep arriving faster than the
+                // zygotes answer them).
                 None => {
+                    let patience = self.patience(interpreter);
+                    let queued = *queued.get_or_insert_with(tokio::time::Instant::now);
                     let starts = self.starts_of(interpreter);
                     let since = starts.back.map_or(waiting_since, |b| b.max(waiting_since));
-                    let deadline = since + self.patience(interpreter);
+                    let deadline = (since + patience).min(queued + patience * QUEUED_MAX);
                     if tokio::time::timeout_at(deadline, returned).await.is_err() {
                         return self.take_idle(interpreter);
                     }
