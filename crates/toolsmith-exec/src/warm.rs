@@ -96,6 +96,8 @@ struct Starts {
     now: usize,
     last: Option<Duration>,
     back: Option<tokio::time::Instant>,
+    /// Calls waiting for one of its zygotes.
+    waiting: usize,
 }
 
 /// One resident interpreter, its socket and its cgroup slot. Dropping it kills it and
@@ -231,6 +233,7 @@ impl Warm {
         let mut waiting_since = tokio::time::Instant::now();
         // When it began to wait for a busy zygote (starts not counted).
         let mut queued: Option<tokio::time::Instant> = None;
+        let mut waiting = None;
         loop {
             // Listening before looking, so a zygote given back in between is not missed.
             let returned = self.returned.notified();
@@ -239,6 +242,9 @@ impl Warm {
             if let Some(z) = self.take_idle(interpreter) {
                 return Some(z);
             }
+            // Counted as waiting, so that calls of other interpreters leave its idle
+            // zygotes alone while it does.
+            waiting.get_or_insert_with(|| self.count(interpreter, |s| &mut s.waiting));
             if starting.is_none() {
                 starting = self.start_in_background(interpreter, cgroups);
             }
@@ -281,7 +287,7 @@ impl Warm {
 
     /// The most recently used idle zygote for `interpreter`, after letting go of those
     /// retired, gone or about to go idle. With none and the pool full, an idle one of
-    /// another interpreter is retired to make room.
+    /// another interpreter that no call is waiting for is retired to make room.
     fn take_idle(&self, interpreter: &Path) -> Option<Zygote> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         let idle_after = self.idle_after.saturating_sub(Duration::from_secs(1));
@@ -295,8 +301,12 @@ impl Warm {
         if let Some(i) = idle.iter().rposition(|z| z.interpreter == interpreter) {
             return Some(idle.swap_remove(i));
         }
-        if self.alive() >= MAX_ZYGOTES && !idle.is_empty() {
-            idle.remove(0);
+        if self.alive() >= MAX_ZYGOTES
+            && let Some(i) = idle
+                .iter()
+                .position(|z| self.starts_of(&z.interpreter).waiting == 0)
+        {
+            idle.remove(i);
         }
         None
     }
@@ -354,17 +364,29 @@ impl Warm {
     /// Notes a start of `interpreter` begun; the guard notes it ended (and wakes the calls
     /// waiting for it, whether it started or not).
     fn starting(self: &Arc<Self>, interpreter: &Path) -> impl Drop + use<> {
+        let count = self.count(interpreter, |s| &mut s.now);
+        let warm = self.clone();
+        scopeguard(move || {
+            drop(count);
+            warm.returned.notify_waiters();
+        })
+    }
+
+    /// Adds one to a count of `interpreter`'s; the guard takes it off.
+    fn count(
+        self: &Arc<Self>,
+        interpreter: &Path,
+        field: fn(&mut Starts) -> &mut usize,
+    ) -> impl Drop + use<> {
         let mut starts = self.starts_of.lock().unwrap_or_else(|e| e.into_inner());
-        starts.entry(interpreter.to_path_buf()).or_default().now += 1;
+        *field(starts.entry(interpreter.to_path_buf()).or_default()) += 1;
         drop(starts);
         let (warm, interpreter) = (self.clone(), interpreter.to_path_buf());
         scopeguard(move || {
             let mut starts = warm.starts_of.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(s) = starts.get_mut(&interpreter) {
-                s.now -= 1;
+                *field(s) -= 1;
             }
-            drop(starts);
-            warm.returned.notify_waiters();
         })
     }
 

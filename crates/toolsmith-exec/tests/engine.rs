@@ -1110,6 +1110,99 @@ async fn a_call_finding_every_zygote_busy_with_long_calls_runs_cold_without_wait
     assert_eq!(f.engine.warm_calls(), 8);
 }
 
+#[tokio::test]
+async fn a_full_pool_of_one_interpreter_makes_room_for_another() {
+    // Two interpreters by path (the same program under two names: two runtimes here).
+    let b = "/usr/bin/python3";
+    let a = std::fs::canonicalize(b).expect("python3 is installed");
+    let a = a.to_str().expect("utf-8");
+    assert_ne!(a, b, "/usr/bin/python3 is a link to a versioned python");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = Arc::new(warm_engine_in(dir.path(), true));
+    let on = |interpreter: &str, source: &str| {
+        Arc::new(tool(&format!(
+            "{{name: t, description: d, script: {{interpreter: {interpreter}, source: {}}}}}",
+            serde_json::to_string(source).expect("json")
+        )))
+    };
+    // Eight calls at once on A leave the pool full of A's zygotes, idle.
+    let a_tool = on(
+        a,
+        "import json, os, time\ntime.sleep(0.5)\nprint(json.dumps(os.getppid()))",
+    );
+    let calls: Vec<_> = (0..8)
+        .map(|_| {
+            let (e, t) = (engine.clone(), a_tool.clone());
+            tokio::spawn(async move { e.call(&t, json!({}), CallOptions::new("t", true)).await })
+        })
+        .collect();
+    for c in calls {
+        let r = c.await.expect("join");
+        assert_ne!(
+            r.data,
+            Some(Value::from(std::process::id())),
+            "ran warm: {r:?}"
+        );
+    }
+    assert_eq!((engine.warm_runtimes(), engine.warm_ready()), (8, 8));
+    // A call on B, no call waiting for A: one of A's idle zygotes makes room, and B runs warm.
+    let r = engine
+        .call(
+            &on(b, "import json, os\nprint(json.dumps(os.getppid()))"),
+            json!({}),
+            CallOptions::new("t", true),
+        )
+        .await;
+    assert_ne!(
+        r.data,
+        Some(Value::from(std::process::id())),
+        "ran warm: {r:?}"
+    );
+    assert_eq!(engine.warm_calls(), 9);
+    assert_eq!(engine.warm_runtimes(), 8);
+}
+
+#[tokio::test]
+async fn a_mixed_burst_of_two_interpreters_does_not_thrash_the_pool() {
+    let b = "/usr/bin/python3";
+    let a = std::fs::canonicalize(b).expect("python3 is installed");
+    let a = a.to_str().expect("utf-8");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = Arc::new(warm_engine_in(dir.path(), true));
+    let on = |interpreter: &str| {
+        Arc::new(tool(&format!(
+            "{{name: t, description: d, parameters: [{{name: n, type: integer}}], script: {{interpreter: {interpreter}, source: \"import json, sys\\nprint(json.dumps(json.load(sys.stdin)['n'] * 2))\"}}}}"
+        )))
+    };
+    let (ta, tb) = (on(a), on(b));
+    let calls: Vec<_> = (0..96)
+        .map(|n| {
+            let (e, t) = (
+                engine.clone(),
+                if n % 2 == 0 { ta.clone() } else { tb.clone() },
+            );
+            tokio::spawn(async move {
+                (
+                    n,
+                    e.call(&t, json!({"n": n}), CallOptions::new("t", true))
+                        .await,
+                )
+            })
+        })
+        .collect();
+    for c in calls {
+        let (n, r) = c.await.expect("join");
+        assert_eq!(r.data, Some(json!(n * 2)), "{r:?}");
+    }
+    let (warm, starts) = (engine.warm_calls(), engine.warm_starts());
+    eprintln!("mixed: {warm} warm of 96, {starts} zygotes started");
+    assert!(warm >= 72, "only {warm} of 96 ran warm");
+    assert!(
+        starts <= 12,
+        "{starts} zygotes started for 96 calls on 2 interpreters"
+    );
+}
+
 /// A script printing its parent's pid: the test process when it ran cold, a zygote when warm.
 fn parent_printer(declared: &str) -> CompiledTool {
     tool(&format!(
