@@ -21,8 +21,9 @@
 //! no room it waits for zygotes still starting, then for one to come back; it runs cold only
 //! when none of its interpreter's zygotes has come back for about what a cold start costs (the
 //! interpreter's last zygote start, within [`PATIENCE_MIN`]..[`PATIENCE_MAX`]) — they are busy
-//! with long calls — or when it has waited four such times in all. A burst of short calls larger than the pool so queues for warm zygotes
-//! instead of paying many cold starts at once on a busy machine.
+//! with long calls — or when it has waited four such times in all. A burst of short calls
+//! larger than the pool so queues for warm zygotes instead of paying many cold starts at once
+//! on a busy machine.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::IoSlice;
@@ -86,15 +87,18 @@ pub struct Warm {
     starts: AtomicU64,
     /// Told whenever a zygote becomes idle.
     returned: tokio::sync::Notify,
-    /// By interpreter: zygotes starting now, how long the last start took, and when one
-    /// last became idle.
-    starts_of: Mutex<HashMap<PathBuf, Starts>>,
+    /// What the pool knows of each interpreter's zygotes.
+    interpreters: Mutex<HashMap<PathBuf, Interpreter>>,
 }
 
+/// What the pool knows of one interpreter's zygotes.
 #[derive(Debug, Default, Clone, Copy)]
-struct Starts {
-    now: usize,
-    last: Option<Duration>,
+struct Interpreter {
+    /// Zygotes starting now.
+    starting: usize,
+    /// How long its last zygote took to start (about what a cold run costs).
+    last_start: Option<Duration>,
+    /// When one of its zygotes last became idle.
     back: Option<tokio::time::Instant>,
     /// Calls waiting for one of its zygotes.
     waiting: usize,
@@ -166,7 +170,7 @@ impl Warm {
             served: AtomicU64::new(0),
             starts: AtomicU64::new(0),
             returned: tokio::sync::Notify::new(),
-            starts_of: Mutex::default(),
+            interpreters: Mutex::default(),
         })
     }
 
@@ -262,7 +266,7 @@ impl Warm {
                 },
                 // Zygotes of this interpreter still starting (a burst's first calls): wait
                 // for them, then for one to come back.
-                None if self.starts_of(interpreter).now > 0 => {
+                None if self.interpreter(interpreter).starting > 0 => {
                     returned.await;
                     waiting_since = tokio::time::Instant::now();
                 }
@@ -274,8 +278,8 @@ impl Warm {
                 None => {
                     let patience = self.patience(interpreter);
                     let queued = *queued.get_or_insert_with(tokio::time::Instant::now);
-                    let starts = self.starts_of(interpreter);
-                    let since = starts.back.map_or(waiting_since, |b| b.max(waiting_since));
+                    let back = self.interpreter(interpreter).back;
+                    let since = back.map_or(waiting_since, |b| b.max(waiting_since));
                     let deadline = (since + patience).min(queued + patience * QUEUED_MAX);
                     if tokio::time::timeout_at(deadline, returned).await.is_err() {
                         return self.take_idle(interpreter);
@@ -304,7 +308,7 @@ impl Warm {
         if self.alive() >= MAX_ZYGOTES
             && let Some(i) = idle
                 .iter()
-                .position(|z| self.starts_of(&z.interpreter).waiting == 0)
+                .position(|z| self.interpreter(&z.interpreter).waiting == 0)
         {
             idle.remove(i);
         }
@@ -350,21 +354,22 @@ impl Warm {
     /// How long a call waits for a busy zygote when no other can start: about a cold
     /// start's cost, as the interpreter's last zygote start measured it.
     fn patience(&self, interpreter: &Path) -> Duration {
-        self.starts_of(interpreter)
-            .last
+        self.interpreter(interpreter)
+            .last_start
             .unwrap_or(PATIENCE_MAX / 4)
             .clamp(PATIENCE_MIN, PATIENCE_MAX)
     }
 
-    fn starts_of(&self, interpreter: &Path) -> Starts {
-        let starts = self.starts_of.lock().unwrap_or_else(|e| e.into_inner());
-        starts.get(interpreter).copied().unwrap_or_default()
+    /// A copy of what the pool knows of `interpreter`.
+    fn interpreter(&self, interpreter: &Path) -> Interpreter {
+        let all = self.interpreters.lock().unwrap_or_else(|e| e.into_inner());
+        all.get(interpreter).copied().unwrap_or_default()
     }
 
     /// Notes a start of `interpreter` begun; the guard notes it ended (and wakes the calls
     /// waiting for it, whether it started or not).
     fn starting(self: &Arc<Self>, interpreter: &Path) -> impl Drop + use<> {
-        let count = self.count(interpreter, |s| &mut s.now);
+        let count = self.count(interpreter, |s| &mut s.starting);
         let warm = self.clone();
         scopeguard(move || {
             drop(count);
@@ -376,14 +381,14 @@ impl Warm {
     fn count(
         self: &Arc<Self>,
         interpreter: &Path,
-        field: fn(&mut Starts) -> &mut usize,
+        field: fn(&mut Interpreter) -> &mut usize,
     ) -> impl Drop + use<> {
-        let mut starts = self.starts_of.lock().unwrap_or_else(|e| e.into_inner());
+        let mut starts = self.interpreters.lock().unwrap_or_else(|e| e.into_inner());
         *field(starts.entry(interpreter.to_path_buf()).or_default()) += 1;
         drop(starts);
         let (warm, interpreter) = (self.clone(), interpreter.to_path_buf());
         scopeguard(move || {
-            let mut starts = warm.starts_of.lock().unwrap_or_else(|e| e.into_inner());
+            let mut starts = warm.interpreters.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(s) = starts.get_mut(&interpreter) {
                 *field(s) -= 1;
             }
@@ -413,7 +418,7 @@ impl Warm {
         let interpreter = z.interpreter.clone();
         idle.push(z);
         drop(idle);
-        self.starts_of
+        self.interpreters
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .entry(interpreter)
@@ -499,12 +504,12 @@ impl Warm {
         if ready["ready"] != true {
             return Err(format!("unexpected first message {ready}"));
         }
-        self.starts_of
+        self.interpreters
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .entry(interpreter.to_path_buf())
             .or_default()
-            .last = Some(began.elapsed());
+            .last_start = Some(began.elapsed());
         z.runtime_paths = std::iter::once(interpreter.to_path_buf())
             .chain(
                 ready["paths"]
