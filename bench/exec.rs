@@ -97,10 +97,7 @@ fn bare(fork_path: bool) -> impl FnMut() {
 }
 
 fn main() {
-    let n: usize = std::env::var("BENCH_N")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2000);
+    let n = env_or("BENCH_N", 2000);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -202,19 +199,28 @@ fn main() {
     }
 }
 
-/// 7. Bursts of concurrent calls of one Python script, more than the pool has zygotes.
-fn burst_section(rt: &tokio::runtime::Runtime) {
-    let rounds: usize = std::env::var("BENCH_ROUNDS")
+/// A number from the environment variable `name`, else `default`.
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(10);
+        .unwrap_or(default)
+}
+
+/// An engine in `dir` whose Python script tools run warm by default when `warm` (cgroups
+/// unless `BENCH_NO_CGROUP`).
+fn python_engine(dir: &std::path::Path, warm: bool) -> Arc<Engine> {
+    let mut config = EngineConfig::new(dir);
+    config.warm_python = warm;
+    config.use_cgroups = std::env::var("BENCH_NO_CGROUP").is_err();
+    Arc::new(Engine::new(config).expect("engine"))
+}
+
+/// 7. Bursts of concurrent calls of one Python script, more than the pool has zygotes.
+fn burst_section(rt: &tokio::runtime::Runtime) {
+    let rounds = env_or("BENCH_ROUNDS", 10);
     let ws = tempfile::tempdir().expect("tempdir");
-    let engine = |warm: bool| {
-        let mut config = EngineConfig::new(ws.path());
-        config.warm_python = warm;
-        config.use_cgroups = std::env::var("BENCH_NO_CGROUP").is_err();
-        Arc::new(Engine::new(config).expect("engine"))
-    };
+    let engine = |warm: bool| python_engine(ws.path(), warm);
     let t = Arc::new(tool(
         "{name: py, description: d, script: {source: \"import json, sys\\na = json.load(sys.stdin)\\nprint(json.dumps(a['n'] * 2))\"}, parameters: [{name: n, type: integer}]}",
     ));
@@ -285,17 +291,9 @@ fn rss_of(pid: i32) -> f64 {
 
 /// 6. Many mixed warm calls, each answer compared with the cold one.
 fn soak_section(rt: &tokio::runtime::Runtime) {
-    let total: usize = std::env::var("BENCH_SOAK")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10_000);
+    let total = env_or("BENCH_SOAK", 10_000);
     let ws = tempfile::tempdir().expect("tempdir");
-    let engine = |warm: bool| {
-        let mut config = EngineConfig::new(ws.path());
-        config.warm_python = warm;
-        config.use_cgroups = std::env::var("BENCH_NO_CGROUP").is_err();
-        Arc::new(Engine::new(config).expect("engine"))
-    };
+    let engine = |warm: bool| python_engine(ws.path(), warm);
     let (cold, warm) = (engine(false), engine(true));
     let scripts = [
         (

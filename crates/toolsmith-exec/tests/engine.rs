@@ -1023,19 +1023,22 @@ async fn a_hung_warm_script_is_killed_with_everything_it_started() {
     assert!(r.success, "{r:?}");
 }
 
+/// Sends `sig` (as `kill` spells it) to process `pid`.
+fn signal(sig: &str, pid: i64) {
+    let status = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
 #[tokio::test]
 async fn a_killed_zygote_is_replaced() {
     let f = fixture();
     let t = observer("");
     let first = f.call(&t, json!({})).await.data.expect("data");
     let zygote = first["ppid"].as_i64().expect("ppid");
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-9", &zygote.to_string()])
-            .status()
-            .expect("kill")
-            .success()
-    );
+    signal("-9", zygote);
     tokio::time::sleep(Duration::from_millis(100)).await;
     let r = f.call(&t, json!({})).await;
     assert!(r.success, "{r:?}");
@@ -1518,13 +1521,7 @@ async fn a_hung_zygote_is_replaced_and_the_call_still_runs() {
     let first = f.call(&t, json!({})).await.data.expect("data");
     let zygote = first["ppid"].as_i64().expect("ppid");
     // Stopped: it neither forks nor answers, nor dies.
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-STOP", &zygote.to_string()])
-            .status()
-            .expect("kill")
-            .success()
-    );
+    signal("-STOP", zygote);
     let started = Instant::now();
     let r = f.call(&t, json!({})).await;
     assert!(r.success, "{r:?}");
