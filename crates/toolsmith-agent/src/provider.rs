@@ -193,7 +193,37 @@ impl Provider {
     }
 
     /// Streams the model's answer to `history`, telling `listener` each piece of text.
+    /// Every message of the provider's that reaches the caller — a refusal, a retry's reason,
+    /// a broken stream — has the API key replaced by `***` first: providers quote a wrong key
+    /// back ("Incorrect API key provided: sk-…").
     pub async fn answer(
+        &self,
+        system: Option<&str>,
+        history: &[Item],
+        tools: &Value,
+        listener: &mut dyn Listener,
+    ) -> Result<Response, ProviderError> {
+        let mut scrubbing = Scrubbing {
+            inner: listener,
+            key: self.api_key.as_deref(),
+        };
+        self.answer_raw(system, history, tools, &mut scrubbing)
+            .await
+            .map_err(|e| match e {
+                ProviderError::Refused { status, message } => ProviderError::Refused {
+                    status,
+                    message: redact_key(&message, self.api_key.as_deref()),
+                },
+                ProviderError::Unavailable(m) => {
+                    ProviderError::Unavailable(redact_key(&m, self.api_key.as_deref()))
+                }
+                ProviderError::Stream(m) => {
+                    ProviderError::Stream(redact_key(&m, self.api_key.as_deref()))
+                }
+            })
+    }
+
+    async fn answer_raw(
         &self,
         system: Option<&str>,
         history: &[Item],
@@ -287,6 +317,30 @@ impl Provider {
                 return Ok(assembler.response());
             }
         }
+    }
+}
+
+/// `text` with `key` (and so `Bearer <key>`) replaced by `***`. Keys shorter than 4
+/// characters are left alone: they would blank ordinary words, and no provider issues them.
+pub fn redact_key(text: &str, key: Option<&str>) -> String {
+    match key {
+        Some(k) => toolsmith_core::secrets::scrub(text, &[k.to_owned()]),
+        None => text.to_owned(),
+    }
+}
+
+/// A listener whose retry reasons are told without the key.
+struct Scrubbing<'a> {
+    inner: &'a mut dyn Listener,
+    key: Option<&'a str>,
+}
+
+impl Listener for Scrubbing<'_> {
+    fn delta(&mut self, delta: &Delta) {
+        self.inner.delta(delta);
+    }
+    fn retrying(&mut self, why: &str, wait: Duration) {
+        self.inner.retrying(&redact_key(why, self.key), wait);
     }
 }
 

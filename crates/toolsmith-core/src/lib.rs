@@ -12,6 +12,7 @@
 //!   command.
 //! - [`render`] shows tools to every provider (OpenAI, Anthropic, Gemini, MCP, XML).
 //! - [`result`] is the `ToolResult` contract every execution returns.
+//! - [`secrets`] is what `***` in a draft may stand for, and the scrub of stored secret values.
 //!
 //! **Invariant:** this crate does no IO: no files, no network, no processes, no clocks.
 //! Files and environment variables reach the loader through [`catalog::CatalogSource`].
@@ -26,6 +27,7 @@ pub mod plan;
 pub mod render;
 pub mod result;
 pub mod schema;
+pub mod secrets;
 
 pub use catalog::{Catalog, CatalogError, CatalogErrors, CatalogSource};
 pub use model::{Format, Tool};

@@ -398,7 +398,7 @@ impl Walk {
                     *v = Value::String(new);
                 }
                 Coercion::Refuse(message) => {
-                    let message = self.hide(message, &Value::String(s.clone()).to_string());
+                    let message = self.hide(message, &quote(&Value::String(s.clone())));
                     self.refuse(path, message);
                     return;
                 }
@@ -407,7 +407,7 @@ impl Walk {
         match v {
             Value::String(text) if p.workspace_path => {
                 if let Some(why) = outside_workspace(text) {
-                    let message = format!("{} refused: {why}", Value::String(text.clone()));
+                    let message = format!("{} refused: {why}", quote(&Value::String(text.clone())));
                     self.refuse(path, message);
                 }
             }
@@ -420,7 +420,10 @@ impl Walk {
                         *v = Value::from(f as i64);
                         None
                     } else if !(-(2f64.powi(63))..2f64.powi(63)).contains(&f) {
-                        Some((format!("{f:.0}"), "is out of range for a 64-bit integer"))
+                        Some((
+                            quote_text(format!("{f:.0}")),
+                            "is out of range for a 64-bit integer",
+                        ))
                     } else {
                         Some((
                             format!("{f:.0}"),
@@ -501,7 +504,7 @@ enum Coercion {
 /// The coercion rules of SPEC §3.2 for a string sent where `p` expects another type.
 fn coerce_string(p: &Parameter, s: &str) -> Coercion {
     let t = s.trim();
-    let quoted = Value::String(s.to_owned());
+    let quoted = || quote(&Value::String(s.to_owned()));
     match p.ty {
         ParamType::String => Coercion::Keep,
         ParamType::Enum if !p.is_integer_enum() => {
@@ -522,7 +525,8 @@ fn coerce_string(p: &Parameter, s: &str) -> Coercion {
         ParamType::Integer | ParamType::Enum => match parse_integer(t) {
             Some(Ok(i)) => Coercion::To(Value::from(i), "integer"),
             Some(Err(())) => Coercion::Refuse(format!(
-                "{quoted} is out of range for a 64-bit integer (-9223372036854775808 to 9223372036854775807)"
+                "{} is out of range for a 64-bit integer (-9223372036854775808 to 9223372036854775807)",
+                quoted()
             )),
             None => Coercion::Keep,
         },
@@ -535,13 +539,15 @@ fn coerce_string(p: &Parameter, s: &str) -> Coercion {
             };
             if !f.is_finite() {
                 return Coercion::Refuse(format!(
-                    "{quoted} is out of range for a number (a 64-bit floating-point number holds up to about 1.8e308)"
+                    "{} is out of range for a number (a 64-bit floating-point number holds up to about 1.8e308)",
+                    quoted()
                 ));
             }
             if !json_text::Decimal::of(t).round_trips(f) {
                 return Coercion::Refuse(format!(
-                    "{quoted} cannot be held exactly by a 64-bit floating-point number (it would become {f}); \
-                     send a number with fewer digits"
+                    "{} cannot be held exactly by a 64-bit floating-point number (it would become {f}); \
+                     send a number with fewer digits",
+                    quoted()
                 ));
             }
             match Number::from_f64(f) {
@@ -679,13 +685,17 @@ fn describe(error: &jsonschema::ValidationError<'_>, noun: &str, hide: bool) -> 
                 format!("{} is not one of {list}", short(instance)),
             )]
         }
-        _ if hide => vec![Problem::new(
-            at,
-            error
-                .to_string()
-                .replacen(&instance.to_string(), REDACTED, 1),
-        )],
-        _ => vec![Problem::new(at, error.to_string())],
+        _ => {
+            let whole = instance.to_string();
+            let shown = match hide {
+                true => REDACTED.to_string(),
+                false => quote_text(whole.clone()),
+            };
+            vec![Problem::new(
+                at,
+                error.to_string().replacen(&whole, &shown, 1),
+            )]
+        }
     }
 }
 
@@ -711,6 +721,19 @@ pub fn type_phrase(v: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+/// Longest quoted value a problem message carries, in characters of its JSON text.
+pub const QUOTE_MAX: usize = 200;
+
+/// A value quoted whole for a message, unless it is longer than [`QUOTE_MAX`]: then its head
+/// and its size (`"1234…" (2097154 bytes)`), so a huge bad argument gives a short problem.
+fn quote(v: &Value) -> String {
+    quote_text(v.to_string())
+}
+
+fn quote_text(text: String) -> String {
+    crate::result::cut(&text, QUOTE_MAX).unwrap_or(text)
 }
 
 /// A value quoted for a message, cut to a readable length.

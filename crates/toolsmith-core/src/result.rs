@@ -36,13 +36,28 @@ pub struct Problem {
     pub message: String,
 }
 
+/// Longest message a [`Problem`] carries, in characters; a longer one is cut (see [`cut`]).
+/// Quoted values are cut shorter where they are quoted; this bounds every other way a
+/// message could grow with what was sent (a 2 MiB key named in "unknown argument").
+pub const PROBLEM_MESSAGE_MAX: usize = 1000;
+/// Longest pointer a [`Problem`] carries, in characters.
+pub const PROBLEM_POINTER_MAX: usize = 300;
+
 impl Problem {
     pub fn new(pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        let (pointer, message) = (pointer.into(), message.into());
         Self {
-            pointer: pointer.into(),
-            message: message.into(),
+            pointer: cut(&pointer, PROBLEM_POINTER_MAX).unwrap_or(pointer),
+            message: cut(&message, PROBLEM_MESSAGE_MAX).unwrap_or(message),
         }
     }
+}
+
+/// `text` cut to its first `max` characters and marked `… (N bytes)` with its whole size;
+/// `None` when it is no longer than that.
+pub fn cut(text: &str, max: usize) -> Option<String> {
+    let (at, _) = text.char_indices().nth(max)?;
+    Some(format!("{}… ({} bytes)", &text[..at], text.len()))
 }
 
 impl std::fmt::Display for Problem {

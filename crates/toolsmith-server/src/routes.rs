@@ -12,6 +12,7 @@ use toolsmith_core::catalog::{self, CatalogSource};
 use toolsmith_core::model::{Format, REDACTED, Secrets};
 use toolsmith_core::render::{RenderOptions, Rendered, render};
 use toolsmith_core::schema::object_schema;
+use toolsmith_core::secrets;
 use toolsmith_core::{ErrorKind, Tool, ToolResult};
 use toolsmith_exec::CallOptions;
 use toolsmith_store::{
@@ -245,12 +246,25 @@ impl CatalogSource for Closed {
     }
 }
 
+/// What a definition from a request is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Draft {
+    /// To be saved: `***` in a field secret before and after becomes the stored value.
+    Save,
+    /// Only checked and previewed: a stored secret never enters it (see
+    /// [`toolsmith_core::secrets`]); a kept field stays `***` and is not checked again.
+    Preview,
+}
+
 /// A definition from a request: `"***"` for a secret keeps the stored value (secrets are
-/// write-only, so clients send back what they were shown).
+/// write-only, so clients send back what they were shown), by the rules of
+/// [`toolsmith_core::secrets`]. Problems are 422 with one detail each, and never carry a
+/// stored secret value, whichever definition marked what secret.
 fn parse_definition(
     mut value: Value,
     name: Option<&str>,
     current: Option<&Tool>,
+    purpose: Draft,
 ) -> ApiResult<Tool> {
     if let (Some(name), Value::Object(map)) = (name, &mut value) {
         match map.get("name") {
@@ -265,18 +279,6 @@ fn parse_definition(
             }
         }
     }
-    if let (Some(current), Some(config)) = (
-        current,
-        value.get_mut("config").and_then(Value::as_object_mut),
-    ) {
-        for p in current.config_schema.iter().filter(|p| p.secret) {
-            if config.get(&p.name).and_then(Value::as_str) == Some(REDACTED)
-                && let Some(v) = current.config.get(&p.name)
-            {
-                config.insert(p.name.clone(), v.clone());
-            }
-        }
-    }
     if let Some(at) = nul_at(&value, String::new()) {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -284,18 +286,36 @@ fn parse_definition(
             format!("{at}: contains a NUL character, which a definition cannot hold"),
         ));
     }
-    catalog::parse_tool(&value, &Closed).map_err(|e| {
-        let details: Vec<Value> =
-            e.0.iter()
-                .map(|e| json!({"path": e.path, "message": e.message}))
-                .collect();
-        ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid",
-            format!("the definition has {} problem(s)", e.0.len()),
-        )
-        .with_details(details)
-    })
+    let placeholders = secrets::placeholders(&value, current);
+    match (purpose, current) {
+        (Draft::Save, Some(current)) => secrets::restore(&mut value, current, &placeholders.kept),
+        (Draft::Save, None) => {}
+        (Draft::Preview, _) => secrets::leave_out(&mut value, &placeholders.kept),
+    }
+    let mut problems = placeholders.problems;
+    match catalog::parse_tool(&value, &Closed) {
+        Ok(mut tool) if problems.is_empty() => {
+            if purpose == Draft::Preview {
+                for name in &placeholders.kept {
+                    tool.config.insert(name.clone(), json!(REDACTED));
+                }
+            }
+            return Ok(tool);
+        }
+        Ok(_) => {}
+        Err(e) => problems.extend(e.0.into_iter().map(|e| (e.path, e.message))),
+    }
+    let stored = current.map(secrets::values).unwrap_or_default();
+    let details: Vec<Value> = problems
+        .iter()
+        .map(|(path, message)| json!({"path": path, "message": secrets::scrub(message, &stored)}))
+        .collect();
+    Err(ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid",
+        format!("the definition has {} problem(s)", details.len()),
+    )
+    .with_details(details))
 }
 
 #[derive(Deserialize, Default, IntoParams)]
@@ -325,7 +345,7 @@ async fn create(
     Query(p): Query<CreateParams>,
     Body(body): Body<Value>,
 ) -> ApiResult<Response> {
-    let tool = parse_definition(body, None, None)?;
+    let tool = parse_definition(body, None, None, Draft::Save)?;
     let summary = p.summary.unwrap_or_else(|| "created".into());
     let r = s
         .store
@@ -384,7 +404,7 @@ async fn update(
 ) -> ApiResult<Json<ToolView>> {
     let base = base_version(&headers, &p)?;
     let current = s.store.get(&name).await?;
-    let tool = parse_definition(body, Some(&name), Some(&current.tool))?;
+    let tool = parse_definition(body, Some(&name), Some(&current.tool), Draft::Save)?;
     let summary = p.summary.unwrap_or_else(|| "edited".into());
     let r = s
         .store
@@ -780,7 +800,12 @@ async fn check(State(s): Shared, Body(body): Body<CheckBody>) -> ApiResult<Json<
         },
         None => None,
     };
-    let tool = match parse_definition(Value::Object(body.definition), None, current.as_ref()) {
+    let tool = match parse_definition(
+        Value::Object(body.definition),
+        None,
+        current.as_ref(),
+        Draft::Preview,
+    ) {
         Ok(t) => t,
         Err(e) if e.status.is_client_error() => {
             let problems = if e.details.is_empty() {

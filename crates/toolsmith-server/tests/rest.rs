@@ -1506,3 +1506,120 @@ async fn drafts_are_checked_and_previewed_without_saving() {
         );
     }
 }
+
+/// Finding 1 of the second hardening round: a draft shaped by the caller (a field no longer
+/// secret, a type or a pattern the stored value fails) never receives a stored secret,
+/// through any route that merges `***`, for any role.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_secrets_never_reach_a_callers_draft() {
+    const SECRET: &str = "STORED-secret-4242";
+    let s = start(&[
+        "reader:read=read-secret-1",
+        "caller:call=call-secret-1",
+        "boss=admin-secret-1",
+    ])
+    .await;
+    let url = |p: &str| format!("{}{p}", s.base);
+    let def = |field: Value| {
+        json!({"name": "cmd_secret", "description": "d", "command": ["env"], "env_allowlist": [],
+            "config_schema": [field], "config": {"api_key": "***"}})
+    };
+    let mut first = def(json!({"name": "api_key", "env_name": "API_KEY", "secret": true}));
+    first["config"]["api_key"] = json!(SECRET);
+    let admin = Some("admin-secret-1");
+    let (st, v) = req("POST", url("/tools"), admin, &[], Some(first.to_string())).await;
+    assert_eq!(st, 201, "{v}");
+
+    let unmarked = def(json!({"name": "api_key", "env_name": "API_KEY"}));
+    let typed = def(json!({"name": "api_key", "type": "integer", "secret": true}));
+    let typed_open = def(json!({"name": "api_key", "type": "integer"}));
+    let pattern = |p: &str| {
+        def(json!({"name": "api_key", "env_name": "API_KEY", "secret": true, "pattern": p}))
+    };
+    for token in ["read-secret-1", "call-secret-1", "admin-secret-1"] {
+        let check = |definition: &Value| {
+            let body = json!({"definition": definition, "arguments": {}, "format": "openai"});
+            req(
+                "POST",
+                url("/check"),
+                Some(token),
+                &[],
+                Some(body.to_string()),
+            )
+        };
+        for draft in [&unmarked, &typed, &typed_open] {
+            let (st, v) = check(draft).await;
+            assert_eq!(st, 200, "{token}: {v}");
+            assert!(!v.to_string().contains(SECRET), "{token} read it: {v}");
+        }
+        // Unmarking the field is a problem, as saving it would be.
+        let (_, v) = check(&unmarked).await;
+        assert_eq!(v["valid"], false, "{v}");
+        assert_eq!(v["problems"][0]["path"], "config.api_key", "{v}");
+        // A pattern cannot test the stored value: one it matches and one it does not
+        // answer alike, and the plan shows the kept field as ***.
+        let (_, yes) = check(&pattern("^STORED")).await;
+        let (_, no) = check(&pattern("^nothing-like-it")).await;
+        assert_eq!(yes["valid"], true, "{yes}");
+        assert_eq!(yes["plan"], no["plan"], "an oracle: {yes} / {no}");
+        assert_eq!(yes["plan"]["data"]["env"]["API_KEY"], "***", "{yes}");
+
+        // Edits: only an admin may make them, and theirs are checked without quoting it.
+        for draft in [&unmarked, &typed] {
+            let (st, v) = req(
+                "PUT",
+                url("/tools/cmd_secret"),
+                Some(token),
+                &[("if-match", "1")],
+                Some(draft.to_string()),
+            )
+            .await;
+            let want = if token == "admin-secret-1" { 422 } else { 403 };
+            assert_eq!(st, want, "{token}: {v}");
+            assert!(!v.to_string().contains(SECRET), "{token} read it: {v}");
+        }
+        // A new tool has no stored secret for *** to stand for.
+        let mut fresh = def(json!({"name": "api_key", "secret": true}));
+        fresh["name"] = json!("fresh_tool");
+        let (st, v) = req(
+            "POST",
+            url("/tools"),
+            Some(token),
+            &[],
+            Some(fresh.to_string()),
+        )
+        .await;
+        let want = if token == "admin-secret-1" { 422 } else { 403 };
+        assert_eq!(st, want, "{token}: {v}");
+    }
+    // Nothing was saved by any of it, and sending back what was shown still keeps the secret.
+    let (_, v) = req("GET", url("/tools/cmd_secret"), admin, &[], None).await;
+    assert_eq!(v["version"], 1, "{v}");
+    let (st, v) = req(
+        "PUT",
+        url("/tools/cmd_secret"),
+        admin,
+        &[("if-match", "1")],
+        Some(v["definition"].to_string()),
+    )
+    .await;
+    assert_eq!(st, 200, "{v}");
+    let (_, r) = req(
+        "POST",
+        url("/tools/cmd_secret/call"),
+        Some("call-secret-1"),
+        &[],
+        Some("{}".into()),
+    )
+    .await;
+    assert_eq!(r["data"]["stdout"], format!("API_KEY={SECRET}\n"), "{r}");
+    let (_, d) = req(
+        "GET",
+        url("/tools/cmd_secret/diff?from=1&to=2"),
+        admin,
+        &[],
+        None,
+    )
+    .await;
+    assert!(!d.to_string().contains(SECRET), "{d}");
+}

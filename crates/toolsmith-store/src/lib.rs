@@ -592,6 +592,50 @@ pub trait StoreExt: Store {
         }
     }
 
+    /// `tools` with each `***` of a secret config value replaced by the stored secret it
+    /// stands for (an exported catalog carries `***`; importing it keeps the secrets), by the
+    /// rules of [`toolsmith_core::secrets`]; `None` when no tool has one. A `***` with nothing
+    /// to keep is an error naming the tool and the field, and nothing is imported.
+    fn keep_secrets(
+        &self,
+        tools: &[Tool],
+    ) -> impl Future<Output = Result<Option<Vec<Tool>>>> + Send {
+        async move {
+            let has_placeholder = |t: &Tool| {
+                t.config_schema.iter().any(|p| {
+                    p.secret
+                        && t.config.get(&p.name).and_then(Value::as_str)
+                            == Some(toolsmith_core::model::REDACTED)
+                })
+            };
+            if !tools.iter().any(has_placeholder) {
+                return Ok(None);
+            }
+            let mut out = tools.to_vec();
+            for tool in out.iter_mut().filter(|t| has_placeholder(t)) {
+                let stored = match self.get(tool.name.as_str()).await {
+                    Ok(r) => Some(r.tool),
+                    Err(StoreError::NotFound(_)) => None,
+                    Err(e) => return Err(e),
+                };
+                let draft = tool.to_catalog_value(Secrets::Keep);
+                let found = toolsmith_core::secrets::placeholders(&draft, stored.as_ref());
+                if let Some((path, message)) = found.problems.first() {
+                    return Err(StoreError::Invalid(format!(
+                        "{}: {path}: {message}",
+                        tool.name
+                    )));
+                }
+                for name in found.kept {
+                    if let Some(v) = stored.as_ref().and_then(|s| s.config.get(&name)) {
+                        tool.config.insert(name, v.clone());
+                    }
+                }
+            }
+            Ok(Some(out))
+        }
+    }
+
     /// Catalog sync: creates new tools, saves changed ones, leaves unchanged ones at their
     /// version; with `prune`, deletes live tools the catalog does not have.
     fn import(
@@ -601,6 +645,8 @@ pub trait StoreExt: Store {
         author: &str,
     ) -> impl Future<Output = Result<ImportReport>> + Send {
         async move {
+            let kept = self.keep_secrets(tools).await?;
+            let tools = kept.as_deref().unwrap_or(tools);
             let mut report = ImportReport::default();
             // Batches of 500: one transaction each, short enough not to hold the write lock
             // long (a 100 000-tool import takes seconds, not a minute of single commits).

@@ -432,6 +432,33 @@ async fn catalog_sync(s: &impl Store) {
         s.version("http_get", 1).await.expect("v1").definition["config"],
         json!({"timeout_ms": 5000, "max_bytes": 1048576})
     );
+    // A catalog written from what a view showed carries `***` for a secret: importing it
+    // keeps the stored value; `***` where nothing is stored is refused, naming the field.
+    let secret = |value: &str| {
+        let yaml = format!(
+            "tools: [{{name: keyed, description: d, command: [env], config_schema: [{{name: key, secret: true, env_name: KEY}}], config: {{key: {value:?}}}}}]"
+        );
+        catalog::load("c.yaml", &Text(yaml))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .tools
+    };
+    s.import(&secret("the-stored-key"), false, "ci")
+        .await
+        .expect("import");
+    let again = s.import(&secret("***"), false, "ci").await.expect("import");
+    assert_eq!(again.unchanged, ["keyed"], "*** keeps the stored secret");
+    assert_eq!(
+        s.get("keyed").await.expect("get").tool.config["key"],
+        "the-stored-key"
+    );
+    let mut fresh = secret("***");
+    fresh[0].name =
+        toolsmith_core::model::ToolName::new("fresh", Default::default()).expect("name");
+    match s.import(&fresh, false, "ci").await {
+        Err(StoreError::Invalid(m)) => assert!(m.contains("fresh: config.key"), "{m}"),
+        other => panic!("expected an error, got {other:?}"),
+    }
+    assert!(matches!(s.get("fresh").await, Err(StoreError::NotFound(_))));
 }
 
 /// Two writers, 100 read-modify-write updates each, retrying on conflict: none lost, no

@@ -480,6 +480,43 @@ fn rate_limits_are_retried_and_refusals_explained() {
     );
 }
 
+/// Finding 8 of the second hardening round: a provider that quotes the key back (in a
+/// refusal, a retried error, with or without `Bearer`) never gets it onto the terminal, into
+/// `--json` events or into the saved conversation.
+#[test]
+fn an_echoed_api_key_is_redacted_everywhere() {
+    let env = Env::new();
+    let echo = |status: u16| {
+        Reply {
+        status,
+        headers: vec![
+            ("retry-after", "0".into()),
+            ("content-type", "application/json".into()),
+        ],
+        body: "{\"error\":{\"message\":\"Incorrect API key provided: sk-test-secret-123 (sent as Bearer sk-test-secret-123)\"}}".into(),
+    }
+    };
+    let m = model(vec![echo(503), echo(401)]);
+    let o = env.run(&m, "openai", &["--json", "hi"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(m.requests().len(), 2, "the 503 was retried");
+    for (what, text) in [
+        ("stdout", &out),
+        ("stderr", &err),
+        ("transcript", &env.transcripts()),
+    ] {
+        assert!(
+            !text.contains("sk-test-secret"),
+            "{what} has the key: {text}"
+        );
+    }
+    assert!(
+        out.contains("Incorrect API key provided: *** (sent as Bearer ***)"),
+        "the message is kept, the key is not: {out}"
+    );
+}
+
 fn sleeping() -> Vec<u32> {
     std::fs::read_dir("/proc")
         .expect("proc")

@@ -536,3 +536,50 @@ proptest! {
         prop_assert_eq!(as_text.coerced, vec!["a: string→array".to_string()]);
     }
 }
+
+/// Finding 9 of the second hardening round: a huge bad argument gives a short problem, by
+/// every route the pipeline reports through (coercion, the validator, unknown keys, workspace
+/// paths), with the value's head and its size.
+#[test]
+fn huge_bad_values_are_quoted_short() {
+    let digits = "9".repeat(2 << 20);
+    let letters = "x".repeat(2 << 20);
+    let tool = compiled(
+        r#"
+name: huge
+description: d
+script: {source: "x"}
+parameters:
+  - {name: i, type: integer, required: false}
+  - {name: n, type: number, required: false}
+  - {name: p, pattern: "^a", required: false}
+  - {name: m, max_length: 3, required: false}
+  - {name: w, workspace_path: true, required: false}
+  - {name: a, type: array, items: integer, required: false}
+"#,
+    );
+    let cases = [
+        json!({"n": format!("{digits}.5")}),
+        json!({"i": letters}),
+        json!({"p": letters}),
+        json!({"m": letters}),
+        json!({"w": format!("/{letters}")}),
+        json!({"a": format!("[{letters}")}),
+        json!({ letters.clone(): 1 }),
+    ];
+    let problems = tool.prepare(json!({"i": digits})).expect_err("refused");
+    assert_eq!(problems.len(), 1);
+    assert!(
+        problems[0].message.starts_with(&format!(
+            "\"{}… (2097154 bytes) is out of range",
+            "9".repeat(199)
+        )),
+        "{}",
+        &problems[0].message[..300]
+    );
+    for args in cases {
+        let problems = tool.prepare(args.clone()).expect_err("refused");
+        let text: String = problems.iter().map(|p| format!("{p}\n")).collect();
+        assert!(text.len() < 1500, "{} bytes: {}", text.len(), &text[..300]);
+    }
+}
