@@ -569,6 +569,11 @@ pub struct Injection {
     /// For `inject_as: env` and config fields; the upper-cased name when not given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub env_name: Option<String>,
+    /// For `inject_as: env`: the operator accepts that the model's value sets a variable
+    /// that changes how programs load or start (`LD_PRELOAD`, `PYTHONPATH`, …), which the
+    /// catalog otherwise refuses.
+    #[serde(skip_serializing_if = "is_false")]
+    pub allow_dangerous_env: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]

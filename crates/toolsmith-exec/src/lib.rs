@@ -499,6 +499,12 @@ impl Engine {
             .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
             .collect();
         env.extend(t.env.clone());
+        // The program is looked up in the operator's PATH, before parameters are injected
+        // (the catalog refuses a parameter named PATH too; this holds whatever it allows).
+        let searched = env
+            .get("PATH")
+            .cloned()
+            .unwrap_or_else(|| process::DEFAULT_PATH.to_owned());
         env.extend(invocation.env.into_iter().map(|v| (v.name, v.value)));
 
         let (cwd, temp) = match &t.working_dir {
@@ -526,10 +532,6 @@ impl Engine {
             },
         };
         let limits = t.limits.or(self.config.default_limits);
-        let searched = env
-            .get("PATH")
-            .cloned()
-            .unwrap_or_else(|| process::DEFAULT_PATH.to_owned());
         // `PYTHON*` variables of the tool's own change how Python starts: those tools run
         // cold and without -I, which would ignore them.
         let python = python.filter(|_| !env.keys().any(|k| k.starts_with("PYTHON")));
@@ -556,6 +558,7 @@ impl Engine {
         }
         let spec = process::Spec {
             argv: &argv,
+            search_path: &searched,
             stdin: invocation.stdin.as_deref(),
             env,
             cwd,

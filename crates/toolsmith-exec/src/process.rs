@@ -19,6 +19,9 @@ use crate::limits::{self, CallCgroup, Cgroups};
 /// What to run.
 pub struct Spec<'a> {
     pub argv: &'a [String],
+    /// Where a program given by name is looked up: the operator's PATH (the allowlisted one
+    /// and the tool's `env`), never one a parameter set.
+    pub search_path: &'a str,
     pub stdin: Option<&'a str>,
     pub env: BTreeMap<String, String>,
     pub cwd: PathBuf,
@@ -85,7 +88,7 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
     // A program given by name is looked up here, in the tool's own PATH: std spawns with
     // `posix_spawn` only for a program given as a path once PATH is set, and falls back to
     // `fork` otherwise — far slower from a large gateway (bench/README.md).
-    let resolved = resolve_program(program, spec.env.get("PATH").map(String::as_str))
+    let resolved = resolve_program(program, Some(spec.search_path))
         .ok_or_else(|| SpawnError::NotFound(program.clone()))?;
     let mut cmd = Command::new(&resolved);
     cmd.arg0(program);

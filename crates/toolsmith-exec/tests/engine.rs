@@ -1538,3 +1538,26 @@ async fn a_hung_zygote_is_replaced_and_the_call_still_runs() {
     }
     assert_eq!(process_state(zygote), None);
 }
+
+/// Finding 5 of the second hardening round: a program named without a path is found on the
+/// operator's PATH, never on one a parameter set (here one the catalog let it set).
+#[tokio::test]
+async fn the_program_is_found_on_the_operators_path_not_a_parameters() {
+    use std::os::unix::fs::PermissionsExt;
+    let f = fixture();
+    let evil = f.dir.path().join("evil");
+    std::fs::create_dir(&evil).expect("mkdir");
+    let fake = evil.join("printenv");
+    std::fs::write(&fake, "#!/bin/sh\necho EVIL\n").expect("write");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let text = "tools:\n  - {name: t, description: d, command: [printenv, PATH], parameters: [{name: p, inject_as: env, env_name: PATH, allow_dangerous_env: true}]}";
+    let c = catalog::load("c.yaml", &Text(text.into())).unwrap_or_else(|e| panic!("{e}"));
+    let t = CompiledTool::new(c.tools.into_iter().next().expect("one tool"), 1).expect("compiles");
+    let r = f.call(&t, json!({"p": evil.display().to_string()})).await;
+    assert!(r.success, "{r:?}");
+    assert_eq!(
+        r.data.expect("data")["stdout"],
+        format!("{}\n", evil.display()),
+        "the real printenv ran, with the parameter's PATH as its environment"
+    );
+}

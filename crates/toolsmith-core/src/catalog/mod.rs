@@ -5,6 +5,7 @@
 //! environment variables come through a [`CatalogSource`], so the same code serves the CLI,
 //! the registry and tests.
 
+mod env;
 mod fields;
 mod param;
 
@@ -489,7 +490,7 @@ impl Loader<'_> {
         }
         let env = read_env(&f, e);
         if parameters.len() == declared {
-            check_env_collisions(&parameters, &config_schema, &env, &f, e);
+            env::check_targets(&parameters, &config_schema, &env, &env_allowlist, &f, e);
         }
         let working_dir = f.string("working_dir", e);
         if let Some(dir) = &working_dir
@@ -1058,50 +1059,6 @@ fn check_injection_layout(
                     ));
                 }
             }
-        }
-    }
-}
-
-/// A variable a model's argument sets may not be one the operator sets (a config field, above
-/// all a secret one, or the tool's fixed `env`): the model's value would silently replace it.
-fn check_env_collisions(
-    params: &[Parameter],
-    config_schema: &[Parameter],
-    env: &BTreeMap<String, String>,
-    f: &Fields<'_>,
-    e: &mut Errs,
-) {
-    let env_name = |p: &Parameter| {
-        p.injection
-            .env_name
-            .clone()
-            .unwrap_or_else(|| crate::model::default_env_name(&p.name))
-    };
-    for (i, p) in params
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.injection.inject_as == InjectAs::Env)
-    {
-        let name = env_name(p);
-        let clash = if let Some(c) = config_schema.iter().find(|c| env_name(c) == name) {
-            Some(format!(
-                "{}config field {:?}",
-                if c.secret { "the secret " } else { "" },
-                c.name
-            ))
-        } else if env.contains_key(&name) {
-            Some("the tool's `env`".to_string())
-        } else {
-            None
-        };
-        if let Some(clash) = clash {
-            e.push(
-                &format!("{}[{i}].env_name", f.at("parameters")),
-                format!(
-                    "environment variable {name:?} is already set by {clash}; a model's argument would replace it. \
-                     Give the parameter another env_name"
-                ),
-            );
         }
     }
 }

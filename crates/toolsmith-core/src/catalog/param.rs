@@ -42,6 +42,7 @@ const KEYS: &[&str] = &[
     "array_style",
     "separator",
     "env_name",
+    "allow_dangerous_env",
     "secret",
     "workspace_path",
 ];
@@ -53,6 +54,7 @@ const INJECTION_KEYS: &[&str] = &[
     "boolean_style",
     "array_style",
     "separator",
+    "allow_dangerous_env",
 ];
 
 /// String formats the validator asserts; anything else would silently pass, so it is refused.
@@ -610,6 +612,13 @@ fn parse_injection(f: &Fields<'_>, p: &mut Parameter, place: Place, e: &mut Errs
         e.push(
             &f.at("env_name"),
             "`env_name` applies with `inject_as: env`",
+        );
+    }
+    inj.allow_dangerous_env = f.boolean("allow_dangerous_env", e).unwrap_or(false);
+    if f.has("allow_dangerous_env") && inj.inject_as != InjectAs::Env {
+        e.push(
+            &f.at("allow_dangerous_env"),
+            "`allow_dangerous_env` applies with `inject_as: env`",
         );
     }
     p.injection = inj;

@@ -183,6 +183,54 @@ tools:
     );
 }
 
+/// Finding 5 of the second hardening round: a parameter may not set a variable the server
+/// passes through (`env_allowlist`), nor one that changes how programs load or start unless
+/// the catalog allows it for that parameter.
+#[test]
+fn parameters_cannot_target_allowlisted_or_loader_variables() {
+    check(
+        r#"
+defaults: {env_allowlist: [PATH, HOME, TZ]}
+tools:
+  - name: t
+    description: d
+    command: [ls]
+    env_allowlist: [LANG]
+    parameters:
+      - {name: a, inject_as: env, env_name: PATH}
+      - {name: tz, inject_as: env}
+      - {name: lang, inject_as: env}
+      - {name: b, inject_as: env, env_name: LD_PRELOAD}
+      - {name: c, inject_as: env, env_name: LD_LIBRARY_PATH}
+      - {name: bash_env, inject_as: env}
+      - {name: e, inject_as: env, env_name: ENV}
+      - {name: f, inject_as: env, env_name: PYTHONPATH}
+      - {name: g, inject_as: env, env_name: NODE_OPTIONS}
+      - {name: h, inject_as: env, env_name: PERL5OPT}
+      - {name: i, inject_as: env, env_name: GIT_SSH_COMMAND}
+      - {name: j, inject_as: env, env_name: GIT_CONFIG_KEY_0}
+      - {name: k, inject_as: env, env_name: PYTHONSTARTUP, allow_dangerous_env: true}
+      - {name: author, inject_as: env, env_name: GIT_AUTHOR_NAME}
+      - {name: m, allow_dangerous_env: true}
+"#,
+        expect![[r#"
+            tools[0].parameters[14].allow_dangerous_env: `allow_dangerous_env` applies with `inject_as: env`
+            tools[0].parameters[0].env_name: environment variable "PATH" is already set by the server's environment (`env_allowlist`); a model's argument would replace it. Give the parameter another env_name
+            tools[0].parameters[1].env_name: environment variable "TZ" is already set by the server's environment (`env_allowlist`); a model's argument would replace it. Give the parameter another env_name
+            tools[0].parameters[2].env_name: environment variable "LANG" is already set by the server's environment (`env_allowlist`); a model's argument would replace it. Give the parameter another env_name
+            tools[0].parameters[3].env_name: a model's argument may not set environment variable "LD_PRELOAD": it makes the dynamic loader run other code. Give the parameter another env_name, or say `allow_dangerous_env: true` if the model may decide it
+            tools[0].parameters[4].env_name: a model's argument may not set environment variable "LD_LIBRARY_PATH": it makes the dynamic loader run other code. Give the parameter another env_name, or say `allow_dangerous_env: true` if the model may decide it
+            tools[0].parameters[5].env_name: a model's argument may not set environment variable "BASH_ENV": it runs a file in every bash script. Give the parameter another env_name, or say `allow_dangerous_env: true` if the model may decide it
+            tools[0].parameters[6].env_name: a model's argument may not set environment variable "ENV": it runs a file in every sh script. Give the parameter another env_name, or say `allow_dangerous_env: true` if the model may decide it
+            tools[0].parameters[7].env_name: a model's argument may not set environment variable "PYTHONPATH": it changes how Python starts (PYTHONPATH, PYTHONSTARTUP, …). Give the parameter another env_name, or say `allow_dangerous_env: true` if the model may decide it
+            tools[0].parameters[8].env_name: a model's argument may not set environment variable "NODE_OPTIONS": it changes how Node starts (--require). Give the parameter another env_name, or say `allow_dangerous_env: true` if the model may decide it
+            tools[0].parameters[9].env_name: a model's argument may not set environment variable "PERL5OPT": it changes how Perl starts. Give the parameter another env_name, or say `allow_dangerous_env: true` if the model may decide it
+            tools[0].parameters[10].env_name: a model's argument may not set environment variable "GIT_SSH_COMMAND": it changes which programs and configuration git uses (GIT_SSH_COMMAND, GIT_CONFIG_*, GIT_DIR, …). Give the parameter another env_name, or say `allow_dangerous_env: true` if the model may decide it
+            tools[0].parameters[11].env_name: a model's argument may not set environment variable "GIT_CONFIG_KEY_0": it changes which programs and configuration git uses (GIT_SSH_COMMAND, GIT_CONFIG_*, GIT_DIR, …). Give the parameter another env_name, or say `allow_dangerous_env: true` if the model may decide it
+        "#]],
+    );
+}
+
 #[test]
 fn options_after_arguments_are_refused_with_end_of_options() {
     check(
