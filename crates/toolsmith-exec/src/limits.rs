@@ -85,16 +85,40 @@ pub struct Cgroups {
     next: AtomicU64,
     per_thread: bool,
     idle: Arc<Mutex<Vec<Slot>>>,
+    /// Set when the engine's cgroups are dropped: the last slot to go removes the root.
+    closed: Arc<std::sync::atomic::AtomicBool>,
 }
 
-/// A pooled cgroup and the thread that lives in it.
+/// A pooled cgroup and the thread that lives in it. Dropping it ends the thread and removes
+/// the cgroup (and the engine's folder, once the engine is gone and this was its last slot),
+/// wherever that happens: in the pool, or when a zygote or a session let it go last.
 #[derive(Debug)]
 struct Slot {
     dir: PathBuf,
     /// What its `pids.max` holds: written only when a call needs another value.
     cap: String,
-    jobs: std::sync::mpsc::Sender<Job>,
+    jobs: Option<std::sync::mpsc::Sender<Job>>,
     thread: Option<std::thread::JoinHandle<()>>,
+    closed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        drop(self.jobs.take());
+        if let Some(t) = self.thread.take() {
+            if t.thread().id() == std::thread::current().id() {
+                return; // dropped by a job on its own thread: it is still inside
+            }
+            let _ = t.join();
+        }
+        // Fails (EBUSY) while a process is inside; the next engine's sweep takes it then.
+        let _ = std::fs::remove_dir(&self.dir);
+        if self.closed.load(Ordering::Acquire)
+            && let Some(root) = self.dir.parent()
+        {
+            let _ = std::fs::remove_dir(root);
+        }
+    }
 }
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -133,6 +157,7 @@ impl Cgroups {
                     next: AtomicU64::new(0),
                     per_thread,
                     idle: Arc::default(),
+                    closed: Arc::default(),
                 });
             }
         }
@@ -233,8 +258,9 @@ impl Cgroups {
         Some(Slot {
             dir,
             cap: String::new(),
-            jobs,
+            jobs: Some(jobs),
             thread: Some(thread),
+            closed: self.closed.clone(),
         })
     }
 }
@@ -281,15 +307,10 @@ fn sweep_dead(base: &Path) {
 
 impl Drop for Cgroups {
     fn drop(&mut self) {
+        self.closed.store(true, Ordering::Release);
         let slots = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|e| e.into_inner()));
-        for mut slot in slots {
-            let dir = slot.dir.clone();
-            drop(slot.jobs);
-            if let Some(t) = slot.thread.take() {
-                let _ = t.join();
-            }
-            let _ = std::fs::remove_dir(&dir);
-        }
+        drop(slots);
+        // Slots still held (a zygote's, a session's) remove it when they go.
         let _ = std::fs::remove_dir(&self.root);
     }
 }
@@ -315,7 +336,7 @@ impl CallCgroup {
         pid_of: impl Fn(&T) -> Option<u32>,
     ) -> tokio::sync::oneshot::Receiver<T> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        match self.slot.as_ref().map(|s| s.jobs.clone()) {
+        match self.slot.as_ref().and_then(|s| s.jobs.clone()) {
             Some(jobs) => {
                 let handle = tokio::runtime::Handle::try_current().ok();
                 let run: Job = Box::new(move || {

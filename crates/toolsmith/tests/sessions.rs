@@ -310,3 +310,77 @@ fn over_mcp_each_token_sees_only_its_own_sessions() {
     let ops = mcp_call(&mcp, "ops-secret-333", "session_list", json!({}));
     assert_eq!(ops["sessions"][0]["owner"], "mcp:alice", "{ops}");
 }
+
+/// This server's cgroup folders (`toolsmith-<pid>-*` under its own pids cgroup, with what
+/// they hold).
+fn cgroup_folders_of(pid: u32) -> Vec<std::path::PathBuf> {
+    let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+    let base = own
+        .lines()
+        .find_map(|l| {
+            let mut parts = l.splitn(3, ':');
+            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            controllers
+                .split(',')
+                .any(|c| c == "pids")
+                .then(|| Path::new("/sys/fs/cgroup/pids").join(path.trim_start_matches('/')))
+        })
+        .unwrap_or_else(|| Path::new("/sys/fs/cgroup/pids").to_path_buf());
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+        if e.file_name()
+            .to_string_lossy()
+            .starts_with(&format!("toolsmith-{pid}-"))
+        {
+            out.extend(
+                std::fs::read_dir(e.path())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter(|c| c.path().is_dir())
+                    .map(|c| c.path()),
+            );
+            out.push(e.path());
+        }
+    }
+    out
+}
+
+/// Finding 10 of the second hardening round: after SIGTERM no cgroup folder of the server is
+/// left — not the pool's idle slots, a warm zygote's, a live session's, nor their parent.
+#[test]
+fn a_clean_stop_leaves_no_cgroup_folder() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let catalog = dir.path().join("catalog.yaml");
+    std::fs::write(
+        &catalog,
+        "tools:\n  - {name: session_start, builtin: session_start}\n  - {name: py, description: d, script: {source: \"print(1)\"}}\n  - {name: t, description: d, command: [\"true\"]}\n",
+    )
+    .expect("write");
+    let db = dir.path().join("registry.db");
+    let (server, base, _) = serve_contained(
+        db.to_str().expect("utf-8"),
+        dir.path(),
+        &["--catalog", catalog.to_str().expect("utf-8")],
+    );
+    data(&call(&base, "py", json!({})));
+    data(&call(&base, "t", json!({})));
+    data(&call(&base, "session_start", json!({})));
+    let pid = server.0.id();
+    let folders = cgroup_folders_of(pid);
+    assert!(
+        folders.iter().any(|f| f.ends_with("slot-0")),
+        "the server runs in pids cgroups of its own (this test needs a writable pids cgroup): {folders:?}"
+    );
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let mut server = server;
+    assert!(server.0.wait().expect("wait").success());
+    let left = cgroup_folders_of(pid);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
