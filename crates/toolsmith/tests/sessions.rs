@@ -384,3 +384,58 @@ fn a_clean_stop_leaves_no_cgroup_folder() {
     let left = cgroup_folders_of(pid);
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// A process's peak resident memory (`VmHWM`), in KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Finding 4 of the second hardening round: 200 MB of one unterminated OSC string on a
+/// terminal session leave the gateway's peak memory bounded, and the text after it arrives.
+#[test]
+fn a_terminal_fed_200_mb_of_one_escape_string_stays_small() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (server, base) = serve(dir.path());
+    let pid = server.0.id();
+    let before = peak_rss_kib(pid);
+    let script = "printf '\\033]0;'; head -c 200000000 /dev/zero | tr '\\0' a; printf '\\007after the string\\n'; sleep 30";
+    let started = call(
+        &base,
+        "session_start",
+        json!({"command": ["sh", "-c", script], "tty": true}),
+    );
+    let id = data(&started)["session_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let mut seen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !seen.contains("after the string") && Instant::now() < deadline {
+        let r = call(
+            &base,
+            "session_read",
+            json!({"session_id": id, "timeout_ms": 5000, "until": "after the string"}),
+        );
+        seen.push_str(data(&r)["stdout"].as_str().unwrap_or_default());
+    }
+    assert!(seen.contains("after the string"), "{seen}");
+    assert!(
+        seen.contains("an escape sequence longer than 64 KiB was dropped"),
+        "{seen}"
+    );
+    let peak = peak_rss_kib(pid);
+    assert!(
+        peak < before + 64 * 1024,
+        "the gateway's peak memory grew from {before} KiB to {peak} KiB"
+    );
+    call(
+        &base,
+        "session_end",
+        json!({"session_id": id, "grace_ms": 100}),
+    );
+}

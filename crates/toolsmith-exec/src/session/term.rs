@@ -4,13 +4,40 @@
 //! dropping escape sequences — colours, cursor motion, titles. Queries a program sends to its
 //! terminal and then waits for (cursor position, device attributes) are answered as a plain
 //! 80-column terminal would, so such a program does not hang; other queries are dropped.
+//!
+//! The parser keeps an operating-system command (`ESC ]`…) whole until its terminator, so an
+//! unterminated one — `cat` of a hostile file is enough — would grow the gateway without
+//! bound. [`Filter`] watches every string sequence (OSC, DCS, SOS, PM, APC) itself: one longer
+//! than [`STRING_MAX`] is dropped up to its terminator, with a one-line note in the text.
 
 use vte::{Params, Parser, Perform};
+
+/// Longest escape string (OSC, DCS, SOS, PM, APC) passed to the parser; the rest is dropped.
+pub const STRING_MAX: usize = 64 * 1024;
 
 /// Strips a PTY's output into text, collecting the answers owed to the program.
 pub struct Filter {
     parser: Parser,
     sink: Sink,
+    string: StringState,
+    /// Bytes of escape strings dropped so far.
+    pub dropped: u64,
+}
+
+/// Where the byte stream is with respect to escape strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StringState {
+    Outside,
+    /// An ESC outside a string.
+    Escape,
+    /// Inside a string, this many bytes in.
+    Inside(usize),
+    /// An ESC inside a string (`ESC \` ends it).
+    InsideEscape(usize),
+    /// Past the cap: bytes are dropped until the terminator; `esc` when the last was ESC.
+    Dropping {
+        esc: bool,
+    },
 }
 
 #[derive(Default)]
@@ -26,6 +53,8 @@ impl Default for Filter {
         Self {
             parser: Parser::new(),
             sink: Sink::default(),
+            string: StringState::Outside,
+            dropped: 0,
         }
     }
 }
@@ -33,7 +62,52 @@ impl Default for Filter {
 impl Filter {
     /// The text of `bytes` and the bytes to write back to the terminal.
     pub fn feed(&mut self, bytes: &[u8]) -> (Vec<u8>, Vec<u8>) {
-        self.parser.advance(&mut self.sink, bytes);
+        let mut from = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            use StringState::*;
+            self.string = match (self.string, b) {
+                (Dropping { esc }, _) => {
+                    self.dropped += 1;
+                    match (esc, b) {
+                        (_, 0x07 | 0x18 | 0x1a) | (true, b'\\') => {
+                            from = i + 1;
+                            Outside
+                        }
+                        _ => Dropping { esc: b == 0x1b },
+                    }
+                }
+                (Outside, 0x1b) => Escape,
+                (Outside, _) => Outside,
+                (Escape, b']' | b'P' | b'X' | b'^' | b'_') => Inside(0),
+                (Escape, 0x1b) => Escape,
+                (Escape, _) => Outside,
+                (Inside(_) | InsideEscape(_), 0x07 | 0x18 | 0x1a) => Outside,
+                (InsideEscape(_), b'\\') => Outside,
+                // ESC and anything else ends the string and starts a new sequence.
+                (InsideEscape(_), b']' | b'P' | b'X' | b'^' | b'_') => Inside(0),
+                (InsideEscape(_), _) => Outside,
+                (Inside(n), 0x1b) => InsideEscape(n),
+                (Inside(n), _) if n >= STRING_MAX => {
+                    // Hand over what came before, then start afresh without the string.
+                    self.parser.advance(&mut self.sink, &bytes[from..i]);
+                    self.parser = Parser::new();
+                    self.sink.flush_cr();
+                    self.sink.text.extend_from_slice(
+                        format!(
+                            "[toolsmith: an escape sequence longer than {} KiB was dropped]\n",
+                            STRING_MAX / 1024
+                        )
+                        .as_bytes(),
+                    );
+                    self.dropped += 1;
+                    Dropping { esc: false }
+                }
+                (Inside(n), _) => Inside(n + 1),
+            };
+        }
+        if !matches!(self.string, StringState::Dropping { .. }) && from < bytes.len() {
+            self.parser.advance(&mut self.sink, &bytes[from..]);
+        }
         (
             std::mem::take(&mut self.sink.text),
             std::mem::take(&mut self.sink.replies),
@@ -141,6 +215,35 @@ mod tests {
         let (a, _) = f.feed(b"\r\n\x1b[3");
         let (b, _) = f.feed(b"2mgreen");
         assert_eq!(String::from_utf8([a, b].concat()).expect("utf8"), "\ngreen");
+    }
+
+    #[test]
+    fn an_unterminated_escape_string_is_dropped_past_the_cap() {
+        for start in [&b"\x1b]0;"[..], b"\x1bP", b"\x1b_", b"\x1b^", b"\x1bX"] {
+            let mut f = Filter::default();
+            let (a, _) = f.feed(&[b"before\n", start].concat());
+            let mut text = a;
+            for _ in 0..40 {
+                let (t, _) = f.feed(&[b'a'; 8192]);
+                text.extend(t);
+            }
+            let (t, _) = f.feed(b"\x07after\n");
+            text.extend(t);
+            let text = String::from_utf8(text).expect("utf8");
+            assert_eq!(
+                text,
+                "before\n[toolsmith: an escape sequence longer than 64 KiB was dropped]\nafter\n",
+                "{start:?}"
+            );
+            // The string's bytes past the cap, and its terminator.
+            let inside = 40 * 8192 + start.len() as u64 - 2;
+            assert_eq!(f.dropped, inside - STRING_MAX as u64 + 1, "{start:?}");
+        }
+        // A string under the cap, ended by ESC \\, is swallowed as before.
+        let mut f = Filter::default();
+        let (t, _) = f.feed(b"\x1b]0;title\x1b\\x");
+        assert_eq!(t, b"x");
+        assert_eq!(f.dropped, 0);
     }
 
     #[test]
