@@ -9,16 +9,22 @@
 //!   proves that, and the folder is removed;
 //! - it is still a folder there (not a symlink; on the same device and inode — a folder
 //!   removed and made again may get the same inode, and is then just as empty and private),
-//!   owned by this user, mode 0700 exactly, and empty.
+//!   owned by this user, mode 0700 exactly, and empty;
+//! - it carries the same extended attributes (names and values) and inode flags as when it
+//!   was made: a caller's `setxattr` would otherwise be read by later callers of other tools,
+//!   and a `chattr +i` (as root) would hand every later call a folder it cannot write.
 //!
-//! Anything else — files left behind, a changed mode, a folder moved away — removes it (what
-//! can be removed) and the next call gets a new one. At most [`KEEP`] folders wait; the rest
-//! are removed.
+//! Anything else — files left behind, a changed mode, an attribute or a flag, a folder moved
+//! away — removes it (clearing the immutable and append-only flags first, so it can be
+//! removed) and the next call gets a new one. At most [`KEEP`] folders wait; the rest are
+//! removed.
 
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::Mutex;
 
+use rustix::fs::{IFlags, Mode, OFlags};
 use tempfile::TempDir;
 
 /// Empty folders kept for reuse, at most.
@@ -36,6 +42,39 @@ pub struct Folder {
     dir: TempDir,
     dev: u64,
     ino: u64,
+    marks: Marks,
+}
+
+/// What a folder carries besides its entries and mode: extended attributes (names and
+/// values, sorted) and inode flags (`None` where the filesystem has none).
+#[derive(Debug, PartialEq, Eq)]
+struct Marks {
+    xattrs: Vec<(Vec<u8>, Vec<u8>)>,
+    flags: Option<u32>,
+}
+
+fn open_dir(path: &Path) -> std::io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    Ok(rustix::fs::open(path, flags, Mode::empty())?)
+}
+
+impl Marks {
+    fn of(fd: &OwnedFd) -> std::io::Result<Self> {
+        let mut names = vec![0u8; rustix::fs::flistxattr_query(fd)?];
+        let n = rustix::fs::flistxattr(fd, &mut names[..])?;
+        names.truncate(n);
+        let mut xattrs = Vec::new();
+        for name in names.split(|b| *b == 0).filter(|n| !n.is_empty()) {
+            let name = std::ffi::CString::new(name).map_err(std::io::Error::other)?;
+            let mut value = vec![0u8; rustix::fs::fgetxattr_query(fd, name.as_c_str())?];
+            let n = rustix::fs::fgetxattr(fd, name.as_c_str(), &mut value[..])?;
+            value.truncate(n);
+            xattrs.push((name.into_bytes(), value));
+        }
+        xattrs.sort();
+        let flags = rustix::fs::ioctl_getflags(fd).ok().map(|f| f.bits());
+        Ok(Self { xattrs, flags })
+    }
 }
 
 impl Folder {
@@ -43,18 +82,52 @@ impl Folder {
         self.dir.path()
     }
 
-    /// Whether the folder is as it was made: the same directory, this user's, 0700, empty.
+    /// Whether the folder is as it was made: the same directory, this user's, 0700, empty,
+    /// with the same extended attributes and inode flags.
     fn untouched(&self) -> bool {
+        let Ok(fd) = open_dir(self.path()) else {
+            return false;
+        };
         let Ok(meta) = std::fs::symlink_metadata(self.path()) else {
             return false;
         };
+        let Ok(stat) = rustix::fs::fstat(&fd) else {
+            return false;
+        };
         meta.is_dir()
+            && (stat.st_dev, stat.st_ino) == (meta.dev(), meta.ino())
             && meta.dev() == self.dev
             && meta.ino() == self.ino
             && meta.uid() == rustix::process::geteuid().as_raw()
             && meta.mode() & 0o7777 == 0o700
             && meta.nlink() == 2
+            && Marks::of(&fd).is_ok_and(|m| m == self.marks)
             && std::fs::read_dir(self.path()).is_ok_and(|mut d| d.next().is_none())
+    }
+
+    /// Removes the folder, clearing the flags that would keep it (immutable, append-only)
+    /// on it and on what it holds first.
+    fn discard(self) {
+        let stuck = IFlags::IMMUTABLE | IFlags::APPEND;
+        let unstick = |path: &Path| {
+            if let Ok(fd) = open_dir(path).or_else(|_| {
+                let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+                rustix::fs::open(path, flags, Mode::empty()).map_err(std::io::Error::from)
+            }) && let Ok(f) = rustix::fs::ioctl_getflags(&fd)
+                && f.intersects(stuck)
+            {
+                let _ = rustix::fs::ioctl_setflags(&fd, f - stuck);
+            }
+        };
+        unstick(self.path());
+        for entry in std::fs::read_dir(self.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            unstick(&entry.path());
+        }
+        drop(self.dir);
     }
 }
 
@@ -69,23 +142,27 @@ impl Folders {
             .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir()?;
         let meta = std::fs::symlink_metadata(dir.path())?;
+        let marks = Marks::of(&open_dir(dir.path())?)?;
         Ok(Folder {
             dir,
             dev: meta.dev(),
             ino: meta.ino(),
+            marks,
         })
     }
 
     /// Gives a folder back after its call. `contained` says every process of the call is
     /// known to be gone; only then, and only if the folder is untouched, is it kept.
-    /// Otherwise it is removed (dropping it).
+    /// Otherwise it is removed.
     pub fn give_back(&self, folder: Folder, contained: bool) {
         if contained && folder.untouched() {
             let mut idle = self.lock();
             if idle.len() < KEEP {
                 idle.push(folder);
+                return;
             }
         }
+        folder.discard();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Folder>> {
@@ -113,7 +190,21 @@ mod tests {
 
         // Each change the next call could see makes the pool drop the folder.
         type Change = fn(&Path);
-        let changes: [(&str, Change); 4] = [
+        let changes: [(&str, Change); 6] = [
+            ("an extended attribute set", |p| {
+                rustix::fs::setxattr(
+                    p,
+                    "user.left",
+                    b"by a caller",
+                    rustix::fs::XattrFlags::empty(),
+                )
+                .expect("setxattr")
+            }),
+            ("made immutable (needs root: CAP_LINUX_IMMUTABLE)", |p| {
+                let fd = open_dir(p).expect("open");
+                let flags = rustix::fs::ioctl_getflags(&fd).expect("flags");
+                rustix::fs::ioctl_setflags(&fd, flags | IFlags::IMMUTABLE).expect("chattr +i");
+            }),
             ("a file left", |p| {
                 std::fs::write(p.join("x"), b"1").expect("write")
             }),
@@ -133,6 +224,10 @@ mod tests {
             }),
         ];
         for (what, change) in changes {
+            if what.contains("needs root") && !rustix::process::geteuid().is_root() {
+                eprintln!("skipped, not root: {what}");
+                continue;
+            }
             let f = pool.take().expect("folder");
             let path = f.path().to_path_buf();
             change(&path);

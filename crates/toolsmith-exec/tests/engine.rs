@@ -1561,3 +1561,64 @@ async fn the_program_is_found_on_the_operators_path_not_a_parameters() {
         "the real printenv ran, with the parameter's PATH as its environment"
     );
 }
+
+/// Finding 6 of the second hardening round: what one call leaves on its working folder
+/// besides files — an extended attribute, an inode flag — never reaches a later call: the
+/// folder is replaced, and a folder made immutable is still removed.
+#[tokio::test]
+async fn attributes_and_flags_of_a_working_folder_do_not_cross_calls() {
+    let f = fixture();
+    let python = |name: &str, code: &str| {
+        tool(&format!(
+            "{{name: {name}, description: d, command: [python3, -c, {code:?}]}}"
+        ))
+    };
+    let mark = python(
+        "mark",
+        "import os; os.setxattr('.', 'user.left', b'by-a-caller')",
+    );
+    let look = python(
+        "look",
+        "import os; print(sorted(os.listxattr('.')), len(os.listdir('.'))); open('f', 'w').write('x'); os.remove('f')",
+    );
+    let freeze = tool("{name: freeze, description: d, command: [chattr, +i, .]}");
+    for round in 0..5 {
+        let r = f.call(&mark, json!({})).await;
+        assert!(r.success, "{r:?}");
+        if rustix::process::geteuid().is_root() {
+            let r = f.call(&freeze, json!({})).await;
+            assert!(r.success, "{r:?}");
+        }
+        for _ in 0..3 {
+            let r = f.call(&look, json!({})).await;
+            assert!(r.success, "round {round}: {r:?}");
+            assert_eq!(r.data.expect("data")["stdout"], "[] 0\n", "round {round}");
+        }
+    }
+    // Nothing immutable is left behind in the temporary folder.
+    let tmp = std::env::temp_dir();
+    let stuck: Vec<_> = std::fs::read_dir(&tmp)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("toolsmith-call-")
+        })
+        .filter(|e| {
+            std::process::Command::new("lsattr")
+                .args(["-d"])
+                .arg(e.path())
+                .output()
+                .is_ok_and(|o| {
+                    String::from_utf8_lossy(&o.stdout)
+                        .split_whitespace()
+                        .next()
+                        .is_some_and(|f| f.contains('i'))
+                })
+        })
+        .map(|e| e.path())
+        .collect();
+    assert!(stuck.is_empty(), "immutable folders left: {stuck:?}");
+}
