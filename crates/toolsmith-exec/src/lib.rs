@@ -39,6 +39,7 @@ use toolsmith_core::plan::{self, Invocation};
 use toolsmith_core::result::{ErrorKind, Meta, ToolResult};
 
 pub use capture::{Capture, Captured};
+pub use limits::not_dumpable;
 pub use workspace::Workspace;
 
 /// How an engine runs tools.

@@ -623,7 +623,7 @@ impl Zygote {
 
     fn send(&self, header: &[u8], fds: &[&OwnedFd]) -> Result<(), String> {
         let borrowed: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
         let mut control = SendAncillaryBuffer::new(&mut space);
         if !control.push(SendAncillaryMessage::ScmRights(&borrowed)) {
             return Err("too many descriptors".into());
@@ -646,9 +646,10 @@ impl Zygote {
                 rustix::pipe::pipe_with(flags)?,
                 rustix::pipe::pipe_with(flags)?,
                 rustix::pipe::pipe_with(flags)?,
+                rustix::pipe::pipe_with(flags)?,
             ))
         })();
-        let Ok(((in_r, in_w), (out_r, out_w), (err_r, err_w))) = pipes else {
+        let Ok(((in_r, in_w), (out_r, out_w), (err_r, err_w), (setup_r, setup_w))) = pipes else {
             return Attempt::NotStarted("no pipes for the call".into());
         };
         if let Some(cg) = &mut self.cgroup {
@@ -664,18 +665,32 @@ impl Zygote {
                 rlimits.insert(key.into(), json!(v));
             }
         }
-        let header = json!({
+        // The zygote sees only which script runs; the call's setup (its environment holds
+        // secrets) goes through a pipe of its own that only the forked child reads, so no
+        // call's data enters the memory every later child inherits.
+        let header = json!({"script": call.script}).to_string();
+        let setup = json!({
             "script": call.script,
             "cwd": call.cwd,
             "env": call.env,
             "rlimits": rlimits,
             "nice": call.niceness,
         })
-        .to_string();
-        if let Err(e) = self.send(header.as_bytes(), &[&in_r, &out_w, &err_w]) {
+        .to_string()
+        .into_bytes();
+        if let Err(e) = self.send(header.as_bytes(), &[&in_r, &out_w, &err_w, &setup_r]) {
             return Attempt::NotStarted(e);
         }
-        drop((in_r, out_w, err_w));
+        drop((in_r, out_w, err_w, setup_r));
+        if let Ok(mut pipe) = tokio::net::unix::pipe::Sender::from_owned_fd(setup_w) {
+            // Most setups fit the pipe at once; a larger one is written as the child reads.
+            let sent = pipe.try_write(&setup).unwrap_or(0);
+            if sent < setup.len() {
+                tokio::spawn(async move {
+                    let _ = pipe.write_all(&setup[sent..]).await;
+                });
+            }
+        }
         self.calls += 1;
         let started = match tokio::time::timeout(ANSWER_TIMEOUT, self.recv()).await {
             Ok(Ok(v)) => v,

@@ -2,15 +2,28 @@
 #
 # Started by the gateway as `python -I zygote.py IDLE` with fd 0 a SOCK_SEQPACKET socket and
 # IDLE the seconds it waits for a call before it exits (its memory goes back). One call
-# at a time: the gateway sends a JSON header and, as SCM_RIGHTS, the call's stdin, stdout and
-# stderr pipes; the zygote forks, answers {"pid": N}, waits for the child and answers
-# {"status": raw wait status} — or answers {"cold": why} without forking when the script
-# cannot be read or compiled here, and the gateway runs that call cold. The child sets
-# itself up exactly as a cold `python -I script.py` would be before running any user code
-# (process group, rlimits, niceness, stdio, no inherited descriptors, working folder,
-# environment, argv, __main__) and exits with the script's status. The zygote stays
-# single-threaded and never runs user code itself.
+# at a time: the gateway sends a JSON header naming only the script and, as SCM_RIGHTS, the
+# call's stdin, stdout and stderr pipes and a fourth pipe carrying the call's setup; the
+# zygote forks, answers {"pid": N}, waits for the child and answers {"status": raw wait
+# status} — or answers {"cold": why} without forking when the script cannot be read or
+# compiled here, and the gateway runs that call cold. The child sets itself up exactly as a
+# cold `python -I script.py` would be before running any user code (process group, rlimits,
+# niceness, stdio, no inherited descriptors, working folder, environment, argv, __main__)
+# and exits with the script's status. The zygote stays single-threaded and never runs user
+# code itself.
+#
+# What a call can reach of the zygote (SPEC §5, hardening round two):
+# - the zygote is not dumpable, so a child (same user, and without CAP_SYS_PTRACE, which a
+#   child drops when it runs as root) can neither read nor write its memory through
+#   /proc/PID/mem, ptrace, process_vm_* or pidfd_getfd;
+# - the call's setup (working folder, environment — secrets — and limits) is read from its
+#   own pipe by the child after the fork: no call's data ever enters the zygote's memory,
+#   which every later child inherits;
+# - before the setup is read, the child drops the zygote's globals (the cache of other
+#   tools' compiled scripts, the socket): a script walking up its frames finds nothing of
+#   the zygote's.
 import array
+import ctypes
 import gc
 import json
 import os
@@ -18,6 +31,35 @@ import resource
 import socket
 import sys
 import traceback
+
+libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, CAP_SYS_PTRACE = 4, 24, 19
+if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+    raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+class CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_ptrace():
+    """Gives up CAP_SYS_PTRACE (root's way past a non-dumpable process), for good: from the
+    bounding set too, so nothing the call executes gets it back."""
+    header, data = CapHeader(0x20080522, 0), (CapData * 2)()
+    if libc.capget(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capget failed")
+    bit = 1 << CAP_SYS_PTRACE
+    libc.prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0)  # fails harmlessly without CAP_SETPCAP
+    if (data[0].effective | data[0].permitted | data[0].inheritable) & bit:
+        data[0].effective &= ~bit
+        data[0].permitted &= ~bit
+        data[0].inheritable &= ~bit
+        if libc.capset(ctypes.byref(header), data) != 0:
+            raise OSError(ctypes.get_errno(), "capset failed")
 
 MAX_FDS = 4
 CACHE = 256
@@ -63,13 +105,39 @@ def code_of(path):
 
 RLIMITS = {"as": resource.RLIMIT_AS, "fsize": resource.RLIMIT_FSIZE, "cpu": resource.RLIMIT_CPU}
 
-def child(req, fds, code):
+def child(fds, code):
     """Runs in the forked child; never returns."""
+    # What this function needs, as locals: the zygote's globals go before the call's setup
+    # is read, and with them every reference to its cache and socket.
+    import atexit, gc, json, os, resource, sys, time, traceback
     status = 1
     try:
+        drop_ptrace()
+        # Dumpable again, as a cold process is (its own /proc files readable by its user).
+        libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+    except BaseException:
+        traceback.print_exc()
+        os._exit(1)
+    me, builtins, rlimit_of = __file__, __builtins__, RLIMITS
+    compiled.clear()
+    zygote = globals()
+    zygote.clear()
+    # Imports from C (the traceback printer's, among others) look for this one.
+    zygote["__builtins__"] = builtins
+    del zygote
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fds[3], 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(fds[3])
+        req = json.loads(b"".join(chunks))
+        del chunks
         os.setpgid(0, 0)
         for key, value in req.get("rlimits", {}).items():
-            resource.setrlimit(RLIMITS[key], (value, value))
+            resource.setrlimit(rlimit_of[key], (value, value))
         nice = req.get("nice", 0)
         if nice:
             os.setpriority(os.PRIO_PROCESS, 0, nice)
@@ -85,10 +153,8 @@ def child(req, fds, code):
         if "LC_ALL" not in env and ctype in ("C", "POSIX"):
             os.environ["LC_CTYPE"] = "C.UTF-8"
         if "TZ" in req["env"]:
-            import time
             time.tzset()
         gc.enable()
-        import atexit
         atexit._clear()
         # Fresh stdio objects on the call's pipes, buffered as a cold start would be.
         sys.stdin = sys.__stdin__ = open(0, "r", closefd=False, encoding="utf-8", errors="strict")
@@ -98,7 +164,7 @@ def child(req, fds, code):
         sys.argv = [script]
         main = type(sys)("__main__")
         main.__file__ = script
-        main.__builtins__ = __builtins__
+        main.__builtins__ = builtins
         sys.modules["__main__"] = main
         try:
             exec(code, main.__dict__)
@@ -116,7 +182,7 @@ def child(req, fds, code):
             # (the script may have set its own), from the script's frame on — this file's
             # frame would tell the script it runs warm.
             tb = e.__traceback__
-            while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+            while tb is not None and tb.tb_frame.f_code.co_filename == me:
                 tb = tb.tb_next
             try:
                 sys.excepthook(type(e), e.with_traceback(tb), tb)
@@ -172,6 +238,8 @@ while True:
     try:
         req = json.loads(data)
         code = code_of(req["script"])
+        if len(fds) != 4:
+            raise ValueError(f"expected 4 descriptors, got {len(fds)}")
     except BaseException as e:
         # Nothing ran: the gateway runs this call cold instead.
         for fd in fds:
@@ -188,7 +256,7 @@ while True:
     pid = os.fork()
     if pid == 0:
         sock.close()
-        child(req, fds, code)
+        child(fds, code)
     for fd in fds:
         os.close(fd)
     send({"pid": pid})

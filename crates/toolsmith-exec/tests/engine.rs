@@ -1622,3 +1622,119 @@ async fn attributes_and_flags_of_a_working_folder_do_not_cross_calls() {
         .collect();
     assert!(stuck.is_empty(), "immutable folders left: {stuck:?}");
 }
+
+/// A warm Python script tool running `source` (a Python program, as written).
+fn warm_script(name: &str, extra: &str, source: &str) -> CompiledTool {
+    tool(&format!(
+        "{{name: {name}, description: d, {extra} script: {{warm: true, source: {source:?}}}}}"
+    ))
+}
+
+/// Finding 2 of the second hardening round: a warm call can neither read nor write its
+/// zygote's memory, nor take its descriptors — as root too (the child gives up
+/// CAP_SYS_PTRACE; the zygote is not dumpable).
+#[tokio::test]
+async fn a_warm_call_cannot_reach_into_its_zygote() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = warm_engine_in(dir.path(), true);
+    let probe = warm_script(
+        "probe",
+        "",
+        r#"import ctypes, json, os
+ppid = os.getppid()
+out = {"warm": ppid != int(os.environ.get("ENGINE_PID", "0"))}
+for mode in ("rb", "r+b"):
+    try:
+        with open(f"/proc/{ppid}/mem", mode) as f:
+            out[mode] = "opened"
+    except OSError as e:
+        out[mode] = e.errno
+libc = ctypes.CDLL(None, use_errno=True)
+pidfd = os.pidfd_open(ppid)
+got = [libc.syscall(438, pidfd, fd, 0) for fd in range(3, 8)]
+out["getfd"] = "got" if any(r >= 0 for r in got) else ctypes.get_errno()
+print(json.dumps(out))"#,
+    );
+    for _ in 0..3 {
+        let r = engine
+            .call(&probe, json!({}), CallOptions::new("t", true))
+            .await;
+        let out = r.data.unwrap_or_else(|| panic!("{:?}", r.error));
+        assert_eq!(out["warm"], true, "{out}");
+        for key in ["rb", "r+b", "getfd"] {
+            assert!(
+                out[key].as_i64().is_some_and(|e| e == 1 || e == 13),
+                "{key}: the zygote was reachable: {out}"
+            );
+        }
+    }
+}
+
+/// Finding 3 of the second hardening round: what one warm call received (its environment,
+/// with a secret in it) is nowhere in the memory of a later warm call of another tool, and a
+/// script walking its frames or the garbage collector finds nothing of the zygote's.
+#[tokio::test]
+async fn a_warm_call_finds_nothing_of_earlier_calls_in_its_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = warm_engine_in(dir.path(), true);
+    let nonce = format!("{:x}", std::process::id() as u64 * 7919 + 17);
+    let holder = warm_script(
+        "holder",
+        &format!("env: {{TOKEN: ZZSECRET-{nonce}}},"),
+        "import json, os\nprint(json.dumps(len(os.environ['TOKEN'])))",
+    );
+    // The pattern is split so the scanner's own code does not hold the secret's prefix.
+    let scanner = warm_script(
+        "scanner",
+        "",
+        r#"import gc, json, re, sys
+pattern = re.compile(rb"ZZSECRE[T]-[0-9a-f]+")
+found = 0
+with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+    for line in maps:
+        fields = line.split()
+        if "r" not in fields[1] or (len(fields) > 5 and fields[5] in ("[vvar]", "[vsyscall]")):
+            continue
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        try:
+            mem.seek(start)
+            found += len(pattern.findall(mem.read(end - start)))
+        except (OSError, ValueError, OverflowError):
+            pass
+frames, f = [], sys._getframe()
+while f is not None:
+    frames.append(sorted(k for k in f.f_globals if not k.startswith("__")))
+    f = f.f_back
+caches = [o for o in gc.get_objects() if isinstance(o, dict)
+          and any(isinstance(k, str) and "toolsmith-scripts" in k for k in o)]
+print(json.dumps({"found": found, "frames": frames, "caches": len(caches)}))"#,
+    );
+    for _ in 0..3 {
+        let r = engine
+            .call(&holder, json!({}), CallOptions::new("t", true))
+            .await;
+        assert!(r.success, "{r:?}");
+    }
+    for _ in 0..3 {
+        let r = engine
+            .call(&scanner, json!({}), CallOptions::new("t", true))
+            .await;
+        let out = r.data.unwrap_or_else(|| panic!("{:?}", r.error));
+        assert_eq!(
+            out["found"], 0,
+            "an earlier call's secret is in memory: {out}"
+        );
+        assert_eq!(
+            out["caches"], 0,
+            "the zygote's script cache is reachable: {out}"
+        );
+        let frames = out["frames"].to_string();
+        for name in ["compiled", "sock", "code_of", "send"] {
+            assert!(
+                !frames.contains(&format!("\"{name}\"")),
+                "{name} reachable: {frames}"
+            );
+        }
+    }
+    assert!(engine.warm_calls() >= 6, "the calls ran warm");
+}

@@ -29,6 +29,12 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Not dumpable: its environment (tokens, API keys) and memory (secret config values) are
+    // then out of reach of the tools it runs as the same user — no /proc/PID/mem, environ or
+    // ptrace — and no core dump carries them. (Root keeps CAP_SYS_PTRACE: see the README.)
+    if let Err(e) = toolsmith_exec::not_dumpable() {
+        eprintln!("warning: {e}");
+    }
     let args = cli::Cli::parse();
     match cli::run(args) {
         Ok(code) => code,
