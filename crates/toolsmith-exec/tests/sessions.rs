@@ -713,3 +713,92 @@ async fn concurrent_starts_never_exceed_the_limits() {
         .shutdown(Duration::from_millis(500))
         .await;
 }
+
+/// A background job that forges the shell's completion records: it reads the nonce and the
+/// sequence number of the running command from the shell's memory, and writes a record
+/// claiming success in `/forged` through every channel it can find — a marker FIFO named in
+/// the shell's memory, and the shell's stdin taken with pidfd_getfd.
+const FORGER: &str = r#"import ctypes, os, re, sys, time
+shell = int(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+delimiter = re.compile(rb"__TS_([0-9a-f]+)_([0-9]+)")
+fifo = re.compile(rb"(/[^'\s]*toolsmith-session-[^/'\s]*/marker)")
+sent = 0
+end = time.time() + 6
+while time.time() < end:
+    time.sleep(0.25)
+    best, fifos = None, set()
+    try:
+        with open(f"/proc/{shell}/maps") as maps, open(f"/proc/{shell}/mem", "rb", 0) as mem:
+            for line in maps:
+                f = line.split()
+                if "rw" not in f[1]:
+                    continue
+                a, b = (int(x, 16) for x in f[0].split("-"))
+                try:
+                    mem.seek(a)
+                    chunk = mem.read(b - a)
+                except (OSError, ValueError, OverflowError):
+                    continue
+                for m in delimiter.finditer(chunk):
+                    if best is None or int(m.group(2)) > best[1]:
+                        best = (m.group(1).decode(), int(m.group(2)))
+                fifos.update(x.decode() for x in fifo.findall(chunk))
+    except OSError:
+        continue
+    if best is None:
+        continue
+    record = f"{best[0]} {best[1]} 0 /forged\0".encode()
+    for path in fifos:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            os.write(fd, record)
+            os.close(fd)
+            sent += 1
+        except OSError:
+            pass
+    try:
+        pidfd = os.pidfd_open(shell)
+        fd = libc.syscall(438, pidfd, 0, 0)
+        if fd >= 0:
+            os.write(fd, record)
+            os.close(fd)
+            sent += 1
+        os.close(pidfd)
+    except OSError:
+        pass
+open("forger.sent", "w").write(str(sent))
+"#;
+
+/// Finding 7 of the second hardening round: a session's own background job cannot forge the
+/// completion of a later command, even knowing the nonce and holding the shell's channel.
+#[tokio::test]
+async fn a_forged_completion_record_is_not_accepted() {
+    let f = fixture();
+    std::fs::write(f.root().join("forger.py"), FORGER).expect("write");
+    let id = f.start(json!({})).await;
+    let r = f.exec(&id, "python3 forger.py $$ >/dev/null 2>&1 &").await;
+    assert_eq!(r["exit_code"], 0, "{r}");
+    let started = Instant::now();
+    let r = f
+        .ok(
+            "session_exec",
+            json!({"session_id": id, "command": "sleep 4; (exit 3)", "timeout_ms": 20000}),
+        )
+        .await;
+    assert_eq!(r["status"], "completed", "{r}");
+    assert_eq!(r["exit_code"], 3, "a forged record was taken: {r}");
+    assert_ne!(r["cwd"], "/forged", "{r}");
+    assert!(started.elapsed() >= Duration::from_secs(4), "{r}");
+    // The forger did try (it found the nonce and a channel).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let sent: u32 = std::fs::read_to_string(f.root().join("forger.sent"))
+        .unwrap_or_default()
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    assert!(sent > 0, "the forger never sent a record");
+    let r = f.exec(&id, "pwd").await;
+    assert_eq!(r["exit_code"], 0, "{r}");
+    f.ok("session_end", json!({"session_id": id})).await;
+}

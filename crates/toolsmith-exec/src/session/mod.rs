@@ -4,8 +4,9 @@
 //! The five built-ins `session_start`, `session_exec`, `session_read`, `session_end` and
 //! `session_list` are served here. The shape follows ../shared/research/sessions.md:
 //! - **Kinds**: `shell` (bash over pipes; each `session_exec` command runs with stdin from
-//!   /dev/null and completes when the shell reports `<nonce> <seq> <status> <folder>` on a
-//!   private FIFO — never by scraping a prompt, never by end-of-file), `process` (any argv
+//!   /dev/null and completes when the shell itself reports `<nonce> <seq> <status> <folder>`
+//!   back through its stdin socket, checked by the kernel's sender credentials — never by
+//!   scraping a prompt, never by end-of-file), `process` (any argv
 //!   over pipes) and `terminal` (any argv on a PTY, output stripped of escape sequences).
 //! - **Containment**: each session is one process group born in its own pids cgroup slot,
 //!   held for its life; ending, expiry, the leader's exit and the engine's drop kill the
@@ -259,8 +260,6 @@ pub(crate) struct Session {
     nonce: String,
     /// Where its process group is recorded until it is killed.
     ledger: Option<Arc<ledger::Ledger>>,
-    /// The shell's marker channel and the folder holding it.
-    fifo: Option<(tempfile::TempDir, PathBuf)>,
 }
 
 struct State {
@@ -365,7 +364,7 @@ impl Session {
         self.bump();
     }
 
-    /// A record from the shell's marker channel: `<nonce> <seq> <status> <folder>`.
+    /// A completion record the shell wrote: `<nonce> <seq> <status> <folder>`.
     pub(crate) fn marker(&self, record: &str) {
         let mut parts = record.splitn(4, ' ');
         let (Some(nonce), Some(seq), Some(code), Some(cwd)) =
@@ -668,18 +667,6 @@ impl Sessions {
         let idle_timeout =
             Duration::from_millis(u64_arg(config, "idle_timeout_ms", 30 * 60 * 1000));
         let lifetime = Duration::from_millis(u64_arg(config, "max_lifetime_ms", 8 * 3600 * 1000));
-        let fifo = match kind {
-            Kind::Shell => {
-                let dir = spawn::private_dir().map_err(SessionError::Invalid)?;
-                let path = dir.path().join("marker");
-                Some((dir, path))
-            }
-            _ => None,
-        };
-        let marker = match &fifo {
-            Some((_, path)) => Some(spawn::marker_channel(path).map_err(SessionError::Invalid)?),
-            None => None,
-        };
         let size = (
             u64_arg(args, "cols", 120).min(1000) as u16,
             u64_arg(args, "rows", 40).min(1000) as u16,
@@ -691,6 +678,7 @@ impl Sessions {
             tty: tty.then_some(size),
             limits: ctx.limits,
             niceness: ctx.niceness,
+            shell: kind == Kind::Shell,
         };
         let started = spawn::start(spec, ctx.cgroups)
             .await
@@ -724,7 +712,6 @@ impl Sessions {
             cgroup: Mutex::new(started.cgroup),
             nonce: random_hex(16),
             ledger: self.inner.ledger.clone(),
-            fifo,
         });
         // Written down before the pump can see the leader exit and strike it off.
         if let Some(l) = &self.inner.ledger {
@@ -735,7 +722,7 @@ impl Sessions {
             started.child,
             started.out,
             started.err,
-            marker,
+            started.records,
             started.replies,
         ));
         lock(&self.inner.live).insert(id.clone(), session.clone());
@@ -1007,7 +994,6 @@ impl Sessions {
                 "command: contains a NUL character".into(),
             ));
         }
-        let fifo = s.fifo.as_ref().map(|(_, p)| p.clone()).unwrap_or_default();
         // A command whose output has all arrived may be a moment from its completion record:
         // give it that moment before calling the session busy.
         let moment = tokio::time::Instant::now() + Duration::from_millis(250);
@@ -1043,7 +1029,7 @@ impl Sessions {
             });
             (st.seq, from)
         };
-        let script = spawn::wrap(command, &s.nonce, seq, &fifo);
+        let script = spawn::wrap(command, &s.nonce, seq);
         if let Err(e) = write_input(s, script.as_bytes()).await {
             lock(&s.state).running = None;
             return Err(e);
@@ -1476,6 +1462,7 @@ async fn write_input(s: &Session, bytes: &[u8]) -> Result<()> {
     let mut input = s.input.lock().await;
     let r = match &mut *input {
         Input::Pipe(Some(w)) => w.write_all(bytes).await,
+        Input::Shell(w) => w.write_all(bytes).await,
         Input::Pipe(None) => {
             return Err(SessionError::Invalid(format!(
                 "session {}'s input was closed (eof)",
@@ -1504,6 +1491,9 @@ async fn close_input(s: &Session) -> Result<()> {
             w.take();
             Ok(())
         }
+        Input::Shell(_) => Err(SessionError::Invalid(
+            "a shell session's input carries its commands; end it with session_end".into(),
+        )),
         Input::Terminal(w) => w.write_all(&[4]).await.map_err(|e| {
             SessionError::session("session_ended", format!("writing to the terminal: {e}"))
         }),

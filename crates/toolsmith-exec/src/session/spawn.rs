@@ -9,7 +9,15 @@
 //!   PTY as its controlling terminal (so Ctrl-C reaches its foreground job).
 //!
 //! One task per session ([`pump`]) drains every stream into the session's rings as output
-//! arrives, reads the shell's private marker channel, and notices the leader's exit.
+//! arrives, reads the shell's completion records, and notices the leader's exit.
+//!
+//! A shell session's stdin is one end of a stream socket pair ([`Records`]): the gateway
+//! writes the commands into it and the shell writes its completion records back through it
+//! (`>&0`). The kernel tells the reader which process wrote each piece (`SCM_CREDENTIALS`),
+//! and only what the shell process itself wrote counts: a job of the session that gets hold
+//! of the socket — an inherited copy, `pidfd_getfd`, — and knows the nonce still cannot
+//! forge a completion. (A process that can ptrace the shell, or root with CAP_SYS_ADMIN,
+//! which may claim another pid, still can.)
 
 use std::collections::BTreeMap;
 use std::os::fd::{AsFd, OwnedFd};
@@ -37,12 +45,88 @@ pub struct Spec<'a> {
     pub tty: Option<(u16, u16)>,
     pub limits: Limits,
     pub niceness: i32,
+    /// A shell: stdin is a socket that also carries its completion records (see [`Records`]).
+    pub shell: bool,
 }
 
 /// Where a session's input goes.
 pub enum Input {
     Pipe(Option<ChildStdin>),
+    /// A shell's stdin, the gateway's end of its socket.
+    Shell(tokio::net::unix::OwnedWriteHalf),
     Terminal(pipe::Sender),
+}
+
+/// The gateway's end of a shell's socket, read for completion records: only bytes the shell
+/// process itself wrote are returned; anything another process wrote is dropped.
+pub struct Records {
+    sock: tokio::net::unix::OwnedReadHalf,
+    shell: i32,
+    /// Bytes dropped because another process wrote them.
+    pub forged: u64,
+}
+
+impl Records {
+    /// The next bytes the shell wrote; 0 at end of stream.
+    pub async fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+        use std::io::IoSliceMut;
+        use std::mem::MaybeUninit;
+        let stream: &tokio::net::UnixStream = self.sock.as_ref();
+        loop {
+            stream.readable().await?;
+            let got = stream.try_io(tokio::io::Interest::READABLE, || {
+                let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmCredentials(1))];
+                let mut control = RecvAncillaryBuffer::new(&mut space);
+                let msg = rustix::net::recvmsg(
+                    stream,
+                    &mut [IoSliceMut::new(buf)],
+                    &mut control,
+                    RecvFlags::CMSG_CLOEXEC,
+                )?;
+                let pid = control.drain().find_map(|m| match m {
+                    RecvAncillaryMessage::ScmCredentials(c) => Some(c.pid.as_raw_nonzero().get()),
+                    _ => None,
+                });
+                Ok((msg.bytes, pid))
+            });
+            match got {
+                Ok((0, _)) => return Ok(0),
+                Ok((n, Some(pid))) if pid == self.shell => return Ok(n),
+                Ok((n, pid)) => {
+                    self.forged += n as u64;
+                    tracing::warn!(
+                        shell = self.shell,
+                        writer = ?pid,
+                        "a shell session's completion channel got {n} bytes from another process; dropped"
+                    );
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// A stream socket pair for a shell: the gateway's end (credentials passed with every
+/// message) and the shell's.
+fn shell_socket() -> Result<(tokio::net::UnixStream, OwnedFd), String> {
+    use rustix::net::{AddressFamily, SocketFlags, SocketType};
+    let (ours, theirs) = rustix::net::socketpair(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(|e| format!("making the shell's socket: {e}"))?;
+    rustix::net::sockopt::set_socket_passcred(&ours, true)
+        .map_err(|e| format!("SO_PASSCRED on the shell's socket: {e}"))?;
+    let std = std::os::unix::net::UnixStream::from(ours);
+    std.set_nonblocking(true)
+        .map_err(|e| format!("the shell's socket: {e}"))?;
+    let ours =
+        tokio::net::UnixStream::from_std(std).map_err(|e| format!("the shell's socket: {e}"))?;
+    Ok((ours, theirs))
 }
 
 /// A started session's ends, for [`pump`].
@@ -55,6 +139,8 @@ pub struct Started {
     /// Where answers to a terminal's queries are written.
     pub replies: Option<pipe::Sender>,
     pub cgroup: Option<CallCgroup>,
+    /// A shell's completion records.
+    pub records: Option<Records>,
 }
 
 /// The stream a session's main output comes from.
@@ -91,12 +177,21 @@ pub async fn start(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Sta
         )
     })?;
     let mut terminal = None;
+    let mut socket = None;
     let mut cmd = match spec.tty {
         None => {
             let mut cmd = Command::new(&resolved);
+            let stdin = match spec.shell {
+                true => {
+                    let (ours, theirs) = shell_socket()?;
+                    socket = Some(ours);
+                    Stdio::from(theirs)
+                }
+                false => Stdio::piped(),
+            };
             cmd.arg0(program)
                 .args(args)
-                .stdin(Stdio::piped())
+                .stdin(stdin)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .process_group(0);
@@ -141,9 +236,21 @@ pub async fn start(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Sta
     };
     let mut child = child.map_err(|e| format!("starting {program:?}: {e}"))?;
     let pid = child.id().unwrap_or(0);
+    let mut records = None;
     let (input, out, err, replies) = match terminal {
         None => (
-            Input::Pipe(child.stdin.take()),
+            match socket {
+                Some(sock) => {
+                    let (read, write) = sock.into_split();
+                    records = Some(Records {
+                        sock: read,
+                        shell: pid as i32,
+                        forged: 0,
+                    });
+                    Input::Shell(write)
+                }
+                None => Input::Pipe(child.stdin.take()),
+            },
             Output::Pipe(child.stdout.take().ok_or("no stdout")?),
             child.stderr.take(),
             None,
@@ -169,6 +276,7 @@ pub async fn start(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Sta
         err,
         replies,
         cgroup,
+        records,
     })
 }
 
@@ -204,21 +312,6 @@ fn open_pty(cols: u16, rows: u16) -> rustix::io::Result<(OwnedFd, OwnedFd)> {
     Ok((master, peer))
 }
 
-/// A FIFO at `path` opened for reading and writing (so it never reports end-of-file between
-/// writers), as an async reader.
-pub fn marker_channel(path: &Path) -> Result<pipe::Receiver, String> {
-    use rustix::fs::{CWD, FileType, Mode, OFlags, mknodat, open};
-    mknodat(CWD, path, FileType::Fifo, Mode::RUSR | Mode::WUSR, 0)
-        .map_err(|e| format!("making the marker channel {}: {e}", path.display()))?;
-    let fd = open(
-        path,
-        OFlags::RDWR | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| format!("opening the marker channel: {e}"))?;
-    pipe::Receiver::from_owned_fd_unchecked(fd).map_err(|e| format!("marker channel: {e}"))
-}
-
 /// Reads what a non-blocking stream holds right now, without waiting.
 fn drain_now(fd: std::os::fd::BorrowedFd<'_>, mut sink: impl FnMut(&[u8])) {
     let mut buf = [0u8; 64 * 1024];
@@ -241,7 +334,7 @@ pub async fn pump(
     mut child: Child,
     mut out: Output,
     mut err: Option<ChildStderr>,
-    mut marker: Option<pipe::Receiver>,
+    mut marker: Option<Records>,
     mut replies: Option<pipe::Sender>,
 ) {
     let mut filter = matches!(out, Output::Terminal(_)).then(Filter::default);
@@ -276,7 +369,7 @@ pub async fn pump(
                 Ok(n) if n > 0 => session.push(true, &err_buf[..n]),
                 _ => err_open = false,
             },
-            r = read_opt(&mut marker, &mut marker_buf) => match r {
+            r = read_records(&mut marker, &mut marker_buf) => match r {
                 Ok(n) if n > 0 => {
                     records.extend_from_slice(&marker_buf[..n]);
                     while let Some(end) = records.iter().position(|b| *b == 0) {
@@ -308,6 +401,14 @@ async fn read_opt<R: tokio::io::AsyncRead + Unpin>(
     s: &mut Option<R>,
     buf: &mut [u8],
 ) -> std::io::Result<usize> {
+    match s {
+        Some(s) => s.read(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Reads a shell's records, or waits forever when there are none.
+async fn read_records(s: &mut Option<Records>, buf: &mut [u8]) -> std::io::Result<usize> {
     match s {
         Some(s) => s.read(buf).await,
         None => std::future::pending().await,
@@ -356,25 +457,16 @@ fn group_members(pgid: u32) -> Vec<i32> {
     out
 }
 
-/// A temporary folder private to this user, for a session's marker channel.
-pub fn private_dir() -> Result<tempfile::TempDir, String> {
-    tempfile::Builder::new()
-        .prefix("toolsmith-session-")
-        .tempdir()
-        .map_err(|e| format!("making the session's folder: {e}"))
-}
-
 /// The shell text that runs `command` with stdin from /dev/null and then reports
-/// `<nonce> <seq> <status> <folder>` and a NUL on the marker channel `fifo` — a channel the
-/// command's output cannot reach. The command travels as data in a quoted here-document
-/// whose delimiter holds the session's secret nonce.
-pub fn wrap(command: &str, nonce: &str, seq: u64, fifo: &Path) -> String {
+/// `<nonce> <seq> <status> <folder>` and a NUL back through the shell's socket (its stdin,
+/// see [`Records`]) — a channel the command's output cannot reach. The command travels as
+/// data in a quoted here-document whose delimiter holds the session's secret nonce.
+pub fn wrap(command: &str, nonce: &str, seq: u64) -> String {
     let delimiter = format!("__TS_{nonce}_{seq}");
-    let fifo = fifo.to_string_lossy().replace('\'', r"'\''");
     let newline = if command.ends_with('\n') { "" } else { "\n" };
     format!(
         "IFS= read -r -d '' __ts_cmd <<'{delimiter}' || :\n{command}{newline}{delimiter}\n\
          eval \"$__ts_cmd\" </dev/null\n\
-         builtin printf '%s %d %d %s\\0' {nonce} {seq} \"$?\" \"$PWD\" >>'{fifo}'\n"
+         builtin printf '%s %d %d %s\\0' {nonce} {seq} \"$?\" \"$PWD\" >&0\n"
     )
 }
