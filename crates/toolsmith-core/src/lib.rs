@@ -2,6 +2,8 @@
 //!
 //! - [`agent`] is the pure half of `toolsmith chat`: the state machine, the conversation in
 //!   each provider's form, and the readers of streamed answers.
+//! - `form` reads the catalog form (fields and parameters) recording every problem with its
+//!   path; the catalog and the built-ins' interfaces are both written in it.
 //! - [`catalog`] loads YAML/JSON catalogs into checked [`model::Tool`]s, reporting every
 //!   problem at once with its path.
 //! - [`pipeline`] runs what a model sent through parse → coerce → defaults → validate, with a
@@ -20,6 +22,7 @@
 pub mod agent;
 pub mod builtin;
 pub mod catalog;
+mod form;
 pub mod json_text;
 pub mod model;
 pub mod pipeline;

@@ -12,8 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use super::Errs;
-use super::fields::Fields;
+use crate::form::{Errs, Fields};
 use crate::model::{InjectAs, Parameter, default_env_name};
 
 /// Names that change how a program is found, loaded or started, each with the reason: exact

@@ -1,10 +1,17 @@
-//! Typed reads from a YAML/JSON mapping that record every problem with its path instead of
-//! stopping at the first, so the loader can report all of them at once.
+//! The catalog form read with every problem recorded: typed reads from a YAML/JSON mapping
+//! that note each problem with its path instead of stopping at the first, so the loader can
+//! report all of them at once, and ([`param`]) the parameter rules. Shared by the catalog
+//! loader and the built-ins' own interfaces, which are written in the same form.
+
+mod param;
+
+use std::fmt;
 
 use serde_json::{Map, Number, Value};
 
-use super::CatalogError;
 use crate::pipeline::type_phrase;
+pub use param::FORMATS;
+pub(crate) use param::{Place, parse_list};
 
 /// Problems found in one file.
 pub(crate) struct Errs {
@@ -197,5 +204,43 @@ impl<'v> Fields<'v> {
             );
         }
         parsed
+    }
+}
+
+/// One problem in a catalog.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatalogError {
+    pub file: String,
+    /// Where in the file: `tools[0].parameters[1].type`; empty for the whole file.
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for CatalogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.file, self.path, self.message)
+        }
+    }
+}
+
+/// Every problem found in a catalog, in file order.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct CatalogErrors(pub Vec<CatalogError>);
+
+impl fmt::Display for CatalogErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0.len();
+        writeln!(
+            f,
+            "{n} problem{} in the catalog:",
+            if n == 1 { "" } else { "s" }
+        )?;
+        for e in &self.0 {
+            writeln!(f, "  {e}")?;
+        }
+        Ok(())
     }
 }

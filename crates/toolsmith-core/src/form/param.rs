@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use serde_json::{Number, Value};
 
-use super::fields::{Errs, Fields};
+use super::{Errs, Fields};
 use crate::model::{
     ArrayStyle, BooleanStyle, Constraints, InjectAs, Injection, OptionStyle, ParamType, Parameter,
 };
@@ -626,7 +626,7 @@ fn parse_injection(f: &Fields<'_>, p: &mut Parameter, place: Place, e: &mut Errs
 
 fn env_name(f: &Fields<'_>, e: &mut Errs) -> Option<String> {
     let name = f.string("env_name", e)?;
-    if !super::fields::is_env_name(&name) {
+    if !super::is_env_name(&name) {
         e.push(&f.at("env_name"), format!("invalid environment variable name {name:?}: use letters, digits and `_`, not starting with a digit"));
     }
     Some(name)
