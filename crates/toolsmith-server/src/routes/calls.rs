@@ -1,0 +1,232 @@
+//! Calls: validate, plan (the dry run) and call a tool, each through the same pipeline.
+
+use super::*;
+
+/// Registers this file's handlers.
+pub(super) fn routes(api: Api) -> Api {
+    api.routes(routes!(validate))
+        .routes(routes!(plan))
+        .routes(routes!(call))
+}
+
+/// A call (or a validation) of a tool.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct CallBody {
+    /// An object, or a JSON string holding one (OpenAI's form); absent means none. Anything
+    /// else is reported in the result as `invalid_arguments`, like any other argument problem.
+    #[serde(default)]
+    #[schema(value_type = Value)]
+    arguments: Value,
+    /// Pin a version; the current one otherwise.
+    #[serde(default, deserialize_with = "integral")]
+    #[schema(minimum = 1)]
+    version: Option<u64>,
+    #[serde(default)]
+    confirm: bool,
+}
+
+/// A whole number that may arrive as `3` or `3.0` (JSON Schema counts both as integers).
+fn integral<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let n = Option::<serde_json::Number>::deserialize(d)?;
+    let Some(n) = n else { return Ok(None) };
+    if let Some(v) = n.as_u64() {
+        return Ok(Some(v));
+    }
+    match n.as_f64() {
+        Some(f) if f.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&f) => Ok(Some(f as u64)),
+        _ => Err(serde::de::Error::custom(format!(
+            "{n} is not a version number (a whole number from 1)"
+        ))),
+    }
+}
+
+/// The tool at the pinned or current version, compiled. A pinned version runs only while
+/// the tool exists and is enabled now, and as dangerous if either it or the current version
+/// is: a pin chooses a definition, not a way around what the tool's owner decided since.
+async fn compiled_tool(
+    s: &AppState,
+    name: &str,
+    version: Option<u64>,
+) -> ApiResult<Arc<toolsmith_core::CompiledTool>> {
+    if let Some(c) = s.current(name)
+        && version.is_none_or(|v| v == c.version)
+    {
+        return Ok(c);
+    }
+    let generation = s.generation();
+    let current = s.store.get(name).await?;
+    if version.is_none_or(|v| v == current.version) {
+        let c = s
+            .compiled(&current.tool, current.version)
+            .map_err(ApiError::internal)?;
+        s.remember_current(generation, c.clone());
+        return Ok(c);
+    }
+    // A pinned older version.
+    let v = version.unwrap_or(current.version);
+    let mut pinned = definition_to_tool(&s.store.version(name, v).await?.definition)?;
+    pinned.enabled = current.tool.enabled;
+    if current.tool.is_dangerous() {
+        pinned.danger = toolsmith_core::model::Danger::Dangerous;
+    }
+    s.compiled(&pinned, v).map_err(ApiError::internal)
+}
+
+/// The outcome of the argument pipeline.
+#[derive(Serialize, ToSchema)]
+struct Validation {
+    valid: bool,
+    /// The arguments after coercion and defaults (when valid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    arguments: Option<Value>,
+    /// Each coercion applied (when valid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    coerced: Option<Vec<String>>,
+    /// Each problem, with a JSON pointer (when invalid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<Vec<toolsmith_core::result::Problem>>,
+}
+
+/// Runs the argument pipeline (parse, coerce, defaults, validate) without calling the tool.
+#[utoipa::path(post, path = "/v1/tools/{name}/validate", tag = "calls", params(("name" = String, Path, description = "The tool's name")), request_body = CallBody,
+    responses((status = 200, body = Validation), (status = 404, body = ErrorBody)))]
+async fn validate(
+    State(s): Shared,
+    Path(name): Path<String>,
+    request: CallRequest<CallBody>,
+) -> ApiResult<Json<Validation>> {
+    let body = request.body;
+    let tool = compiled_tool(&s, &name, body.version).await?;
+    let prepared = match request.arguments_problem {
+        Some(problem) => Err(vec![problem]),
+        None => tool.prepare(body.arguments),
+    };
+    Ok(Json(match prepared {
+        Ok(p) => Validation {
+            valid: true,
+            arguments: Some(Value::Object(p.arguments)),
+            coerced: Some(p.coerced),
+            details: None,
+        },
+        Err(problems) => Validation {
+            valid: false,
+            arguments: None,
+            coerced: None,
+            details: Some(problems),
+        },
+    }))
+}
+
+/// What a call would run, without running it (the CLI's `call --dry-run`): the pipeline, then
+/// the plan. `data` is `{"arguments", "argv", "stdin", "env"}` (`"builtin"` for built-ins;
+/// secret values as `***`), `meta.coerced` the repairs; a problem is an `invalid_arguments`
+/// result, a disabled tool `disabled`. Dangerous tools are planned too: nothing runs.
+#[utoipa::path(post, path = "/v1/tools/{name}/plan", tag = "calls", params(("name" = String, Path, description = "The tool's name")), request_body = CallBody,
+    responses((status = 200, body = ToolResult), (status = 404, body = ErrorBody)))]
+async fn plan(
+    State(s): Shared,
+    Path(name): Path<String>,
+    request: CallRequest<CallBody>,
+) -> ApiResult<Json<ToolResult>> {
+    let body = request.body;
+    let tool = compiled_tool(&s, &name, body.version).await?;
+    Ok(Json(match request.arguments_problem {
+        Some(problem) if tool.tool.enabled => tool.invalid_arguments(vec![problem]),
+        _ => toolsmith_core::plan::dry_run(&tool, body.arguments),
+    }))
+}
+
+/// Calls a tool. Argument and execution failures are results (`success: false`) with a
+/// kind and a message; a dangerous tool without `"confirm": true` runs nothing and returns
+/// `needs_confirmation`.
+#[utoipa::path(post, path = "/v1/tools/{name}/call", tag = "calls", params(("name" = String, Path, description = "The tool's name")), request_body = CallBody,
+    responses((status = 200, body = ToolResult), (status = 404, body = ErrorBody)))]
+async fn call(
+    State(s): Shared,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    request: CallRequest<CallBody>,
+) -> ApiResult<Json<ToolResult>> {
+    let body = request.body;
+    let tool = compiled_tool(&s, &name, body.version).await?;
+    let arguments = body.arguments.clone();
+    let mut unfinished = LogIfDropped {
+        state: s.clone(),
+        tool: tool.clone(),
+        arguments: arguments.clone(),
+        caller: caller.name.clone(),
+        started: std::time::Instant::now(),
+    };
+    let result = match request.arguments_problem {
+        // (A disabled tool answers `disabled` whatever its arguments: the engine says so.)
+        Some(problem) if tool.tool.enabled => tool.invalid_arguments(vec![problem]),
+        _ => {
+            s.engine
+                .call(
+                    &tool,
+                    body.arguments,
+                    CallOptions {
+                        confirmed: body.confirm,
+                        caller: caller.name.clone(),
+                        admin: caller.role == crate::auth::Role::Admin,
+                    },
+                )
+                .await
+        }
+    };
+    unfinished.disarm();
+    s.runs
+        .record(RunRecord::of(&result, &arguments, &caller.name));
+    if result
+        .error
+        .as_ref()
+        .is_some_and(|e| e.kind == ErrorKind::NeedsConfirmation)
+    {
+        let mut r = result;
+        if let Some(e) = &mut r.error {
+            e.message
+                .push_str("; send the call again with \"confirm\": true once the user has agreed");
+        }
+        return Ok(Json(r));
+    }
+    Ok(Json(result))
+}
+
+/// Writes a `cancelled` entry to the execution log when a call's request goes away before
+/// the call ends (the client disconnected; dropping the call killed its processes), so every
+/// call that started is in the log.
+struct LogIfDropped {
+    state: Arc<AppState>,
+    tool: Arc<toolsmith_core::CompiledTool>,
+    arguments: Value,
+    caller: String,
+    started: std::time::Instant,
+}
+
+impl LogIfDropped {
+    /// The call ended normally; its own entry will be written.
+    fn disarm(&mut self) {
+        self.caller.clear();
+    }
+}
+
+impl Drop for LogIfDropped {
+    fn drop(&mut self) {
+        if self.caller.is_empty() {
+            return;
+        }
+        let mut meta = self.tool.meta(Vec::new());
+        meta.duration_ms = Some(self.started.elapsed().as_secs_f64() * 1000.0);
+        let result = ToolResult::err(
+            ErrorKind::Cancelled,
+            "the client went away before the call ended; its processes were killed",
+            Vec::new(),
+            meta,
+        );
+        self.state
+            .runs
+            .record(RunRecord::of(&result, &self.arguments, &self.caller));
+    }
+}

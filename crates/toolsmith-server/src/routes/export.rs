@@ -1,0 +1,62 @@
+//! `/v1/export`: the enabled tools rendered for a provider.
+
+use super::*;
+
+/// Registers this file's handlers.
+pub(super) fn routes(api: Api) -> Api {
+    api.routes(routes!(export))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ExportParams {
+    /// The provider format.
+    #[param(inline)]
+    format: Format,
+    /// OpenAI strict mode (every property required, nullable when optional).
+    #[serde(default)]
+    strict: bool,
+    /// Only tools with this tag.
+    tag: Option<String>,
+    /// Only this tool (when it is enabled).
+    name: Option<String>,
+}
+
+/// Every enabled tool rendered for one provider.
+#[utoipa::path(get, path = "/v1/export", tag = "tools", params(ExportParams),
+    responses((status = 200, description = "The tools in the provider's format: a JSON array or object (by format), or XML",
+        content((Value = "application/json"), (String = "application/xml"))),
+        (status = 400, description = "Unknown format", body = ErrorBody)))]
+async fn export(State(s): Shared, Query(p): Query<ExportParams>) -> ApiResult<Response> {
+    let format = p.format;
+    let tools: Vec<Tool> = match p.name {
+        Some(name) => match s.store.get(&name).await {
+            Ok(r) => vec![r.tool]
+                .into_iter()
+                .filter(|t| p.tag.as_ref().is_none_or(|tag| t.tags.contains(tag)))
+                .collect(),
+            Err(toolsmith_store::StoreError::NotFound(_)) => Vec::new(),
+            Err(e) => return Err(e.into()),
+        },
+        None => {
+            let tagged = StoreQuery {
+                tag: p.tag,
+                ..StoreQuery::default()
+            };
+            s.store
+                .search_all(tagged)
+                .await?
+                .into_iter()
+                .map(|r| r.tool)
+                .collect()
+        }
+    };
+    Ok(
+        match render(&tools, format, RenderOptions { strict: p.strict }) {
+            Rendered::Json(v) => Json(v).into_response(),
+            Rendered::Xml(text) => {
+                ([(header::CONTENT_TYPE, "application/xml")], text).into_response()
+            }
+        },
+    )
+}

@@ -1,0 +1,96 @@
+//! The REST handlers under `/v1`, one file per resource, each registering its handlers on
+//! the one [`OpenApiRouter`] so that the routes and the OpenAPI document come from the same
+//! list: [`server`] (health, whoami, events), [`tools`], [`versions`], [`calls`] (validate,
+//! plan, call), [`drafts`] (definitions from requests, `/v1/check`), [`export`], [`runs`].
+
+mod calls;
+mod drafts;
+mod export;
+mod runs;
+mod server;
+mod tools;
+mod versions;
+
+use std::sync::Arc;
+
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use toolsmith_core::catalog::{self, CatalogSource};
+use toolsmith_core::model::{Format, REDACTED, Secrets};
+use toolsmith_core::render::{RenderOptions, Rendered, render};
+use toolsmith_core::schema::object_schema;
+use toolsmith_core::secrets;
+use toolsmith_core::{ErrorKind, Tool, ToolResult};
+use toolsmith_exec::CallOptions;
+use toolsmith_store::{
+    Change, Difference, Query as StoreQuery, RunQuery, RunRecord, Store, StoreExt, ToolRecord,
+    definition_to_tool,
+};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::{ApiError, Body, CallRequest, ErrorBody};
+
+type Shared = State<Arc<AppState>>;
+/// The router each resource file adds its handlers to.
+type Api = OpenApiRouter<Arc<AppState>>;
+type ApiResult<T> = Result<T, ApiError>;
+
+/// The `/v1` routes, with the OpenAPI document describing them served at
+/// [`crate::openapi::PATH`]; both are built from the same handler list so they cannot drift
+/// apart.
+pub fn router() -> Router<Arc<AppState>> {
+    let api = OpenApiRouter::with_openapi(crate::openapi::base());
+    let api = server::routes(api);
+    let api = tools::routes(api);
+    let api = versions::routes(api);
+    let api = calls::routes(api);
+    let api = drafts::routes(api);
+    let api = export::routes(api);
+    let (router, api) = runs::routes(api).split_for_parts();
+    let served = axum::body::Bytes::from(
+        serde_json::to_vec(&crate::openapi::finish(api)).unwrap_or_default(),
+    );
+    router
+        .route(
+            crate::openapi::PATH,
+            axum::routing::get(move || {
+                let document = served.clone();
+                async move { ([(header::CONTENT_TYPE, "application/json")], document) }
+            }),
+        )
+        .fallback(|| async { ApiError::not_found("no such route; the API lives under /v1") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "this route does not take that method",
+            )
+        })
+}
+
+/// A page size from a query: 1 to 1000, 50 when absent.
+fn page_limit(limit: Option<usize>) -> ApiResult<usize> {
+    match limit {
+        None => Ok(50),
+        Some(n @ 1..=1000) => Ok(n),
+        Some(n) => Err(ApiError::bad_request(format!(
+            "limit={n}: a page holds 1 to 1000 entries"
+        ))),
+    }
+}
+
+/// Store errors caused by the query string (an invalid cursor) are the client's: 400.
+fn query_error(e: toolsmith_store::StoreError) -> ApiError {
+    match e {
+        toolsmith_store::StoreError::Invalid(message) => ApiError::bad_request(message),
+        e => e.into(),
+    }
+}

@@ -1,0 +1,271 @@
+//! Tools: list, create, show, update, delete, enable and disable.
+
+use super::drafts::{Draft, parse_definition};
+use super::*;
+
+/// Registers this file's handlers.
+pub(super) fn routes(api: Api) -> Api {
+    api.routes(routes!(list, create))
+        .routes(routes!(show, update, remove))
+        .routes(routes!(enable))
+        .routes(routes!(disable))
+}
+
+/// A tool with its whole definition (secret config values shown as `***`).
+#[derive(Serialize, ToSchema)]
+pub(super) struct ToolView {
+    name: String,
+    version: u64,
+    updated_at_ms: i64,
+    updated_by: String,
+    /// The definition in catalog form (SPEC §2).
+    #[schema(value_type = Object)]
+    definition: Value,
+    /// The JSON Schema (2020-12) of the tool's arguments.
+    #[schema(value_type = Object)]
+    input_schema: Value,
+}
+
+/// A tool in a listing.
+#[derive(Serialize, ToSchema)]
+struct ToolSummary {
+    name: String,
+    title: Option<String>,
+    description: String,
+    version: u64,
+    enabled: bool,
+    /// `safe` or `dangerous`.
+    danger: String,
+    /// `command`, `script` or `builtin`.
+    executor: String,
+    tags: Vec<String>,
+}
+
+/// A page of tools; pass `next_cursor` back as `cursor` for the next one.
+#[derive(Serialize, ToSchema)]
+struct ToolList {
+    tools: Vec<ToolSummary>,
+    next_cursor: Option<String>,
+}
+
+pub(super) fn view(r: &ToolRecord) -> ToolView {
+    ToolView {
+        name: r.tool.name.to_string(),
+        version: r.version,
+        updated_at_ms: r.updated_at_ms,
+        updated_by: r.updated_by.clone(),
+        definition: r.tool.to_catalog_value(Secrets::Redact),
+        input_schema: object_schema(&r.tool.parameters, false),
+    }
+}
+
+fn summary(r: &ToolRecord) -> ToolSummary {
+    ToolSummary {
+        name: r.tool.name.to_string(),
+        title: r.tool.title.clone(),
+        description: r.tool.description.clone(),
+        version: r.version,
+        enabled: r.tool.enabled,
+        danger: serde_json::to_value(r.tool.danger)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        executor: r.tool.executor.kind().into(),
+        tags: r.tool.tags.clone(),
+    }
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ListParams {
+    /// Words that must all appear in the name, description or tags.
+    q: Option<String>,
+    /// Only tools with this tag.
+    tag: Option<String>,
+    /// Tools per page (50 when absent).
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<usize>,
+    /// `next_cursor` from the previous page.
+    cursor: Option<String>,
+    /// Include disabled tools.
+    #[serde(default)]
+    include_disabled: bool,
+}
+
+/// Lists or searches tools, by name, in pages.
+#[utoipa::path(get, path = "/v1/tools", tag = "tools", params(ListParams),
+    responses((status = 200, body = ToolList)))]
+async fn list(State(s): Shared, Query(p): Query<ListParams>) -> ApiResult<Json<ToolList>> {
+    let query = StoreQuery {
+        text: p.q,
+        tag: p.tag,
+        include_disabled: p.include_disabled,
+        limit: page_limit(p.limit)?,
+        cursor: p.cursor,
+    };
+    let page = s.store.search(&query).await.map_err(query_error)?;
+    Ok(Json(ToolList {
+        tools: page.items.iter().map(summary).collect(),
+        next_cursor: page.next_cursor,
+    }))
+}
+
+#[derive(Deserialize, Default, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ChangeParams {
+    /// A one-line summary of the change for the history.
+    summary: Option<String>,
+    /// The version the change is based on (or send `If-Match`).
+    base_version: Option<u64>,
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct CreateParams {
+    /// A one-line summary of the change for the history.
+    summary: Option<String>,
+}
+
+/// Creates a tool at version 1.
+#[utoipa::path(post, path = "/v1/tools", tag = "tools", params(CreateParams),
+    request_body(content = Object, description = "A definition in catalog form (SPEC §2); scripts inline as `source`"),
+    responses((status = 201, body = ToolView), (status = 409, description = "A tool of that name exists", body = ErrorBody),
+        (status = 422, description = "The definition is invalid; `details` names each problem", body = ErrorBody)))]
+async fn create(
+    State(s): Shared,
+    Extension(caller): Extension<Caller>,
+    Query(p): Query<CreateParams>,
+    Body(body): Body<Value>,
+) -> ApiResult<Response> {
+    let tool = parse_definition(body, None, None, Draft::Save)?;
+    let summary = p.summary.unwrap_or_else(|| "created".into());
+    let r = s
+        .store
+        .create(
+            &tool,
+            Change {
+                author: &caller.name,
+                summary: &summary,
+            },
+        )
+        .await?;
+    Ok((StatusCode::CREATED, Json(view(&r))).into_response())
+}
+
+/// A tool's current definition.
+#[utoipa::path(get, path = "/v1/tools/{name}", tag = "tools", params(("name" = String, Path, description = "The tool's name")),
+    responses((status = 200, body = ToolView), (status = 404, body = ErrorBody)))]
+async fn show(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<ToolView>> {
+    Ok(Json(view(&s.store.get(&name).await?)))
+}
+
+/// The version an update was based on: `If-Match: 3` (quotes allowed) or `?base_version=3`.
+fn base_version(headers: &HeaderMap, p: &ChangeParams) -> ApiResult<u64> {
+    let header_value = headers
+        .get(header::IF_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().trim_matches('"').to_owned());
+    match (header_value, p.base_version) {
+        (Some(v), _) => v
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("If-Match: {v:?} is not a version number"))),
+        (None, Some(v)) => Ok(v),
+        (None, None) => Err(ApiError::new(
+            StatusCode::PRECONDITION_REQUIRED,
+            "base_version_required",
+            "say which version your change is based on: an If-Match header or ?base_version=N",
+        )),
+    }
+}
+
+/// Replaces a tool's definition, creating a new version. Name the version the change is
+/// based on (`If-Match` or `base_version`); a stale one gets 409 and changes nothing.
+#[utoipa::path(put, path = "/v1/tools/{name}", tag = "tools",
+    params(("name" = String, Path, description = "The tool's name"), ChangeParams, ("If-Match" = Option<String>, Header, nullable = false, pattern = r#"^\s*"?[0-9]{1,18}"?\s*$"#, description = "The version the change is based on")),
+    request_body(content = Object, description = "The whole definition in catalog form; `***` for a secret keeps its value"),
+    responses((status = 200, body = ToolView), (status = 404, body = ErrorBody),
+        (status = 409, description = "Stale base version; `current_version` says the current one", body = ErrorBody),
+        (status = 422, body = ErrorBody), (status = 428, description = "No base version given", body = ErrorBody)))]
+async fn update(
+    State(s): Shared,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    Query(p): Query<ChangeParams>,
+    headers: HeaderMap,
+    Body(body): Body<Value>,
+) -> ApiResult<Json<ToolView>> {
+    let base = base_version(&headers, &p)?;
+    let current = s.store.get(&name).await?;
+    let tool = parse_definition(body, Some(&name), Some(&current.tool), Draft::Save)?;
+    let summary = p.summary.unwrap_or_else(|| "edited".into());
+    let r = s
+        .store
+        .update(
+            &tool,
+            base,
+            Change {
+                author: &caller.name,
+                summary: &summary,
+            },
+        )
+        .await?;
+    Ok(Json(view(&r)))
+}
+
+/// Deletes a tool (its history is kept).
+#[utoipa::path(delete, path = "/v1/tools/{name}", tag = "tools", params(("name" = String, Path, description = "The tool's name")),
+    responses((status = 204, description = "Deleted"), (status = 404, body = ErrorBody)))]
+async fn remove(
+    State(s): Shared,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    s.store
+        .delete(
+            &name,
+            Change {
+                author: &caller.name,
+                summary: "deleted",
+            },
+        )
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Enables or disables a tool; the two routes differ only in the value.
+async fn toggle(
+    s: &AppState,
+    caller: &Caller,
+    name: &str,
+    enabled: bool,
+) -> ApiResult<Json<ToolView>> {
+    let change = Change {
+        author: &caller.name,
+        summary: "",
+    };
+    Ok(Json(view(
+        &s.store.set_enabled(name, enabled, change).await?,
+    )))
+}
+
+/// Enables a tool (a new version).
+#[utoipa::path(post, path = "/v1/tools/{name}/enable", tag = "tools", params(("name" = String, Path, description = "The tool's name")),
+    responses((status = 200, body = ToolView), (status = 404, body = ErrorBody)))]
+async fn enable(
+    State(s): Shared,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<ToolView>> {
+    toggle(&s, &caller, &name, true).await
+}
+
+/// Disables a tool (a new version): it is no longer listed, exported or callable.
+#[utoipa::path(post, path = "/v1/tools/{name}/disable", tag = "tools", params(("name" = String, Path, description = "The tool's name")),
+    responses((status = 200, body = ToolView), (status = 404, body = ErrorBody)))]
+async fn disable(
+    State(s): Shared,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<ToolView>> {
+    toggle(&s, &caller, &name, false).await
+}
