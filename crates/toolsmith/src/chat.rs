@@ -65,7 +65,7 @@ pub struct ChatArgs {
     #[arg(long, value_name = "ID|last")]
     pub resume: Option<String>,
     #[command(flatten)]
-    pub run: crate::cli::RunArgs,
+    pub run: crate::options::RunArgs,
     /// One message: answered (tools and all), printed, and the program exits. Without it, on
     /// a terminal, a conversation (/reset, /tools, /exit).
     #[arg(value_name = "PROMPT", trailing_var_arg = true)]

@@ -21,6 +21,7 @@ macro_rules! outln {
 
 mod chat;
 mod cli;
+mod options;
 mod output;
 mod source;
 

@@ -1,0 +1,50 @@
+//! The catalog commands: check, list, show and export.
+
+use super::*;
+
+pub(super) fn check(file: &std::path::Path, json: bool) -> Result<ExitCode> {
+    let catalog = load_catalog(file)?;
+    output::check_summary(file, &catalog, json);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn list(catalog: &CatalogArg, json: bool) -> Result<ExitCode> {
+    let catalog = load_catalog(&catalog.catalog)?;
+    output::list(&catalog, json);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn show(name: &str, catalog: &CatalogArg, json: bool) -> Result<ExitCode> {
+    let catalog = load_catalog(&catalog.catalog)?;
+    let Some(tool) = catalog.get(name) else {
+        bail!("{}", unknown_tool(&catalog, name))
+    };
+    output::show(tool, json);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn export(
+    catalog: &CatalogArg,
+    format: Format,
+    strict: bool,
+    tags: &[String],
+) -> Result<ExitCode> {
+    let catalog = load_catalog(&catalog.catalog)?;
+    let selected = catalog
+        .tools
+        .iter()
+        .filter(|t| tags.is_empty() || t.tags.iter().any(|tag| tags.contains(tag)));
+    out!(
+        "{}",
+        render(selected, format, RenderOptions { strict }).to_text()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn unknown_tool(catalog: &toolsmith_core::Catalog, name: &str) -> String {
+    let names: Vec<&str> = catalog.tools.iter().map(|t| t.name.as_str()).collect();
+    format!(
+        "no tool named {name:?} in the catalog (tools: {})",
+        names.join(", ")
+    )
+}

@@ -1,0 +1,429 @@
+//! The subcommands and their flags (clap), and what each one does.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use toolsmith_core::model::Format;
+use toolsmith_core::render::{RenderOptions, render};
+use toolsmith_core::result::ErrorKind;
+use toolsmith_core::{CompiledTool, ToolResult, plan};
+use toolsmith_exec::runtime::Runtime;
+use toolsmith_exec::{CallOptions, Engine, EngineConfig};
+use toolsmith_server::Token;
+use toolsmith_store::Registry;
+use toolsmith_store::{Change, RunQuery, Store, StoreExt};
+
+mod call;
+mod catalog;
+mod registry;
+mod runtime;
+mod serve;
+
+use crate::options::RunArgs;
+use crate::output;
+use crate::source::load_catalog;
+
+/// toolsmith: declare tools once, check them, render them for every LLM provider, and call
+/// them with the arguments models send.
+#[derive(Debug, Parser)]
+#[command(name = "toolsmith", version, about, long_about = None, after_help = EXIT_CODES)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+const EXIT_CODES: &str =
+    "Exit codes: 0 success, 1 the tool call returned an error result, 2 usage or catalog error.";
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the registry over HTTP: the REST API under /v1 and MCP (Streamable HTTP) at
+    /// /mcp, on 127.0.0.1:7700 by default.
+    Serve(ServeArgs),
+    /// Serve tools over MCP on stdin/stdout, for Claude Desktop, Claude Code and other MCP
+    /// clients. Logs go to stderr only.
+    Mcp(McpArgs),
+    /// Check a catalog file and everything it imports; print every problem at once.
+    Check {
+        /// The catalog file (YAML, or JSON when it ends in .json).
+        file: PathBuf,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the tools of a catalog.
+    List {
+        #[command(flatten)]
+        catalog: CatalogArg,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one tool: its parameters, executor and settings (secrets shown as ***).
+    Show {
+        /// The tool's name.
+        name: String,
+        #[command(flatten)]
+        catalog: CatalogArg,
+        /// Print the definition and its JSON Schema as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Render the enabled tools for a provider: the value of its `tools` field, or an XML block.
+    Export {
+        #[command(flatten)]
+        catalog: CatalogArg,
+        /// openai, openai-responses, anthropic, gemini, mcp or xml.
+        #[arg(long, short, value_parser = parse_format)]
+        format: Format,
+        /// OpenAI strict mode (openai and openai-responses).
+        #[arg(long)]
+        strict: bool,
+        /// Only tools with this tag (repeat for any of several).
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+    },
+    /// Call a tool: run the arguments through the pipeline, run the tool, print the result.
+    Call(CallArgs),
+    /// Import a catalog into the registry: new tools are created, changed ones get a new
+    /// version, unchanged ones keep theirs.
+    Import {
+        /// The catalog file.
+        file: PathBuf,
+        #[command(flatten)]
+        db: DbArg,
+        /// Also delete (softly) registry tools the catalog does not have.
+        #[arg(long)]
+        prune: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the versions of a registry tool, oldest first.
+    History {
+        name: String,
+        #[command(flatten)]
+        db: DbArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The execution log of the registry's calls, newest first.
+    Runs {
+        #[command(flatten)]
+        db: DbArg,
+        /// Only calls of this tool.
+        #[arg(long)]
+        tool: Option<String>,
+        /// Only calls with this outcome: ok, or an error kind such as timeout.
+        #[arg(long)]
+        kind: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// What changed between two versions of a registry tool.
+    Diff {
+        name: String,
+        from: u64,
+        /// The current version when not given.
+        to: Option<u64>,
+        #[command(flatten)]
+        db: DbArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Save an old version of a registry tool as its newest version.
+    Restore {
+        name: String,
+        version: u64,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Enable a registry tool (a new version).
+    Enable {
+        name: String,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Disable a registry tool: it is no longer listed to models or callable (a new version).
+    Disable {
+        name: String,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Talk to a model that can use the tools: streamed answers, tool calls run through the
+    /// engine, dangerous ones only with your approval. Works with any OpenAI-compatible
+    /// server (OpenAI, vLLM, llama.cpp, Ollama's /v1) and Anthropic.
+    Chat(crate::chat::ChatArgs),
+    /// The Python runtime script tools use: a virtual environment with requests, httpx and
+    /// jsonschema.
+    Runtime {
+        #[command(subcommand)]
+        command: RuntimeCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RuntimeCommand {
+    /// Create (or re-create) the runtime and install its packages.
+    Setup {
+        /// Extra packages, comma-separated (for example pandas,numpy).
+        #[arg(long, value_delimiter = ',', value_name = "PACKAGES")]
+        with: Vec<String>,
+        /// The Python that creates the virtual environment.
+        #[arg(long, default_value = "python3")]
+        python: String,
+        /// Where the runtime lives [default: $TOOLSMITH_RUNTIME or ~/.local/share/toolsmith/runtime].
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Say whether the runtime exists and what is installed in it.
+    Status {
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where to listen. Anything but a loopback address needs a token.
+    #[arg(long, default_value = "127.0.0.1:7700")]
+    pub addr: std::net::SocketAddr,
+    /// Import this catalog at start [default: examples/catalog.yaml when it exists].
+    #[arg(long, value_name = "FILE")]
+    pub catalog: Option<PathBuf>,
+    /// Start without importing any catalog.
+    #[arg(long, conflicts_with = "catalog")]
+    pub no_catalog: bool,
+    /// With --catalog: delete registry tools the catalog does not have.
+    #[arg(long)]
+    pub prune: bool,
+    /// A bearer token: NAME=SECRET (admin) or NAME:ROLE=SECRET with ROLE read, call or admin.
+    /// Repeatable; TOOLSMITH_TOKEN adds an admin token named "env".
+    #[arg(long = "token", value_name = "NAME[:ROLE]=SECRET")]
+    pub tokens: Vec<String>,
+    /// A file of tokens, one NAME[:ROLE]=SECRET per line (# starts a comment). Keep it
+    /// readable by the server's user only.
+    #[arg(long, value_name = "FILE")]
+    pub tokens_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The folder file built-ins are confined to.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub workspace: PathBuf,
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// How many calls the execution log keeps (the oldest go first).
+    #[arg(long, value_name = "N", default_value_t = toolsmith_server::DEFAULT_RUN_RETENTION, value_parser = clap::value_parser!(usize))]
+    pub run_retention: usize,
+    /// MCP clients may run dangerous tools without the user being asked (REST calls still
+    /// need "confirm": true).
+    #[arg(long)]
+    pub allow_dangerous: bool,
+    /// Connections open at once; more are closed as they arrive. Idle connections and
+    /// clients slow to send their request's headers are closed after 15 s.
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    pub max_connections: usize,
+    /// A Host header the server answers besides localhost, 127.0.0.1 and [::1] (and the
+    /// --addr it listens on): NAME (any port) or NAME:PORT; repeatable. Anything else is
+    /// refused with 403, which protects against DNS rebinding. '*' turns the check off (only
+    /// behind a proxy that checks Host itself).
+    #[arg(
+        long = "allow-host",
+        visible_alias = "mcp-allow-host",
+        value_name = "HOST"
+    )]
+    pub allow_hosts: Vec<String>,
+    /// A browser origin that may change things (POST, PUT, DELETE) besides the server's own
+    /// pages, and gets CORS headers; repeatable, e.g. http://localhost:5173. /mcp also accepts
+    /// http://localhost, http://127.0.0.1 and http://[::1] on any port.
+    #[arg(
+        long = "allow-origin",
+        visible_alias = "mcp-allow-origin",
+        value_name = "ORIGIN"
+    )]
+    pub allow_origins: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Serve the tools of this catalog file. With --db, import it into that registry first;
+    /// alone, serve it from a private temporary registry.
+    #[arg(long, short, value_name = "FILE")]
+    pub catalog: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The folder file built-ins are confined to.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub workspace: PathBuf,
+    /// Run dangerous tools without asking. Without it, the user is asked through the client
+    /// (elicitation) when it can; otherwise the call is refused with a result that tells the
+    /// model to ask the user.
+    #[arg(long)]
+    pub allow_dangerous: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DbArg {
+    /// The registry: an SQLite file, or postgres://user:pass@host/db
+    /// [default: $TOOLSMITH_DB, else ~/.local/share/toolsmith/registry.db].
+    #[arg(long, value_name = "FILE|URL")]
+    pub db: Option<String>,
+    /// Recorded as the author of the change [default: $USER].
+    #[arg(long)]
+    pub author: Option<String>,
+}
+
+impl DbArg {
+    /// The registry's address: `--db`, else `$TOOLSMITH_DB`, else the default file.
+    fn address(&self) -> String {
+        self.db.clone().unwrap_or_else(default_db)
+    }
+
+    /// Who changes are recorded under: `--author`, else `$USER`, else `fallback`.
+    fn author(&self, fallback: &str) -> String {
+        self.author
+            .clone()
+            .or_else(|| std::env::var("USER").ok())
+            .unwrap_or_else(|| fallback.into())
+    }
+
+    async fn open(&self) -> Result<Registry> {
+        let address = self.address();
+        Registry::open(&address)
+            .await
+            .with_context(|| format!("opening the registry {}", redact_url(&address)))
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogArg {
+    /// The catalog file.
+    #[arg(
+        long,
+        short,
+        value_name = "FILE",
+        default_value = "examples/catalog.yaml"
+    )]
+    pub catalog: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tool's name.
+    pub name: String,
+    #[command(flatten)]
+    pub catalog: CatalogArg,
+    /// The arguments as a JSON object (or a JSON string holding one); `-` reads stdin.
+    #[arg(long, value_name = "JSON", conflicts_with = "arg")]
+    pub args: Option<String>,
+    /// One argument: `key=text` (coerced like a model's string), or `key:=json` for a raw
+    /// JSON value. Repeating a key collects the values into a list.
+    #[arg(short = 'a', long = "arg", value_name = "KEY=VALUE")]
+    pub arg: Vec<String>,
+    /// Print what would run (argv, stdin, environment) without running it.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Run a dangerous tool without asking (required when stdin is not a terminal).
+    #[arg(long, short)]
+    pub yes: bool,
+    /// The folder file built-ins are confined to and `working_dir`s are relative to.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub workspace: PathBuf,
+    /// Do not put each call in its own pids cgroup (faster for long-lived tools such as
+    /// Python scripts; fork bombs are then only stopped by the timeout).
+    #[arg(long)]
+    pub no_cgroups: bool,
+    /// Print the ToolResult as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_format(s: &str) -> Result<Format, String> {
+    Format::parse(s)
+        .ok_or_else(|| format!("unknown format {s:?} (expected one of {})", Format::names()))
+}
+
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Check { file, json } => catalog::check(&file, json),
+        Command::List { catalog, json } => catalog::list(&catalog, json),
+        Command::Show {
+            name,
+            catalog,
+            json,
+        } => catalog::show(&name, &catalog, json),
+        Command::Export {
+            catalog,
+            format,
+            strict,
+            tags,
+        } => catalog::export(&catalog, format, strict, &tags),
+        Command::Call(args) => call::call(args),
+        Command::Chat(args) => crate::chat::run(args),
+        Command::Runtime { command } => runtime::runtime(command),
+        Command::Serve(args) => serve::serve(args),
+        Command::Mcp(args) => serve::mcp(args),
+        Command::Import {
+            file,
+            db,
+            prune,
+            json,
+        } => registry::import(file, &db, prune, json),
+        Command::History { name, db, json } => registry::history(name, &db, json),
+        Command::Restore { name, version, db } => registry::restore(name, version, &db),
+        Command::Runs {
+            db,
+            tool,
+            kind,
+            limit,
+            json,
+        } => registry::runs(&db, tool, kind, limit, json),
+        Command::Diff {
+            name,
+            from,
+            to,
+            db,
+            json,
+        } => registry::diff(name, from, to, &db, json),
+        Command::Enable { name, db } => registry::set_enabled(name, db, true),
+        Command::Disable { name, db } => registry::set_enabled(name, db, false),
+    }
+}
+
+/// `$TOOLSMITH_DB`, else `$XDG_DATA_HOME/toolsmith/registry.db`, else
+/// `~/.local/share/toolsmith/registry.db`.
+pub fn default_db() -> String {
+    if let Ok(p) = std::env::var("TOOLSMITH_DB") {
+        return p;
+    }
+    toolsmith_exec::runtime::data_dir()
+        .join("registry.db")
+        .display()
+        .to_string()
+}
+
+/// A registry address fit for logs: the password of a URL replaced by `***`.
+fn redact_url(address: &str) -> String {
+    match (address.find("://"), address.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &address[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => {
+                    format!("{}{user}:***{}", &address[..scheme + 3], &address[at..])
+                }
+                None => address.to_owned(),
+            }
+        }
+        _ => address.to_owned(),
+    }
+}

@@ -1,0 +1,206 @@
+//! `serve` (REST, MCP over HTTP and the web UI) and `mcp` (MCP over stdio).
+
+use super::*;
+
+pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
+    init_logging();
+    let mut tokens = args
+        .tokens
+        .iter()
+        .map(|t| Token::parse(t))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    if let Some(file) = &args.tokens_file {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("--tokens-file {}", file.display()))?;
+        let more = toolsmith_server::auth::parse_tokens_file(&text)
+            .map_err(|e| anyhow::anyhow!("--tokens-file {}: {e}", file.display()))?;
+        tokens.extend(more);
+    }
+    if let Ok(secret) = std::env::var("TOOLSMITH_TOKEN") {
+        tokens.push(
+            Token::parse(&format!("env={secret}"))
+                .map_err(|e| anyhow::anyhow!("TOOLSMITH_TOKEN: {e}"))?,
+        );
+    }
+    toolsmith_server::check_bind(args.addr, &tokens).map_err(anyhow::Error::msg)?;
+    let catalog = match (&args.catalog, args.no_catalog) {
+        (_, true) => None,
+        (Some(file), _) => Some(file.clone()),
+        (None, false) => Some(PathBuf::from("examples/catalog.yaml")).filter(|p| p.exists()),
+    };
+    let catalog = catalog
+        .map(|file| load_catalog(&file).map(|c| (file, c)))
+        .transpose()?;
+    let config = args.run.engine_config(&args.workspace);
+    let engine = Arc::new(Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?);
+    let author = args.db.author("serve");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(async move {
+        let store = args.db.open().await?;
+        if let Some((file, catalog)) = catalog {
+            let r = store.import(&catalog.tools, args.prune, &author).await?;
+            eprintln!(
+                "toolsmith: imported {}: {} created, {} updated, {} unchanged, {} deleted",
+                file.display(),
+                r.created.len(),
+                r.updated.len(),
+                r.unchanged.len(),
+                r.deleted.len()
+            );
+        }
+        let listener = tokio::net::TcpListener::bind(args.addr)
+            .await
+            .with_context(|| format!("listening on {}", args.addr))?;
+        let local = listener.local_addr()?;
+        let no_token = tokens.is_empty();
+        eprintln!(
+            "toolsmith: registry {} ({}); REST API on http://{local}/v1 and MCP on http://{local}/mcp ({})",
+            redact_url(&args.db.address()),
+            store.backend(),
+            if no_token {
+                "no token: loopback only".to_string()
+            } else {
+                format!("{} token(s)", tokens.len())
+            }
+        );
+        if no_token {
+            eprintln!(
+                "toolsmith: no token, so only this machine can connect — but every user of this machine \
+                 can; on a shared machine start with --token NAME=SECRET"
+            );
+        }
+        let sessions = engine.sessions().clone();
+        let state =
+            toolsmith_server::AppState::with_retention(store, engine, tokens, args.run_retention);
+        toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
+        // The registry's Python script tools find a warm runtime started at their first call.
+        toolsmith_server::prewarm_registry(&state);
+        let log = state.runs.clone();
+        let app = toolsmith_server::app_with(
+            state,
+            toolsmith_server::HttpOptions {
+                allow_dangerous: args.allow_dangerous,
+                allowed_hosts: args.allow_hosts,
+                allowed_origins: args.allow_origins,
+                listen: Some(local),
+            },
+        );
+        toolsmith_server::serve_with(
+            listener,
+            app,
+            shutdown_signal(),
+            std::time::Duration::from_secs(30),
+            toolsmith_server::ConnectionLimits {
+                max_connections: args.max_connections.max(1),
+                ..Default::default()
+            },
+        )
+        .await?;
+        // No session outlives the server; every call answered is in the execution log
+        // before the process ends.
+        sessions.shutdown(SESSION_GRACE).await;
+        log.flush().await;
+        eprintln!("toolsmith: stopped");
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// How long sessions get to exit after TERM when the server stops.
+const SESSION_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
+    init_logging();
+    let catalog = args
+        .catalog
+        .as_ref()
+        .map(|file| load_catalog(file).map(|c| (file.clone(), c)))
+        .transpose()?;
+    let config = args.run.engine_config(&args.workspace);
+    let engine = Arc::new(Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?);
+    let author = args.db.author("mcp");
+    // A catalog alone is served from a registry of its own that lives as long as the server.
+    let private = match (&catalog, &args.db.db) {
+        (Some(_), None) => Some(tempfile::tempdir().context("creating a temporary registry")?),
+        _ => None,
+    };
+    let address = match &private {
+        Some(dir) => dir.path().join("registry.db").display().to_string(),
+        None => args.db.address(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(async move {
+        let store = Registry::open(&address)
+            .await
+            .with_context(|| format!("opening the registry {}", redact_url(&address)))?;
+        if let Some((file, catalog)) = &catalog {
+            let r = store.import(&catalog.tools, false, &author).await?;
+            tracing::info!(
+                "imported {}: {} created, {} updated, {} unchanged",
+                file.display(),
+                r.created.len(),
+                r.updated.len(),
+                r.unchanged.len()
+            );
+        }
+        let sessions = engine.sessions().clone();
+        let state = toolsmith_server::AppState::new(store, engine, Vec::new());
+        toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
+        toolsmith_server::prewarm_registry(&state);
+        let log = state.runs.clone();
+        let handler = toolsmith_server::mcp::McpServer::new(
+            state,
+            toolsmith_server::mcp::McpOptions {
+                allow_dangerous: args.allow_dangerous,
+                notify_changes: true,
+                caller: "mcp-stdio".into(),
+            },
+        );
+        let service = rmcp::ServiceExt::serve(handler, rmcp::transport::stdio())
+            .await
+            .context("starting MCP on stdio")?;
+        tokio::select! {
+            r = service.waiting() => { r.context("MCP on stdio")?; }
+            _ = shutdown_signal() => {}
+        }
+        sessions.shutdown(SESSION_GRACE).await;
+        log.flush().await;
+        drop(private);
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Diagnostics go to stderr (stdout may be an MCP transport); `RUST_LOG` sets the level.
+/// rmcp logs every protocol error it answers (an unknown tool, say) as a warning; those are
+/// the client's mistakes, not the server's, so only its errors show by default.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp::service=error"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
