@@ -12,14 +12,25 @@
 //!   its version numbers.
 //!
 //! [`sqlite::SqliteStore`] is the embedded default; [`postgres::PgStore`] serves several
-//! replicas. [`Registry`] is either, chosen by the address it is opened with.
+//! replicas. [`Registry`] is either, chosen by the address it is opened with. What the two
+//! backends run alike is written once in `shared` (statements and method bodies); `rows`
+//! reads rows into records for both; `sync` decides what an import does with each tool;
+//! `diff` compares definitions.
 
+mod diff;
 pub mod postgres;
+mod registry;
 mod rows;
+mod shared;
 pub mod sqlite;
+mod sync;
+
+pub use diff::{Difference, diff, diff_definitions};
+pub use registry::Registry;
+pub(crate) use sync::{SyncAction, sync_action};
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use toolsmith_core::Tool;
 use toolsmith_core::catalog::{self, CatalogSource};
 use toolsmith_core::model::Secrets;
@@ -207,92 +218,6 @@ pub struct SessionRow {
 /// Rows of sessions that ended (or whose replica went silent) this long ago are removed.
 pub const SESSION_ROWS_KEPT_MS: i64 = 24 * 3600 * 1000;
 
-/// The sessions table's statements: the same text for both backends (`$n` placeholders,
-/// `ON CONFLICT`), run by each on its own pool.
-pub(crate) mod session_sql {
-    pub const START: &str = "INSERT INTO sessions (id, replica, place, owner, command, status, created_ms, last_seen_ms) \
-         VALUES ($1, $2, $3, $4, $5, 'running', $6, $6) \
-         ON CONFLICT (id) DO UPDATE SET status = 'running', last_seen_ms = $6";
-    pub const PRUNE: &str = "DELETE FROM sessions WHERE last_seen_ms < $1";
-    pub const END: &str = "UPDATE sessions SET status = $1, last_seen_ms = $2 WHERE id = $3";
-    pub const ALIVE: &str =
-        "UPDATE sessions SET last_seen_ms = $1 WHERE replica = $2 AND status = 'running'";
-    pub const FIND: &str = "SELECT id, replica, place, owner, command, status, created_ms, last_seen_ms \
-         FROM sessions WHERE id = $1";
-}
-
-/// The sessions methods of [`Store`], the same code for both backends (each has a `pool`).
-macro_rules! session_methods {
-    () => {
-        async fn note_session(&self, note: &crate::SessionNote) -> crate::Result<()> {
-            match note {
-                crate::SessionNote::Started {
-                    id,
-                    replica,
-                    place,
-                    owner,
-                    command,
-                    at_ms,
-                } => {
-                    sqlx::query(crate::session_sql::PRUNE)
-                        .bind(at_ms - crate::SESSION_ROWS_KEPT_MS)
-                        .execute(&self.pool)
-                        .await?;
-                    sqlx::query(crate::session_sql::START)
-                        .bind(id)
-                        .bind(replica)
-                        .bind(place)
-                        .bind(owner)
-                        .bind(command)
-                        .bind(at_ms)
-                        .execute(&self.pool)
-                        .await?;
-                }
-                crate::SessionNote::Ended { id, status, at_ms } => {
-                    sqlx::query(crate::session_sql::END)
-                        .bind(status)
-                        .bind(at_ms)
-                        .bind(id)
-                        .execute(&self.pool)
-                        .await?;
-                }
-                crate::SessionNote::Alive { replica, at_ms } => {
-                    sqlx::query(crate::session_sql::ALIVE)
-                        .bind(at_ms)
-                        .bind(replica)
-                        .execute(&self.pool)
-                        .await?;
-                }
-            }
-            Ok(())
-        }
-
-        async fn find_session(&self, id: &str) -> crate::Result<Option<crate::SessionRow>> {
-            let row: Option<(String, String, String, String, String, String, i64, i64)> =
-                sqlx::query_as(crate::session_sql::FIND)
-                    .bind(id)
-                    .fetch_optional(&self.pool)
-                    .await?;
-            Ok(row.map(
-                |(id, replica, place, owner, command, status, created_ms, last_seen_ms)| {
-                    crate::SessionRow {
-                        id,
-                        replica,
-                        place,
-                        owner,
-                        command,
-                        status,
-                        created_ms,
-                        last_seen_ms,
-                    }
-                },
-            ))
-        }
-    };
-}
-
-pub(crate) use session_methods;
-
 /// The largest argument text kept in the log.
 pub const MAX_LOGGED_ARGUMENTS: usize = 4096;
 
@@ -355,155 +280,6 @@ pub trait Store: Send + Sync {
     fn note_session(&self, note: &SessionNote) -> impl Future<Output = Result<()>> + Send;
     /// The session `id`, if the registry knows it.
     fn find_session(&self, id: &str) -> impl Future<Output = Result<Option<SessionRow>>> + Send;
-}
-
-/// What sync does with one tool, given the stored `(version, deleted, definition)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SyncAction {
-    /// Write `version`; `exists` when a (deleted) row is there to update.
-    Create {
-        version: u64,
-        exists: bool,
-    },
-    Update {
-        version: u64,
-    },
-    Unchanged,
-}
-
-pub(crate) fn sync_action(stored: Option<(u64, bool, &str)>, tool: &Tool) -> SyncAction {
-    match stored {
-        None => SyncAction::Create {
-            version: 1,
-            exists: false,
-        },
-        Some((version, true, _)) => SyncAction::Create {
-            version: version + 1,
-            exists: true,
-        },
-        Some((version, false, definition)) => {
-            let new = tool.to_catalog_value(Secrets::Keep);
-            let old: Option<Value> = serde_json::from_str(definition).ok();
-            // Equal as stored, or equal once the stored form is read back (a definition
-            // stored by an older toolsmith may spell defaults differently).
-            let same = old.as_ref() == Some(&new)
-                || old
-                    .as_ref()
-                    .and_then(|v| definition_to_tool(v).ok())
-                    .is_some_and(|t| same_definition(&t, tool));
-            match same {
-                true => SyncAction::Unchanged,
-                false => SyncAction::Update {
-                    version: version + 1,
-                },
-            }
-        }
-    }
-}
-
-impl ImportReport {
-    pub(crate) fn note(&mut self, action: SyncAction, name: &str) {
-        let list = match action {
-            SyncAction::Create { .. } => &mut self.created,
-            SyncAction::Update { .. } => &mut self.updated,
-            SyncAction::Unchanged => &mut self.unchanged,
-        };
-        list.push(name.to_owned());
-    }
-
-    fn extend(&mut self, other: ImportReport) {
-        self.created.extend(other.created);
-        self.updated.extend(other.updated);
-        self.unchanged.extend(other.unchanged);
-        self.deleted.extend(other.deleted);
-    }
-}
-
-/// The registry a server or the CLI uses: SQLite or PostgreSQL.
-#[derive(Debug, Clone)]
-pub enum Registry {
-    Sqlite(sqlite::SqliteStore),
-    Postgres(postgres::PgStore),
-}
-
-impl Registry {
-    /// `postgres://…` or `postgresql://…` opens PostgreSQL; anything else is an SQLite file
-    /// (`sqlite://` prefix optional).
-    pub async fn open(address: &str) -> Result<Self> {
-        if address.starts_with("postgres://") || address.starts_with("postgresql://") {
-            Ok(Self::Postgres(postgres::PgStore::open(address).await?))
-        } else {
-            let path = address.strip_prefix("sqlite://").unwrap_or(address);
-            Ok(Self::Sqlite(
-                sqlite::SqliteStore::open(std::path::Path::new(path)).await?,
-            ))
-        }
-    }
-
-    /// The backend's name, for logs.
-    pub fn backend(&self) -> &'static str {
-        match self {
-            Self::Sqlite(_) => "sqlite",
-            Self::Postgres(_) => "postgres",
-        }
-    }
-}
-
-/// Forwards one `Store` method to whichever backend the registry holds.
-macro_rules! forward {
-    ($self:ident, $method:ident ( $($arg:expr),* )) => {
-        match $self {
-            Registry::Sqlite(s) => s.$method($($arg),*).await,
-            Registry::Postgres(s) => s.$method($($arg),*).await,
-        }
-    };
-}
-
-impl Store for Registry {
-    async fn create(&self, tool: &Tool, change: Change<'_>) -> Result<ToolRecord> {
-        forward!(self, create(tool, change))
-    }
-    async fn update(
-        &self,
-        tool: &Tool,
-        base_version: u64,
-        change: Change<'_>,
-    ) -> Result<ToolRecord> {
-        forward!(self, update(tool, base_version, change))
-    }
-    async fn get(&self, name: &str) -> Result<ToolRecord> {
-        forward!(self, get(name))
-    }
-    async fn version(&self, name: &str, version: u64) -> Result<VersionRecord> {
-        forward!(self, version(name, version))
-    }
-    async fn history(&self, name: &str) -> Result<Vec<VersionRecord>> {
-        forward!(self, history(name))
-    }
-    async fn delete(&self, name: &str, change: Change<'_>) -> Result<()> {
-        forward!(self, delete(name, change))
-    }
-    async fn search(&self, query: &Query) -> Result<Page<ToolRecord>> {
-        forward!(self, search(query))
-    }
-    async fn record_runs(&self, runs: &[RunRecord], keep: usize) -> Result<()> {
-        forward!(self, record_runs(runs, keep))
-    }
-    async fn runs(&self, query: &RunQuery) -> Result<Page<RunRecord>> {
-        forward!(self, runs(query))
-    }
-    async fn sync(&self, tools: &[Tool], change: Change<'_>) -> Result<ImportReport> {
-        forward!(self, sync(tools, change))
-    }
-    async fn generation(&self) -> Result<u64> {
-        forward!(self, generation())
-    }
-    async fn note_session(&self, note: &SessionNote) -> Result<()> {
-        forward!(self, note_session(note))
-    }
-    async fn find_session(&self, id: &str) -> Result<Option<SessionRow>> {
-        forward!(self, find_session(id))
-    }
 }
 
 /// Tools per transaction in a catalog import.
@@ -683,111 +459,6 @@ pub trait StoreExt: Store {
 }
 
 impl<S: Store> StoreExt for S {}
-
-/// One difference between two definitions: the path (`parameters[1].type`) and the value on
-/// each side (`null` where absent).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Difference {
-    pub path: String,
-    pub from: Value,
-    pub to: Value,
-}
-
-/// The differences from `a` to `b`, walking objects by key and arrays by index (knowing
-/// nothing of secrets: use [`diff_definitions`] for definitions).
-pub fn diff(a: &Value, b: &Value) -> Vec<Difference> {
-    fn walk(a: &Value, b: &Value, path: String, out: &mut Vec<Difference>) {
-        match (a, b) {
-            (Value::Object(x), Value::Object(y)) => {
-                let mut keys: Vec<&String> = x.keys().collect();
-                keys.extend(y.keys().filter(|k| !x.contains_key(*k)));
-                for k in keys {
-                    let child = if path.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{path}.{k}")
-                    };
-                    walk(
-                        x.get(k).unwrap_or(&Value::Null),
-                        y.get(k).unwrap_or(&Value::Null),
-                        child,
-                        out,
-                    );
-                }
-            }
-            (Value::Array(x), Value::Array(y)) => {
-                for i in 0..x.len().max(y.len()) {
-                    walk(
-                        x.get(i).unwrap_or(&Value::Null),
-                        y.get(i).unwrap_or(&Value::Null),
-                        format!("{path}[{i}]"),
-                        out,
-                    );
-                }
-            }
-            _ if a != b => out.push(Difference {
-                path,
-                from: a.clone(),
-                to: b.clone(),
-            }),
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk(a, b, String::new(), &mut out);
-    out
-}
-
-/// `diff` of two stored definitions, with secret values shown as `***`: a secret config
-/// value — a string, or a whole array or object — is compared as one value and reported as
-/// one change at `config.<name>`, so nothing inside it reaches the output.
-pub fn diff_definitions(a: &Value, b: &Value) -> Result<Vec<Difference>> {
-    let (ta, tb) = (definition_to_tool(a)?, definition_to_tool(b)?);
-    let mut secrets: Vec<&str> = ta
-        .config_schema
-        .iter()
-        .chain(&tb.config_schema)
-        .filter(|p| p.secret)
-        .map(|p| p.name.as_str())
-        .collect();
-    secrets.sort_unstable();
-    secrets.dedup();
-    let (mut a, mut b) = (a.clone(), b.clone());
-    let mut out = Vec::new();
-    for name in secrets {
-        let take = |v: &mut Value| {
-            v.get_mut("config")
-                .and_then(Value::as_object_mut)
-                .and_then(|c| c.remove(name))
-        };
-        let (from, to) = (take(&mut a), take(&mut b));
-        if from != to {
-            let shown = |v: Option<Value>| {
-                v.map_or(Value::Null, |_| {
-                    Value::String(toolsmith_core::model::REDACTED.into())
-                })
-            };
-            out.push(Difference {
-                path: format!("config.{name}"),
-                from: shown(from),
-                to: shown(to),
-            });
-        }
-    }
-    for v in [&mut a, &mut b] {
-        if let Some(map) = v.as_object_mut()
-            && map
-                .get("config")
-                .is_some_and(|c| c.as_object().is_some_and(Map::is_empty))
-        {
-            map.remove("config");
-        }
-    }
-    let mut all = diff(&a, &b);
-    all.extend(out);
-    Ok(all)
-}
 
 /// Two definitions are the same when their catalog forms (secrets included) are equal.
 pub fn same_definition(a: &Tool, b: &Tool) -> bool {

@@ -7,16 +7,11 @@
 
 use std::str::FromStr;
 
+use sqlx::AssertSqlSafe;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::{AssertSqlSafe, Row};
-use toolsmith_core::Tool;
-use toolsmith_core::model::Secrets;
 
 use crate::rows;
-use crate::{
-    Change, ImportReport, Page, Query, Result, RunQuery, RunRecord, Store, StoreError, SyncAction,
-    ToolRecord, VersionRecord, decode_cursor, encode_cursor, now_ms, sync_action,
-};
+use crate::{Page, Query, Result, Store, StoreError, ToolRecord, decode_cursor};
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0001_registry.sql"),
@@ -103,179 +98,19 @@ impl PgStore {
         Ok(())
     }
 
-    async fn write(
-        conn: &mut sqlx::PgConnection,
-        tool: &Tool,
-        version: u64,
-        exists: bool,
-        change: &Change<'_>,
-    ) -> Result<ToolRecord> {
-        let text = tool.to_catalog_value(Secrets::Keep).to_string();
-        let now = now_ms();
-        let tags = format!(" {} ", tool.tags.join(" ").to_lowercase());
-        let sql = if exists {
-            "UPDATE tools SET version = $2, enabled = $3, deleted = FALSE, description = $4, tags = $5, definition = $6, updated_at = $7, updated_by = $8 WHERE name = $1"
-        } else {
-            "INSERT INTO tools (name, version, enabled, deleted, description, tags, definition, updated_at, updated_by) VALUES ($1, $2, $3, FALSE, $4, $5, $6, $7, $8)"
-        };
-        sqlx::query(sql)
-            .bind(tool.name.as_str())
-            .bind(version as i64)
-            .bind(tool.enabled)
-            .bind(&tool.description)
-            .bind(&tags)
-            .bind(&text)
-            .bind(now)
-            .bind(change.author)
-            .execute(&mut *conn)
-            .await
-            .map_err(|e| unique_is_exists(e, tool))?;
-        sqlx::query("INSERT INTO tool_versions (name, version, definition, created_at, author, summary) VALUES ($1, $2, $3, $4, $5, $6)")
-            .bind(tool.name.as_str())
-            .bind(version as i64)
-            .bind(&text)
-            .bind(now)
-            .bind(change.author)
-            .bind(change.summary)
-            .execute(&mut *conn)
-            .await
-            .map_err(|e| unique_is_exists(e, tool))?;
-        Ok(ToolRecord {
-            tool: tool.clone(),
-            version,
-            updated_at_ms: now,
-            updated_by: change.author.to_owned(),
-        })
+    /// A write transaction; the rows a write depends on are locked as they are read.
+    async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+        Ok(self.pool.begin().await?)
     }
-}
 
-/// Two replicas creating the same new name at once: the loser hits the primary key.
-fn unique_is_exists(e: sqlx::Error, tool: &Tool) -> StoreError {
-    match e.as_database_error().and_then(|d| d.code()) {
-        Some(code) if code == "23505" => StoreError::Exists(tool.name.to_string()),
-        _ => e.into(),
-    }
-}
+    /// The version check and the write cannot interleave with another replica's.
+    const ROW_LOCK: &str = " FOR UPDATE";
 
-async fn state_for_update(
-    conn: &mut sqlx::PgConnection,
-    name: &str,
-) -> Result<Option<(u64, bool)>> {
-    let row = sqlx::query("SELECT version, deleted FROM tools WHERE name = $1 FOR UPDATE")
-        .bind(name)
-        .fetch_optional(&mut *conn)
-        .await?;
-    Ok(row.map(|r| {
-        (
-            r.get::<i64, _>("version") as u64,
-            r.get::<bool, _>("deleted"),
-        )
-    }))
-}
-
-/// `(version, deleted, definition)` of a name, live or not, locked for the transaction.
-async fn stored(conn: &mut sqlx::PgConnection, name: &str) -> Result<Option<(u64, bool, String)>> {
-    let row =
-        sqlx::query("SELECT version, deleted, definition FROM tools WHERE name = $1 FOR UPDATE")
-            .bind(name)
-            .fetch_optional(&mut *conn)
-            .await?;
-    Ok(row.map(|r| {
-        (
-            r.get::<i64, _>("version") as u64,
-            r.get::<bool, _>("deleted"),
-            r.get::<String, _>("definition"),
-        )
-    }))
+    crate::shared::store_helpers!(sqlx::PgConnection);
 }
 
 impl Store for PgStore {
-    async fn create(&self, tool: &Tool, change: Change<'_>) -> Result<ToolRecord> {
-        let mut tx = self.pool.begin().await?;
-        let record = match state_for_update(&mut tx, tool.name.as_str()).await? {
-            Some((_, false)) => return Err(StoreError::Exists(tool.name.to_string())),
-            Some((version, true)) => Self::write(&mut tx, tool, version + 1, true, &change).await?,
-            None => Self::write(&mut tx, tool, 1, false, &change).await?,
-        };
-        tx.commit().await?;
-        Ok(record)
-    }
-
-    async fn update(
-        &self,
-        tool: &Tool,
-        base_version: u64,
-        change: Change<'_>,
-    ) -> Result<ToolRecord> {
-        let mut tx = self.pool.begin().await?;
-        let record = match state_for_update(&mut tx, tool.name.as_str()).await? {
-            None | Some((_, true)) => {
-                return Err(StoreError::NotFound(format!(
-                    "tool {:?}",
-                    tool.name.as_str()
-                )));
-            }
-            Some((current, false)) if current != base_version => {
-                return Err(StoreError::Conflict {
-                    name: tool.name.to_string(),
-                    current_version: current,
-                    based_on: base_version,
-                });
-            }
-            Some((current, false)) => {
-                Self::write(&mut tx, tool, current + 1, true, &change).await?
-            }
-        };
-        tx.commit().await?;
-        Ok(record)
-    }
-
-    async fn get(&self, name: &str) -> Result<ToolRecord> {
-        let row = sqlx::query("SELECT name, version, definition, updated_at, updated_by FROM tools WHERE name = $1 AND NOT deleted")
-            .bind(name)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref()
-            .map(rows::tool)
-            .unwrap_or_else(|| Err(StoreError::NotFound(format!("tool {name:?}"))))
-    }
-
-    async fn version(&self, name: &str, version: u64) -> Result<VersionRecord> {
-        let row = sqlx::query("SELECT * FROM tool_versions WHERE name = $1 AND version = $2")
-            .bind(name)
-            .bind(version as i64)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(rows::version).unwrap_or_else(|| {
-            Err(StoreError::NotFound(format!(
-                "version {version} of tool {name:?}"
-            )))
-        })
-    }
-
-    async fn history(&self, name: &str) -> Result<Vec<VersionRecord>> {
-        let rows = sqlx::query("SELECT * FROM tool_versions WHERE name = $1 ORDER BY version")
-            .bind(name)
-            .fetch_all(&self.pool)
-            .await?;
-        if rows.is_empty() {
-            return Err(StoreError::NotFound(format!("tool {name:?}")));
-        }
-        rows.iter().map(rows::version).collect()
-    }
-
-    async fn delete(&self, name: &str, change: Change<'_>) -> Result<()> {
-        let done = sqlx::query("UPDATE tools SET deleted = TRUE, updated_at = $2, updated_by = $3 WHERE name = $1 AND NOT deleted")
-            .bind(name)
-            .bind(now_ms())
-            .bind(change.author)
-            .execute(&self.pool)
-            .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!("tool {name:?}")));
-        }
-        Ok(())
-    }
+    crate::shared::store_methods!();
 
     async fn search(&self, query: &Query) -> Result<Page<ToolRecord>> {
         let limit = rows::page_size(query.limit);
@@ -296,105 +131,6 @@ impl Store for PgStore {
         .bind((limit + 1) as i64)
         .fetch_all(&self.pool)
         .await?;
-        let items = rows
-            .iter()
-            .take(limit)
-            .map(rows::tool)
-            .collect::<Result<Vec<_>>>()?;
-        let next_cursor = (rows.len() > limit)
-            .then(|| items.last().map(|r| encode_cursor(r.tool.name.as_str())))
-            .flatten();
-        Ok(Page { items, next_cursor })
-    }
-
-    async fn sync(&self, tools: &[Tool], change: Change<'_>) -> Result<ImportReport> {
-        let mut tx = self.pool.begin().await?;
-        let mut report = ImportReport::default();
-        for tool in tools {
-            let name = tool.name.as_str();
-            let current = stored(&mut tx, name).await?;
-            let action = sync_action(
-                current.as_ref().map(|(v, d, def)| (*v, *d, def.as_str())),
-                tool,
-            );
-            match action {
-                SyncAction::Create { version, exists } => {
-                    Self::write(&mut tx, tool, version, exists, &change).await?;
-                }
-                SyncAction::Update { version } => {
-                    Self::write(&mut tx, tool, version, true, &change).await?;
-                }
-                SyncAction::Unchanged => {}
-            }
-            report.note(action, name);
-        }
-        tx.commit().await?;
-        Ok(report)
-    }
-
-    crate::session_methods!();
-
-    async fn generation(&self) -> Result<u64> {
-        let g: i64 = sqlx::query_scalar("SELECT generation FROM registry_generation WHERE id = 1")
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(g as u64)
-    }
-
-    async fn record_runs(&self, runs: &[RunRecord], keep: usize) -> Result<()> {
-        if runs.is_empty() {
-            return Ok(());
-        }
-        let mut tx = self.pool.begin().await?;
-        let mut last: i64 = 0;
-        for run in runs {
-            last = sqlx::query_scalar(
-                "INSERT INTO runs (tool, version, caller, arguments, kind, duration_ms, exit_code, truncated, started_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
-            )
-            .bind(&run.tool)
-            .bind(run.version as i64)
-            .bind(&run.caller)
-            .bind(run.arguments.to_string())
-            .bind(&run.kind)
-            .bind(run.duration_ms)
-            .bind(run.exit_code)
-            .bind(run.truncated)
-            .bind(run.started_at_ms)
-            .fetch_one(&mut *tx)
-            .await?;
-        }
-        // Retention: ids only grow, so the newest `keep` are the highest ids.
-        sqlx::query("DELETE FROM runs WHERE id <= $1")
-            .bind(last - keep as i64)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    async fn runs(&self, query: &RunQuery) -> Result<Page<RunRecord>> {
-        let limit = rows::page_size(query.limit);
-        let before = rows::runs_before(query.cursor.as_deref())?;
-        let rows = sqlx::query(
-            "SELECT * FROM runs WHERE id < $1 AND ($2::text IS NULL OR tool = $2) AND ($3::text IS NULL OR kind = $3) \
-             AND ($4::text IS NULL OR caller = $4) ORDER BY id DESC LIMIT $5",
-        )
-        .bind(before)
-        .bind(query.tool.as_deref())
-        .bind(query.kind.as_deref())
-        .bind(query.caller.as_deref())
-        .bind((limit + 1) as i64)
-        .fetch_all(&self.pool)
-        .await?;
-        let items = rows
-            .iter()
-            .take(limit)
-            .map(rows::run)
-            .collect::<Result<Vec<_>>>()?;
-        let next_cursor = (rows.len() > limit)
-            .then(|| items.last().map(|r| encode_cursor(&r.id.to_string())))
-            .flatten();
-        Ok(Page { items, next_cursor })
+        rows::page(&rows, limit, rows::tool, |r| r.tool.name.to_string())
     }
 }

@@ -77,6 +77,26 @@ where
     })
 }
 
+/// A page of `limit` records read from `rows` (one more than a page was fetched, to know
+/// whether another follows), with the cursor after the last one named by `key`.
+pub(crate) fn page<R, T>(
+    rows: &[R],
+    limit: usize,
+    read: impl Fn(&R) -> Result<T>,
+    key: impl Fn(&T) -> String,
+) -> Result<crate::Page<T>> {
+    let mut items = rows
+        .iter()
+        .take(limit)
+        .map(read)
+        .collect::<Result<Vec<_>>>()?;
+    let next_cursor = (rows.len() > limit)
+        .then(|| items.last().map(|r| crate::encode_cursor(&key(r))))
+        .flatten();
+    items.shrink_to_fit();
+    Ok(crate::Page { items, next_cursor })
+}
+
 /// A page size: 50 when 0, at most 1000.
 pub(crate) fn page_size(limit: usize) -> usize {
     match limit {
