@@ -18,6 +18,7 @@
 mod builtin;
 mod capture;
 mod folders;
+mod kinds;
 mod limits;
 mod process;
 pub mod runtime;
@@ -306,7 +307,8 @@ impl Engine {
                     .await
             }
             Executor::Builtin(name) => self.builtin(t, name, prepared.arguments, meta).await,
-            Executor::Command(_) | Executor::Script(_) => self.process(t, invocation, meta).await,
+            Executor::Command(_) => self.run_command(t, invocation, meta).await,
+            Executor::Script(s) => self.run_script(t, s, invocation, meta).await,
         }
     }
 
@@ -383,339 +385,6 @@ impl Engine {
             )),
         }
     }
-
-    async fn builtin(
-        &self,
-        t: &Tool,
-        name: &str,
-        args: serde_json::Map<String, Value>,
-        meta: Meta,
-    ) -> ToolResult {
-        let ws = self.workspace.clone();
-        let config = t.config.clone();
-        let name_owned = name.to_owned();
-        let stop = builtin::Stop::default();
-        // Raised when this future ends, however it ends: at the deadline, or dropped by a
-        // caller that went away.
-        let _raise = RaiseOnDrop(stop.clone());
-        let task = tokio::task::spawn_blocking(move || {
-            builtin::run(&name_owned, &args, &config, &ws, &stop)
-        });
-        match tokio::time::timeout(Duration::from_millis(t.timeout_ms), task).await {
-            Ok(Ok(Ok(data))) => ToolResult::ok(data, meta),
-            Ok(Ok(Err(e))) => ToolResult::err(
-                ErrorKind::InvalidArguments,
-                format!("{name}: {}", e.message),
-                Vec::new(),
-                meta,
-            ),
-            Ok(Err(e)) => ToolResult::err(
-                ErrorKind::Internal,
-                format!("{name} failed: {e}"),
-                Vec::new(),
-                meta,
-            ),
-            Err(_) => ToolResult::err(
-                ErrorKind::Timeout,
-                format!("{name} did not finish within {} ms", t.timeout_ms),
-                Vec::new(),
-                meta,
-            ),
-        }
-    }
-
-    /// A session built-in: it waits on its session at most the tool's timeout (and 30 s),
-    /// and going away stops only the wait, never the session.
-    async fn session(
-        &self,
-        t: &Tool,
-        name: &str,
-        args: &serde_json::Map<String, Value>,
-        opts: &CallOptions,
-        meta: Meta,
-    ) -> ToolResult {
-        let ctx = session::Ctx {
-            caller: if opts.caller.is_empty() {
-                "local"
-            } else {
-                &opts.caller
-            },
-            admin: opts.admin,
-            workspace: &self.workspace,
-            tool: t,
-            limits: t.limits.or(self.config.default_limits),
-            niceness: self.config.tool_niceness,
-            cgroups: self.cgroups.as_ref(),
-        };
-        match self.sessions.call(name, args, ctx).await {
-            Ok(data) => ToolResult::ok(data, meta),
-            Err(session::SessionError::Invalid(m)) => ToolResult::err(
-                ErrorKind::InvalidArguments,
-                format!("{name}: {m}"),
-                Vec::new(),
-                meta,
-            ),
-            Err(session::SessionError::Session(code, m)) => {
-                ToolResult::err(ErrorKind::Session, format!("{code}: {m}"), Vec::new(), meta)
-            }
-        }
-    }
-
-    async fn process(&self, t: &Tool, invocation: Invocation, meta: Meta) -> ToolResult {
-        let mut argv = invocation.argv;
-        // A Python script's interpreter and file, and whether it asked to run warm.
-        let mut python: Option<(PathBuf, PathBuf, bool)> = None;
-        if let Executor::Script(s) = &t.executor {
-            let interpreter = match self.scripts.interpreter(&s.interpreter) {
-                Ok(p) => p,
-                Err(e) => return ToolResult::err(ErrorKind::SpawnFailed, e, Vec::new(), meta),
-            };
-            let file = match self.scripts.file(&s.source, &s.interpreter) {
-                Ok(p) => p,
-                Err(e) => {
-                    return ToolResult::err(
-                        ErrorKind::Internal,
-                        format!("writing the script: {e}"),
-                        Vec::new(),
-                        meta,
-                    );
-                }
-            };
-            argv = vec![
-                interpreter.to_string_lossy().into_owned(),
-                file.to_string_lossy().into_owned(),
-            ];
-            let base = Path::new(&s.interpreter)
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
-            if base.starts_with("python") {
-                python = Some((interpreter, file, self.runs_warm(t)));
-            }
-        }
-        // Only allowlisted variables of the server's environment, then the tool's own.
-        let mut env: BTreeMap<String, String> = t
-            .env_allowlist
-            .iter()
-            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
-            .collect();
-        env.extend(t.env.clone());
-        // The program is looked up in the operator's PATH, before parameters are injected
-        // (the catalog refuses a parameter named PATH too; this holds whatever it allows).
-        let searched = env
-            .get("PATH")
-            .cloned()
-            .unwrap_or_else(|| process::DEFAULT_PATH.to_owned());
-        env.extend(invocation.env.into_iter().map(|v| (v.name, v.value)));
-
-        let (cwd, temp) = match &t.working_dir {
-            Some(dir) => match self.workspace.resolve(dir, true) {
-                Ok(p) => (p, None),
-                Err(e) => {
-                    return ToolResult::err(
-                        ErrorKind::SpawnFailed,
-                        format!("working_dir: {e}"),
-                        Vec::new(),
-                        meta,
-                    );
-                }
-            },
-            None => match self.folders.take() {
-                Ok(d) => (d.path().to_path_buf(), Some(d)),
-                Err(e) => {
-                    return ToolResult::err(
-                        ErrorKind::Internal,
-                        format!("creating a working folder: {e}"),
-                        Vec::new(),
-                        meta,
-                    );
-                }
-            },
-        };
-        let limits = t.limits.or(self.config.default_limits);
-        // `PYTHON*` variables of the tool's own change how Python starts: those tools run
-        // cold and without -I, which would ignore them.
-        let python = python.filter(|_| !env.keys().any(|k| k.starts_with("PYTHON")));
-        if let Some((interpreter, file, true)) = &python
-            && let Some(warm) = &self.warm
-        {
-            let call = warm::Call {
-                interpreter,
-                script: file,
-                stdin: invocation.stdin.as_deref(),
-                env: &env,
-                cwd: &cwd,
-                timeout: Duration::from_millis(t.timeout_ms),
-                limits,
-                niceness: self.config.tool_niceness,
-            };
-            if let Some(done) = warm.run(&call, self.cgroups.as_ref()).await {
-                return self.finished(t, done, temp, meta, limits, &searched);
-            }
-        }
-        if python.is_some() {
-            // Isolated mode, as the warm runtime runs: no PYTHON* variables, no user site.
-            argv.insert(1, "-I".into());
-        }
-        let spec = process::Spec {
-            argv: &argv,
-            search_path: &searched,
-            stdin: invocation.stdin.as_deref(),
-            env,
-            cwd,
-            timeout: Duration::from_millis(t.timeout_ms),
-            limits,
-            niceness: self.config.tool_niceness,
-        };
-        let done = process::run(spec, self.cgroups.as_ref()).await;
-        self.finished(t, done, temp, meta, limits, &searched)
-    }
-
-    /// The result of a process run: the folder given back, the meta filled in, the output
-    /// read by the executor's contract.
-    fn finished(
-        &self,
-        t: &Tool,
-        done: Result<process::Finished, process::SpawnError>,
-        temp: Option<folders::Folder>,
-        mut meta: Meta,
-        limits: Limits,
-        searched: &str,
-    ) -> ToolResult {
-        let done = match done {
-            Ok(d) => d,
-            Err(process::SpawnError::NotFound(program)) => {
-                let place = match program.contains('/') {
-                    true => String::new(),
-                    false => format!(" in the tool's PATH={searched}"),
-                };
-                return ToolResult::err(
-                    ErrorKind::SpawnFailed,
-                    format!(
-                        "cannot run `{}`: program {program:?} not found{place}",
-                        t.name
-                    ),
-                    Vec::new(),
-                    meta,
-                );
-            }
-            Err(process::SpawnError::Other(e)) => {
-                return ToolResult::err(
-                    ErrorKind::SpawnFailed,
-                    format!("cannot run `{}`: {e}", t.name),
-                    Vec::new(),
-                    meta,
-                );
-            }
-        };
-        if let Some(folder) = temp {
-            self.folders.give_back(folder, done.contained);
-        }
-        meta.exit_code = done.exit_code;
-        meta.stdout_bytes = Some(done.stdout.total);
-        meta.stderr_bytes = Some(done.stderr.total);
-        meta.truncated = Some(done.stdout.truncated || done.stderr.truncated);
-        meta.lossy = (done.stdout.lossy || done.stderr.lossy).then_some(true);
-        finish(t, done, meta, limits)
-    }
-}
-
-/// Raises a built-in's [`builtin::Stop`] when dropped.
-struct RaiseOnDrop(builtin::Stop);
-
-impl Drop for RaiseOnDrop {
-    fn drop(&mut self) {
-        self.0.raise();
-    }
-}
-
-/// The result of a process run, by the executor's contract.
-fn finish(t: &Tool, done: process::Finished, meta: Meta, limits: Limits) -> ToolResult {
-    let output = json!({"stdout": done.stdout.text, "stderr": done.stderr.text});
-    if done.timed_out {
-        return ToolResult::err(
-            ErrorKind::Timeout,
-            format!(
-                "tool `{}` did not finish within {} ms; its processes were killed",
-                t.name, t.timeout_ms
-            ),
-            Vec::new(),
-            meta,
-        )
-        .with_output(output);
-    }
-    let status = match (done.exit_code, done.signal) {
-        (Some(0), _) => None,
-        (Some(code), _) => Some(format!("exited with status {code}")),
-        (None, Some(sig)) => Some(format!("was killed by signal {sig}{}", signal_hint(sig))),
-        (None, None) => Some("ended without a status".to_string()),
-    };
-    let json_output = matches!(t.executor, Executor::Script(_)) || t.output == OutputMode::Json;
-    if let Some(status) = status {
-        let tail = tail(&done.stderr.text, 2000);
-        let message = if tail.is_empty() {
-            format!("tool `{}` {status}", t.name)
-        } else {
-            format!("tool `{}` {status}; stderr: {tail}", t.name)
-        };
-        return ToolResult::err(ErrorKind::ExitStatus, message, Vec::new(), meta)
-            .with_output(output);
-    }
-    if !json_output {
-        let data = json!({"stdout": done.stdout.text, "stderr": done.stderr.text, "exit_code": done.exit_code});
-        return ToolResult::ok(data, meta);
-    }
-    if done.stdout.truncated {
-        return ToolResult::err(
-            ErrorKind::OutputLimit,
-            format!(
-                "tool `{}` wrote {} bytes of JSON, over its output limit of {} bytes",
-                t.name,
-                done.stdout.total,
-                limits.output_bytes.unwrap_or(0)
-            ),
-            Vec::new(),
-            meta,
-        )
-        .with_output(output);
-    }
-    match serde_json::from_str::<Value>(done.stdout.text.trim()) {
-        Ok(data) => ToolResult::ok(data, meta),
-        Err(e) => {
-            let head: String = done.stdout.text.chars().take(200).collect();
-            ToolResult::err(
-                ErrorKind::BadOutput,
-                format!(
-                    "tool `{}` did not print one JSON value on stdout ({e}); it printed: {head:?}",
-                    t.name
-                ),
-                Vec::new(),
-                meta,
-            )
-            .with_output(output)
-        }
-    }
-}
-
-fn signal_hint(sig: i32) -> &'static str {
-    match sig {
-        9 => " (killed: a limit was reached, or the call was cancelled)",
-        11 => " (segmentation fault)",
-        24 => " (CPU time limit)",
-        25 => " (file size limit)",
-        _ => "",
-    }
-}
-
-/// The last `max` characters of `s`.
-fn tail(s: &str, max: usize) -> String {
-    let s = s.trim_end();
-    let n = s.chars().count();
-    if n <= max {
-        s.to_owned()
-    } else {
-        format!("…{}", s.chars().skip(n - max).collect::<String>())
-    }
 }
 
 fn raise_nofile() {
@@ -729,5 +398,16 @@ fn raise_nofile() {
                 maximum: current.maximum,
             },
         );
+    }
+}
+
+/// The last `max` characters of `s`.
+fn tail(s: &str, max: usize) -> String {
+    let s = s.trim_end();
+    let n = s.chars().count();
+    if n <= max {
+        s.to_owned()
+    } else {
+        format!("…{}", s.chars().skip(n - max).collect::<String>())
     }
 }

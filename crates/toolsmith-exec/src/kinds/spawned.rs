@@ -1,0 +1,220 @@
+//! What command and script tools share: one process (or a warm Python call) with the tool's
+//! environment, working folder and limits, and its result read by the executor's contract.
+
+use super::*;
+
+impl Engine {
+    /// Runs `invocation` as one process of `t` (its argv decided by the kind); `python`, for a
+    /// Python script: its interpreter and file, and whether it asked to run warm.
+    pub(crate) async fn spawn(
+        &self,
+        t: &Tool,
+        invocation: Invocation,
+        python: Option<(PathBuf, PathBuf, bool)>,
+        meta: Meta,
+    ) -> ToolResult {
+        let mut argv = invocation.argv;
+        // Only allowlisted variables of the server's environment, then the tool's own.
+        let mut env: BTreeMap<String, String> = t
+            .env_allowlist
+            .iter()
+            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+            .collect();
+        env.extend(t.env.clone());
+        // The program is looked up in the operator's PATH, before parameters are injected
+        // (the catalog refuses a parameter named PATH too; this holds whatever it allows).
+        let searched = env
+            .get("PATH")
+            .cloned()
+            .unwrap_or_else(|| process::DEFAULT_PATH.to_owned());
+        env.extend(invocation.env.into_iter().map(|v| (v.name, v.value)));
+
+        let (cwd, temp) = match &t.working_dir {
+            Some(dir) => match self.workspace.resolve(dir, true) {
+                Ok(p) => (p, None),
+                Err(e) => {
+                    return ToolResult::err(
+                        ErrorKind::SpawnFailed,
+                        format!("working_dir: {e}"),
+                        Vec::new(),
+                        meta,
+                    );
+                }
+            },
+            None => match self.folders.take() {
+                Ok(d) => (d.path().to_path_buf(), Some(d)),
+                Err(e) => {
+                    return ToolResult::err(
+                        ErrorKind::Internal,
+                        format!("creating a working folder: {e}"),
+                        Vec::new(),
+                        meta,
+                    );
+                }
+            },
+        };
+        let limits = t.limits.or(self.config.default_limits);
+        // `PYTHON*` variables of the tool's own change how Python starts: those tools run
+        // cold and without -I, which would ignore them.
+        let python = python.filter(|_| !env.keys().any(|k| k.starts_with("PYTHON")));
+        if let Some((interpreter, file, true)) = &python
+            && let Some(warm) = &self.warm
+        {
+            let call = warm::Call {
+                interpreter,
+                script: file,
+                stdin: invocation.stdin.as_deref(),
+                env: &env,
+                cwd: &cwd,
+                timeout: Duration::from_millis(t.timeout_ms),
+                limits,
+                niceness: self.config.tool_niceness,
+            };
+            if let Some(done) = warm.run(&call, self.cgroups.as_ref()).await {
+                return self.finished(t, done, temp, meta, limits, &searched);
+            }
+        }
+        if python.is_some() {
+            // Isolated mode, as the warm runtime runs: no PYTHON* variables, no user site.
+            argv.insert(1, "-I".into());
+        }
+        let spec = process::Spec {
+            argv: &argv,
+            search_path: &searched,
+            stdin: invocation.stdin.as_deref(),
+            env,
+            cwd,
+            timeout: Duration::from_millis(t.timeout_ms),
+            limits,
+            niceness: self.config.tool_niceness,
+        };
+        let done = process::run(spec, self.cgroups.as_ref()).await;
+        self.finished(t, done, temp, meta, limits, &searched)
+    }
+
+    /// The result of a process run: the folder given back, the meta filled in, the output
+    /// read by the executor's contract.
+    pub(crate) fn finished(
+        &self,
+        t: &Tool,
+        done: Result<process::Finished, process::SpawnError>,
+        temp: Option<folders::Folder>,
+        mut meta: Meta,
+        limits: Limits,
+        searched: &str,
+    ) -> ToolResult {
+        let done = match done {
+            Ok(d) => d,
+            Err(process::SpawnError::NotFound(program)) => {
+                let place = match program.contains('/') {
+                    true => String::new(),
+                    false => format!(" in the tool's PATH={searched}"),
+                };
+                return ToolResult::err(
+                    ErrorKind::SpawnFailed,
+                    format!(
+                        "cannot run `{}`: program {program:?} not found{place}",
+                        t.name
+                    ),
+                    Vec::new(),
+                    meta,
+                );
+            }
+            Err(process::SpawnError::Other(e)) => {
+                return ToolResult::err(
+                    ErrorKind::SpawnFailed,
+                    format!("cannot run `{}`: {e}", t.name),
+                    Vec::new(),
+                    meta,
+                );
+            }
+        };
+        if let Some(folder) = temp {
+            self.folders.give_back(folder, done.contained);
+        }
+        meta.exit_code = done.exit_code;
+        meta.stdout_bytes = Some(done.stdout.total);
+        meta.stderr_bytes = Some(done.stderr.total);
+        meta.truncated = Some(done.stdout.truncated || done.stderr.truncated);
+        meta.lossy = (done.stdout.lossy || done.stderr.lossy).then_some(true);
+        finish(t, done, meta, limits)
+    }
+}
+
+/// The result of a process run, by the executor's contract.
+fn finish(t: &Tool, done: process::Finished, meta: Meta, limits: Limits) -> ToolResult {
+    let output = json!({"stdout": done.stdout.text, "stderr": done.stderr.text});
+    if done.timed_out {
+        return ToolResult::err(
+            ErrorKind::Timeout,
+            format!(
+                "tool `{}` did not finish within {} ms; its processes were killed",
+                t.name, t.timeout_ms
+            ),
+            Vec::new(),
+            meta,
+        )
+        .with_output(output);
+    }
+    let status = match (done.exit_code, done.signal) {
+        (Some(0), _) => None,
+        (Some(code), _) => Some(format!("exited with status {code}")),
+        (None, Some(sig)) => Some(format!("was killed by signal {sig}{}", signal_hint(sig))),
+        (None, None) => Some("ended without a status".to_string()),
+    };
+    let json_output = matches!(t.executor, Executor::Script(_)) || t.output == OutputMode::Json;
+    if let Some(status) = status {
+        let tail = tail(&done.stderr.text, 2000);
+        let message = if tail.is_empty() {
+            format!("tool `{}` {status}", t.name)
+        } else {
+            format!("tool `{}` {status}; stderr: {tail}", t.name)
+        };
+        return ToolResult::err(ErrorKind::ExitStatus, message, Vec::new(), meta)
+            .with_output(output);
+    }
+    if !json_output {
+        let data = json!({"stdout": done.stdout.text, "stderr": done.stderr.text, "exit_code": done.exit_code});
+        return ToolResult::ok(data, meta);
+    }
+    if done.stdout.truncated {
+        return ToolResult::err(
+            ErrorKind::OutputLimit,
+            format!(
+                "tool `{}` wrote {} bytes of JSON, over its output limit of {} bytes",
+                t.name,
+                done.stdout.total,
+                limits.output_bytes.unwrap_or(0)
+            ),
+            Vec::new(),
+            meta,
+        )
+        .with_output(output);
+    }
+    match serde_json::from_str::<Value>(done.stdout.text.trim()) {
+        Ok(data) => ToolResult::ok(data, meta),
+        Err(e) => {
+            let head: String = done.stdout.text.chars().take(200).collect();
+            ToolResult::err(
+                ErrorKind::BadOutput,
+                format!(
+                    "tool `{}` did not print one JSON value on stdout ({e}); it printed: {head:?}",
+                    t.name
+                ),
+                Vec::new(),
+                meta,
+            )
+            .with_output(output)
+        }
+    }
+}
+
+fn signal_hint(sig: i32) -> &'static str {
+    match sig {
+        9 => " (killed: a limit was reached, or the call was cancelled)",
+        11 => " (segmentation fault)",
+        24 => " (CPU time limit)",
+        25 => " (file size limit)",
+        _ => "",
+    }
+}
