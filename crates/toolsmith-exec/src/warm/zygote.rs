@@ -1,0 +1,356 @@
+//! One zygote: handing it a call (the script's name and four pipes over its socket), waiting
+//! for its child's status within the call's deadline, and cleaning up after it; and whether
+//! its runtime changed since it started.
+
+use super::*;
+
+impl Drop for Zygote {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(mut cg) = self.cgroup.take() {
+            cg.set_resident(None);
+            cg.release();
+        }
+        self.alive.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Kills the call's child and group, and sweeps the slot, when dropped or finished.
+struct ChildGuard<'a> {
+    pid: u32,
+    cgroup: Option<&'a CallCgroup>,
+}
+
+impl ChildGuard<'_> {
+    fn kill(&mut self) -> bool {
+        if self.pid == 0 {
+            return false;
+        }
+        limits::kill_group(self.pid);
+        if let Some(pid) = i32::try_from(self.pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+        self.pid = 0;
+        self.cgroup.is_some_and(CallCgroup::sweep)
+    }
+}
+
+impl Drop for ChildGuard<'_> {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn stamps(paths: &[PathBuf]) -> Vec<Option<FileStamp>> {
+    use std::os::unix::fs::MetadataExt;
+    paths
+        .iter()
+        .map(|p| {
+            std::fs::metadata(p)
+                .ok()
+                .map(|m| (m.mtime(), m.mtime_nsec(), m.ino()))
+        })
+        .collect()
+}
+
+impl Zygote {
+    /// Whether its runtime changed since it started (its imports may be stale): looked at
+    /// once every [`RUNTIME_CHECK`] at most.
+    pub(super) fn runtime_changed(&mut self) -> bool {
+        if self.checked.elapsed() < RUNTIME_CHECK {
+            return false;
+        }
+        self.checked = Instant::now();
+        let changed = stamps(&self.runtime_paths) != self.runtime;
+        if changed {
+            tracing::info!(
+                "warm runtime {}: its interpreter or a folder on its sys.path changed; replacing it",
+                self.interpreter.display()
+            );
+        }
+        changed
+    }
+
+    pub(super) async fn recv(&self) -> Result<Value, String> {
+        message(&self.sock).await
+    }
+
+    pub(super) fn send(&self, header: &[u8], fds: &[&OwnedFd]) -> Result<(), String> {
+        let borrowed: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        if !control.push(SendAncillaryMessage::ScmRights(&borrowed)) {
+            return Err("too many descriptors".into());
+        }
+        rustix::net::sendmsg(
+            &self.sock,
+            &[IoSlice::new(header)],
+            &mut control,
+            SendFlags::NOSIGNAL,
+        )
+        .map(drop)
+        .map_err(|e| format!("handing the call over: {e}"))
+    }
+
+    pub(super) async fn run(&mut self, call: &Call<'_>) -> Attempt {
+        let cap = call.limits.output_bytes.unwrap_or(1024 * 1024) as usize;
+        let pipes = (|| {
+            let flags = rustix::pipe::PipeFlags::CLOEXEC;
+            Ok::<_, rustix::io::Errno>((
+                rustix::pipe::pipe_with(flags)?,
+                rustix::pipe::pipe_with(flags)?,
+                rustix::pipe::pipe_with(flags)?,
+                rustix::pipe::pipe_with(flags)?,
+            ))
+        })();
+        let Ok(((in_r, in_w), (out_r, out_w), (err_r, err_w), (setup_r, setup_w))) = pipes else {
+            return Attempt::NotStarted("no pipes for the call".into());
+        };
+        if let Some(cg) = &mut self.cgroup {
+            cg.set_cap(call.limits.processes);
+        }
+        let mut rlimits = serde_json::Map::new();
+        for (key, value) in [
+            ("as", call.limits.memory_bytes),
+            ("fsize", call.limits.file_size_bytes),
+            ("cpu", call.limits.cpu_seconds),
+        ] {
+            if let Some(v) = value {
+                rlimits.insert(key.into(), json!(v));
+            }
+        }
+        // The zygote sees only which script runs; the call's setup (its environment holds
+        // secrets) goes through a pipe of its own that only the forked child reads, so no
+        // call's data enters the memory every later child inherits.
+        let header = json!({"script": call.script}).to_string();
+        let setup = json!({
+            "script": call.script,
+            "cwd": call.cwd,
+            "env": call.env,
+            "rlimits": rlimits,
+            "nice": call.niceness,
+        })
+        .to_string()
+        .into_bytes();
+        if let Err(e) = self.send(header.as_bytes(), &[&in_r, &out_w, &err_w, &setup_r]) {
+            return Attempt::NotStarted(e);
+        }
+        drop((in_r, out_w, err_w, setup_r));
+        if let Ok(mut pipe) = tokio::net::unix::pipe::Sender::from_owned_fd(setup_w) {
+            // Most setups fit the pipe at once; a larger one is written as the child reads.
+            let sent = pipe.try_write(&setup).unwrap_or(0);
+            if sent < setup.len() {
+                tokio::spawn(async move {
+                    let _ = pipe.write_all(&setup[sent..]).await;
+                });
+            }
+        }
+        self.calls += 1;
+        let started = match tokio::time::timeout(ANSWER_TIMEOUT, self.recv()).await {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => return Attempt::NotStarted(e),
+            Err(_) => return Attempt::NotStarted("it did not fork within 5 s".into()),
+        };
+        let Some(pid) = started["pid"].as_u64().and_then(|p| u32::try_from(p).ok()) else {
+            return match started["cold"].as_str() {
+                Some(why) => Attempt::Cold(why.to_owned()),
+                None => Attempt::NotStarted(format!("unexpected answer {started}")),
+            };
+        };
+        let mut guard = ChildGuard {
+            pid,
+            cgroup: self.cgroup.as_ref(),
+        };
+        if let Some(text) = call.stdin {
+            let bytes = text.as_bytes().to_vec();
+            if let Ok(mut stdin) = tokio::net::unix::pipe::Sender::from_owned_fd(in_w) {
+                tokio::spawn(async move {
+                    let _ = stdin.write_all(&bytes).await;
+                });
+            }
+        } else {
+            drop(in_w);
+        }
+        let reader = |fd: OwnedFd| {
+            tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
+                .ok()
+                .map(|r| tokio::spawn(read_capped(r, cap)))
+        };
+        let stdout = reader(out_r);
+        let stderr = reader(err_r);
+        let deadline = tokio::time::Instant::now() + call.timeout;
+        let (status, timed_out, mut healthy) =
+            match tokio::time::timeout_at(deadline, recv_status(&self.sock)).await {
+                Ok(Ok(s)) => (Some(s), false, true),
+                Ok(Err(_)) => (None, false, false),
+                Err(_) => {
+                    guard.kill();
+                    match tokio::time::timeout(ANSWER_TIMEOUT, recv_status(&self.sock)).await {
+                        Ok(Ok(s)) => (Some(s), true, true),
+                        _ => (None, true, false),
+                    }
+                }
+            };
+        let mut contained = guard.kill();
+        drop(guard);
+        if let Some(cg) = self.cgroup.as_ref().filter(|_| !contained) {
+            // What the call left running was just killed, and a killed process leaves the
+            // cgroup only once its memory is released: wait for that (a few ms) rather than
+            // throw away a sound zygote and make the next call wait for a new one's start.
+            let until = tokio::time::Instant::now() + SWEEP_WAIT;
+            while !contained && tokio::time::Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                contained = cg.sweep();
+            }
+        }
+        let drain_until = deadline.max(tokio::time::Instant::now() + crate::process::DRAIN_GRACE);
+        let stdout = join_capture(stdout, drain_until).await;
+        let stderr = join_capture(stderr, drain_until).await;
+        // A raw wait status: exited (low 7 bits 0) or killed by a signal.
+        let (exit_code, signal) = match status {
+            Some(s) if s >= 0 && s & 0x7f == 0 => (Some((s >> 8) & 0xff), None),
+            Some(s) if s > 0 => (None, Some(s & 0x7f)),
+            _ => (None, None),
+        };
+        healthy &= self.cgroup.is_none() || contained;
+        Attempt::Done(
+            Finished {
+                stdout,
+                stderr,
+                exit_code: exit_code.map(|c| c as i32),
+                signal: signal.map(|s| s as i32),
+                timed_out,
+                contained,
+            },
+            healthy,
+        )
+    }
+}
+
+/// The next message from a zygote.
+async fn message(sock: &UnixDatagram) -> Result<Value, String> {
+    let mut buf = vec![0u8; 64 * 1024];
+    match sock.recv(&mut buf).await {
+        Ok(0) => Err("the zygote went away".into()),
+        Ok(n) => {
+            serde_json::from_slice(&buf[..n]).map_err(|e| format!("a message from the zygote: {e}"))
+        }
+        Err(e) => Err(format!("reading from the zygote: {e}")),
+    }
+}
+
+/// The child's raw wait status, the zygote's second answer.
+async fn recv_status(sock: &UnixDatagram) -> Result<i64, String> {
+    let v = message(sock).await?;
+    v["status"]
+        .as_i64()
+        .ok_or_else(|| format!("expected a status, got {v}"))
+}
+
+impl Warm {
+    /// Starts a zygote in a cgroup slot of its own. `alive` already counts it.
+    pub(super) async fn start(
+        &self,
+        interpreter: &Path,
+        cgroups: Option<&Arc<Cgroups>>,
+    ) -> Result<Zygote, String> {
+        self.starts.fetch_add(1, Ordering::Relaxed);
+        let began = Instant::now();
+        let alive = self.alive.clone();
+        let undo = scopeguard(move || {
+            alive.fetch_sub(1, Ordering::Relaxed);
+        });
+        let (ours, theirs) = rustix::net::socketpair(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .map_err(|e| format!("socketpair: {e}"))?;
+        rustix::io::ioctl_fionbio(&ours, true).map_err(|e| format!("non-blocking socket: {e}"))?;
+        let mut cmd = Command::new(interpreter);
+        cmd.arg("-I")
+            .arg(&self.source)
+            .arg(format!("{:.3}", self.idle_after.as_secs_f64()))
+            .env_clear()
+            .env("LANG", "C.UTF-8")
+            .env("TZ", "UTC")
+            .current_dir("/")
+            .stdin(Stdio::from(theirs))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .process_group(0);
+        let spawned = match cgroups.and_then(|c| c.create(None)) {
+            Some(cg) => cg
+                .spawn_inside(
+                    move |cg| (cmd.spawn(), Some(cg)),
+                    |(c, _)| c.as_ref().ok().map(Child::id),
+                )
+                .await
+                .map_err(|_| "the spawning thread went away".to_string())?,
+            None => (cmd.spawn(), None),
+        };
+        let (child, mut cgroup) = spawned;
+        let child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                if let Some(cg) = cgroup {
+                    cg.release();
+                }
+                return Err(format!("starting {}: {e}", interpreter.display()));
+            }
+        };
+        if let Some(cg) = &mut cgroup {
+            cg.set_resident(Some(child.id()));
+        }
+        let sock = UnixDatagram::from_std(std::os::unix::net::UnixDatagram::from(ours))
+            .map_err(|e| format!("registering the socket: {e}"))?;
+        std::mem::forget(undo);
+        let mut z = Zygote {
+            interpreter: interpreter.to_path_buf(),
+            sock,
+            child,
+            cgroup,
+            calls: 0,
+            born: Instant::now(),
+            last: Instant::now(),
+            runtime_paths: Vec::new(),
+            runtime: Vec::new(),
+            checked: Instant::now(),
+            alive: self.alive.clone(),
+        };
+        let ready = tokio::time::timeout(START_TIMEOUT, z.recv())
+            .await
+            .map_err(|_| format!("did not start within {} s", START_TIMEOUT.as_secs()))??;
+        if ready["ready"] != true {
+            return Err(format!("unexpected first message {ready}"));
+        }
+        self.interpreters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(interpreter.to_path_buf())
+            .or_default()
+            .last_start = Some(began.elapsed());
+        z.runtime_paths = std::iter::once(interpreter.to_path_buf())
+            .chain(
+                ready["paths"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| p.as_str().map(PathBuf::from)),
+            )
+            .collect();
+        z.runtime = stamps(&z.runtime_paths);
+        if ready["threads"] != 1 {
+            return Err(format!(
+                "it has {} threads after its imports; a zygote must have one",
+                ready["threads"]
+            ));
+        }
+        Ok(z)
+    }
+}
