@@ -4,7 +4,8 @@
 //! [`CompiledTool::prepare`] runs the pipeline on what a model sent and returns either the
 //! validated arguments with the coercions applied, or every problem with its JSON pointer.
 //! [`ParamSet`] is the same machinery for any parameter list; the catalog loader uses it for
-//! config values.
+//! config values. Here the walk (coerce, defaults, unknown keys) and validation; `parse` is
+//! step 1, `coerce` the coercion rules, `report` how problems read.
 
 use jsonschema::Validator;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
@@ -13,6 +14,15 @@ use serde_json::{Map, Number, Value};
 use crate::model::{ParamType, Parameter, REDACTED, Tool};
 use crate::result::{ErrorKind, Meta, Problem, ToolResult};
 use crate::{json_text, schema};
+
+mod coerce;
+mod parse;
+mod report;
+
+use coerce::{Coercion, MAX_EXACT_F64, coerce_string};
+use parse::parse_arguments;
+pub use report::{QUOTE_MAX, type_phrase};
+use report::{describe, escape_pointer, pointer_of, quote, quote_text};
 
 /// Compiles a JSON Schema with the options the whole crate uses: draft 2020-12, formats
 /// asserted, no remote references.
@@ -186,89 +196,6 @@ impl CompiledTool {
             self.meta(Vec::new()),
         )
     }
-}
-
-/// What step 1 repaired, for `meta.coerced`.
-type Notes = Vec<String>;
-
-/// Step 1: the arguments as an object. `null` means none. Text (OpenAI's form, the CLI's
-/// `--args`) is read exactly ([`json_text`]: duplicate keys and numbers that would change are
-/// refused); empty text and `null` mean none; text wrapped in a markdown code fence is
-/// unwrapped; a JSON text holding a string holding an object (arguments encoded twice) is
-/// unwrapped once. Each of these repairs is returned as a note for `meta.coerced`.
-fn parse_arguments(raw: Value) -> Result<(Map<String, Value>, Notes), Vec<Problem>> {
-    let mut notes = Vec::new();
-    let value = match raw {
-        Value::Null => return Ok((Map::new(), notes)),
-        Value::String(text) => match parse_text(&text, &mut notes)? {
-            Some(v) => v,
-            None => return Ok((Map::new(), notes)),
-        },
-        other => other,
-    };
-    match value {
-        Value::Object(map) => Ok((map, notes)),
-        other => Err(vec![Problem::new(
-            "",
-            format!(
-                "arguments must be a JSON object, got {}",
-                type_phrase(&other)
-            ),
-        )]),
-    }
-}
-
-/// Arguments given as text; `None` when the text means "no arguments".
-fn parse_text(text: &str, notes: &mut Vec<String>) -> Result<Option<Value>, Vec<Problem>> {
-    let mut body = text.trim();
-    if let Some(inner) = unfence(body) {
-        notes.push("arguments: markdown code fence removed".into());
-        body = inner.trim();
-    }
-    match body {
-        "" => {
-            notes.push("arguments: empty text→no arguments".into());
-            return Ok(None);
-        }
-        "null" => {
-            notes.push("arguments: null→no arguments".into());
-            return Ok(None);
-        }
-        _ => {}
-    }
-    let problem = |e: json_text::TextError| match e {
-        json_text::TextError::Syntax(m) => {
-            vec![Problem::new(
-                "",
-                format!("arguments are not valid JSON: {m}"),
-            )]
-        }
-        json_text::TextError::Value { pointer, message } => vec![Problem::new(pointer, message)],
-    };
-    match json_text::parse(body).map_err(problem)? {
-        Value::String(inner) if inner.trim_start().starts_with('{') => {
-            let v = json_text::parse(inner.trim()).map_err(problem)?;
-            notes.push("arguments: string→object".into());
-            Ok(Some(v))
-        }
-        Value::Null => {
-            notes.push("arguments: null→no arguments".into());
-            Ok(None)
-        }
-        v => Ok(Some(v)),
-    }
-}
-
-/// The inside of a markdown code fence (```` ```json … ``` ````), when `text` is exactly one.
-fn unfence(text: &str) -> Option<&str> {
-    let rest = text.strip_prefix("```")?;
-    let (info, rest) = rest.split_once('\n')?;
-    let info = info.trim();
-    if !(info.is_empty() || info.eq_ignore_ascii_case("json")) {
-        return None;
-    }
-    let inner = rest.trim_end().strip_suffix("```")?;
-    (!inner.contains("```")).then_some(inner)
 }
 
 /// `Parameters: path (string, required): The file. ...` for error messages.
@@ -488,267 +415,10 @@ pub fn outside_workspace(path: &str) -> Option<&'static str> {
     }
 }
 
-/// Integers a 64-bit float holds exactly: up to 2^53.
-const MAX_EXACT_F64: f64 = 9_007_199_254_740_992.0;
-
-/// What to do with a string sent where another type is expected.
-enum Coercion {
-    Keep,
-    To(Value, &'static str),
-    /// A string enum value matched one allowed value except for case.
-    EnumCase(String),
-    /// The string was meant as that type but cannot be taken exactly: say why.
-    Refuse(String),
-}
-
-/// The coercion rules of SPEC §3.2 for a string sent where `p` expects another type.
-fn coerce_string(p: &Parameter, s: &str) -> Coercion {
-    let t = s.trim();
-    let quoted = || quote(&Value::String(s.to_owned()));
-    match p.ty {
-        ParamType::String => Coercion::Keep,
-        ParamType::Enum if !p.is_integer_enum() => {
-            if p.values.iter().any(|v| v.as_str() == Some(s)) {
-                return Coercion::Keep;
-            }
-            let matches: Vec<&str> = p
-                .values
-                .iter()
-                .filter_map(Value::as_str)
-                .filter(|v| v.eq_ignore_ascii_case(t))
-                .collect();
-            match matches.as_slice() {
-                [one] => Coercion::EnumCase((*one).to_owned()),
-                _ => Coercion::Keep,
-            }
-        }
-        ParamType::Integer | ParamType::Enum => match parse_integer(t) {
-            Some(Ok(i)) => Coercion::To(Value::from(i), "integer"),
-            Some(Err(())) => Coercion::Refuse(format!(
-                "{} is out of range for a 64-bit integer (-9223372036854775808 to 9223372036854775807)",
-                quoted()
-            )),
-            None => Coercion::Keep,
-        },
-        ParamType::Number => {
-            if let Some(Ok(i)) = parse_integer(t) {
-                return Coercion::To(Value::from(i), "number");
-            }
-            let Some(f) = t.parse::<f64>().ok().filter(|_| looks_numeric(t)) else {
-                return Coercion::Keep;
-            };
-            if !f.is_finite() {
-                return Coercion::Refuse(format!(
-                    "{} is out of range for a number (a 64-bit floating-point number holds up to about 1.8e308)",
-                    quoted()
-                ));
-            }
-            if !json_text::Decimal::of(t).round_trips(f) {
-                return Coercion::Refuse(format!(
-                    "{} cannot be held exactly by a 64-bit floating-point number (it would become {f}); \
-                     send a number with fewer digits",
-                    quoted()
-                ));
-            }
-            match Number::from_f64(f) {
-                Some(n) => Coercion::To(Value::Number(n), "number"),
-                None => Coercion::Keep,
-            }
-        }
-        ParamType::Boolean => {
-            if t.eq_ignore_ascii_case("true") {
-                Coercion::To(Value::Bool(true), "boolean")
-            } else if t.eq_ignore_ascii_case("false") {
-                Coercion::To(Value::Bool(false), "boolean")
-            } else {
-                Coercion::Keep
-            }
-        }
-        ParamType::Array | ParamType::Object => {
-            let (open, noun) = match p.ty {
-                ParamType::Array => ('[', "array"),
-                _ => ('{', "object"),
-            };
-            if !t.starts_with(open) {
-                return Coercion::Keep;
-            }
-            match json_text::parse(t) {
-                Ok(v @ (Value::Array(_) | Value::Object(_)))
-                    if v.is_array() == (p.ty == ParamType::Array) =>
-                {
-                    Coercion::To(v, noun)
-                }
-                Ok(_) => Coercion::Keep,
-                Err(json_text::TextError::Syntax(m)) => Coercion::Refuse(format!(
-                    "looks like a JSON {noun} sent as text, but it does not parse: {m}"
-                )),
-                Err(e @ json_text::TextError::Value { .. }) => {
-                    Coercion::Refuse(format!("a JSON {noun} sent as text, refused: {e}"))
-                }
-            }
-        }
-    }
-}
-
-/// JSON number syntax (with an optional `+`): `t.parse::<f64>()` also takes `inf`, `NaN` and
-/// `1.`, which are not what a model means by a number.
-fn looks_numeric(t: &str) -> bool {
-    let body = t.strip_prefix(['+', '-']).unwrap_or(t);
-    let (mantissa, exp) = match body.find(['e', 'E']) {
-        Some(i) => (&body[..i], Some(&body[i + 1..])),
-        None => (body, None),
-    };
-    let (int, frac) = match mantissa.split_once('.') {
-        Some((i, f)) => (i, Some(f)),
-        None => (mantissa, None),
-    };
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    digits(int)
-        && frac.is_none_or(digits)
-        && exp.is_none_or(|e| digits(e.strip_prefix(['+', '-']).unwrap_or(e)))
-}
-
-/// Integer syntax only: an optional sign and digits (`"2.5"`, `"12abc"`, `"1e3"` are not).
-/// `Some(Err)` for integer syntax beyond 64 bits.
-fn parse_integer(t: &str) -> Option<Result<i64, ()>> {
-    let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    Some(t.parse::<i64>().map_err(drop))
-}
-
-fn pointer_of(path: &str) -> String {
-    // `a.b[0]` → `/a/b/0`; parameter names cannot contain `/`, `[` or `]`, but may contain
-    // `.`, so walk segments the same way they were built.
-    let mut out = String::new();
-    for seg in path.split('.') {
-        let (name, rest) = seg.split_once('[').unwrap_or((seg, ""));
-        out.push('/');
-        out.push_str(&name.replace('~', "~0"));
-        for idx in rest.split('[').filter(|s| !s.is_empty()) {
-            out.push('/');
-            out.push_str(idx.trim_end_matches(']'));
-        }
-    }
-    out
-}
-
-/// Step 4's messages: plain, with the pointer of the offending value. `hide`: the value is a
-/// secret, shown as `***`.
-fn describe(error: &jsonschema::ValidationError<'_>, noun: &str, hide: bool) -> Vec<Problem> {
-    let at = error.instance_path().as_str().to_string();
-    let instance = error.instance();
-    let short = |v: &Value| match hide {
-        true => REDACTED.to_string(),
-        false => short(v),
-    };
-    match error.kind() {
-        ValidationErrorKind::Type { kind } => {
-            let expected = match kind {
-                TypeKind::Single(t) => article(&t.to_string()),
-                TypeKind::Multiple(set) => set
-                    .iter()
-                    .map(|t| article(&t.to_string()))
-                    .collect::<Vec<_>>()
-                    .join(" or "),
-            };
-            vec![Problem::new(
-                at,
-                format!("{} is not {expected}", short(instance)),
-            )]
-        }
-        ValidationErrorKind::Required { property } => {
-            let name = property.as_str().unwrap_or_default();
-            let what = if at.is_empty() { noun } else { "property" };
-            vec![Problem::new(
-                format!("{at}/{}", escape_pointer(name)),
-                format!("missing required {what} {property}"),
-            )]
-        }
-        // Reported by the walk, with the known keys.
-        ValidationErrorKind::AdditionalProperties { .. } | ValidationErrorKind::FalseSchema => {
-            Vec::new()
-        }
-        ValidationErrorKind::Enum { options } => {
-            let list = options
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .map(Value::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
-                .unwrap_or_default();
-            vec![Problem::new(
-                at,
-                format!("{} is not one of {list}", short(instance)),
-            )]
-        }
-        _ => {
-            let whole = instance.to_string();
-            let shown = match hide {
-                true => REDACTED.to_string(),
-                false => quote_text(whole.clone()),
-            };
-            vec![Problem::new(
-                at,
-                error.to_string().replacen(&whole, &shown, 1),
-            )]
-        }
-    }
-}
-
-fn escape_pointer(s: &str) -> String {
-    s.replace('~', "~0").replace('/', "~1")
-}
-
-fn article(t: &str) -> String {
-    match t {
-        "integer" | "array" | "object" => format!("an {t}"),
-        "null" => "null".into(),
-        _ => format!("a {t}"),
-    }
-}
-
-/// `an object`, `a string` … for messages about a whole value.
-pub fn type_phrase(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// Longest quoted value a problem message carries, in characters of its JSON text.
-pub const QUOTE_MAX: usize = 200;
-
-/// A value quoted whole for a message, unless it is longer than [`QUOTE_MAX`]: then its head
-/// and its size (`"1234…" (2097154 bytes)`), so a huge bad argument gives a short problem.
-fn quote(v: &Value) -> String {
-    quote_text(v.to_string())
-}
-
-fn quote_text(text: String) -> String {
-    crate::result::cut(&text, QUOTE_MAX).unwrap_or(text)
-}
-
-/// A value quoted for a message, cut to a readable length.
-fn short(v: &Value) -> String {
-    let text = v.to_string();
-    if text.chars().count() <= 60 {
-        text
-    } else {
-        let cut: String = text.chars().take(57).collect();
-        format!("{cut}...")
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::coerce::{looks_numeric, parse_integer};
+    use super::parse::unfence;
     use super::*;
 
     #[test]
