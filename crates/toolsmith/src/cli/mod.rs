@@ -1,4 +1,5 @@
-//! The subcommands and their flags (clap), and what each one does.
+//! The subcommands and their flags (clap), and the dispatcher; each group's work is in a
+//! file of its own: [`serve`] (serve, mcp), [`catalog`], [`registry`], [`call`], [`runtime`].
 
 use std::io::Read;
 use std::path::PathBuf;
