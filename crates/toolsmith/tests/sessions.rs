@@ -206,6 +206,12 @@ fn a_stopped_server_ends_its_sessions() {
         json!({"command": ["sleep", "300"], "env": {name: value}}),
     );
     data(&r);
+    // (A process just started can briefly show no environment, more so with other tests'
+    // servers busy beside this one: look again, for up to 5 s.)
+    let started = Instant::now();
+    while processes_with(&marker).is_empty() && started.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(processes_with(&marker).len(), 1);
     let kill = Command::new("kill")
         .args(["-TERM", &s.0.id().to_string()])
