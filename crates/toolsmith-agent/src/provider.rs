@@ -132,6 +132,8 @@ impl Provider {
         model: &str,
         api_key: Option<String>,
     ) -> Result<Self, String> {
+        // reqwest is built without a crypto provider of its own: ring, installed once.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .user_agent(concat!("toolsmith/", env!("CARGO_PKG_VERSION")))

@@ -14,6 +14,8 @@
 //!   command.
 //! - [`render`] shows tools to every provider (OpenAI, Anthropic, Gemini, MCP, XML).
 //! - [`result`] is the `ToolResult` contract every execution returns.
+//! - [`upstream`] is upstream MCP servers: their declaration, and how what they list becomes
+//!   tools (names, danger, filters, overrides, the pinned part).
 //! - [`secrets`] is what `***` in a draft may stand for, and the scrub of stored secret values.
 //!
 //! **Invariant:** this crate does no IO: no files, no network, no processes, no clocks.
@@ -31,6 +33,7 @@ pub mod render;
 pub mod result;
 pub mod schema;
 pub mod secrets;
+pub mod upstream;
 
 pub use catalog::{Catalog, CatalogError, CatalogErrors, CatalogSource};
 pub use model::{Format, Tool};

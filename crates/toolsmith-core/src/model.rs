@@ -130,6 +130,11 @@ pub struct Tool {
     pub config_schema: Vec<Parameter>,
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub config: Map<String, Value>,
+    /// The arguments' JSON Schema as given, for tools whose schema the parameter model does
+    /// not describe (an upstream MCP tool's `inputSchema`, kept verbatim); `parameters` is
+    /// then empty. See [`crate::schema::tool_schema`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -318,6 +323,8 @@ pub enum Executor {
     Script(Script),
     /// A tool implemented inside toolsmith (see [`crate::builtin`]).
     Builtin(String),
+    /// A tool of an upstream MCP server, called through toolsmith (SPEC §11).
+    Mcp(McpTarget),
 }
 
 impl Executor {
@@ -326,8 +333,18 @@ impl Executor {
             Self::Command(_) => "command",
             Self::Script(_) => "script",
             Self::Builtin(_) => "builtin",
+            Self::Mcp(_) => "mcp",
         }
     }
+}
+
+/// Which upstream tool an `mcp` tool calls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct McpTarget {
+    /// The upstream server's name (`mcp_servers[].name`).
+    pub server: String,
+    /// The tool's name as the upstream lists it.
+    pub tool: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -25,6 +25,11 @@ pub enum ErrorKind {
     /// `session_unknown`, `session_expired`, `session_ended`, `session_busy`,
     /// `session_limit`, `session_elsewhere`, `session_lost` or `sessions_unavailable`.
     Session,
+    /// An upstream MCP server could not answer: it is down (the message has its last error
+    /// and stderr tail), it answered with a JSON-RPC error, or the connection broke.
+    Upstream,
+    /// An upstream MCP tool ran and reported a failure (`isError`); its result is the output.
+    ToolError,
     Internal,
 }
 

@@ -1,12 +1,22 @@
 //! Parameter model → JSON Schema 2020-12 (SPEC §3.1).
 //!
-//! There is one canonical schema per tool: the validator compiles it and every renderer
-//! starts from it (and then applies its provider's rules). Keys are emitted in a fixed order
-//! so rendered output is stable.
+//! There is one canonical schema per tool ([`tool_schema`]): the validator compiles it and
+//! every renderer starts from it (and then applies its provider's rules). Keys are emitted in
+//! a fixed order so rendered output is stable. A tool whose arguments are described by a
+//! schema as given (an upstream MCP tool's) has that schema, verbatim.
 
 use serde_json::{Map, Value, json};
 
-use crate::model::{ParamType, Parameter};
+use crate::model::{ParamType, Parameter, Tool};
+
+/// The JSON Schema of a tool's arguments: its `input_schema` as given, else the one its
+/// parameters make.
+pub fn tool_schema(tool: &Tool) -> Value {
+    match &tool.input_schema {
+        Some(given) => given.clone(),
+        None => object_schema(&tool.parameters, false),
+    }
+}
 
 /// The object schema for a list of parameters (a tool's arguments, a config, an object's
 /// properties). Unknown keys are refused unless `additional` is true.

@@ -24,6 +24,7 @@ mod process;
 pub mod runtime;
 mod script;
 pub mod session;
+pub mod upstream;
 mod warm;
 mod workspace;
 
@@ -114,6 +115,8 @@ pub struct CallOptions {
     pub caller: String,
     /// The caller may see and use every caller's sessions.
     pub admin: bool,
+    /// Where an upstream MCP tool's progress goes (a downstream client's progress token).
+    pub progress: Option<tokio::sync::mpsc::UnboundedSender<upstream::Progress>>,
 }
 
 impl CallOptions {
@@ -123,6 +126,7 @@ impl CallOptions {
             confirmed,
             caller: caller.into(),
             admin: false,
+            progress: None,
         }
     }
 }
@@ -141,6 +145,7 @@ pub struct Engine {
     /// The warm Python runtime, when its source could be written.
     warm: Option<Arc<warm::Warm>>,
     sessions: session::Sessions,
+    upstreams: upstream::Upstreams,
 }
 
 impl Engine {
@@ -149,15 +154,22 @@ impl Engine {
     pub fn new(config: EngineConfig) -> Result<Self, String> {
         let workspace = Workspace::new(&config.workspace)?;
         raise_nofile();
+        let cgroups = match config.use_cgroups {
+            true => limits::Cgroups::detect().map(Arc::new),
+            false => None,
+        };
+        // Upstream processes are born in cgroup slots like every other process.
+        let upstreams = upstream::Upstreams::new(upstream::Spawning {
+            cgroups: cgroups.clone(),
+            workspace: workspace.root().to_path_buf(),
+            limits: config.default_limits,
+            niceness: config.tool_niceness,
+        });
         Ok(Self {
             global: Arc::new(Semaphore::new(config.max_concurrent)),
             per_tool: Mutex::default(),
             scripts: script::Scripts::new(config.script_dir.clone(), config.runtime_python.clone()),
-            cgroups: if config.use_cgroups {
-                limits::Cgroups::detect().map(Arc::new)
-            } else {
-                None
-            },
+            cgroups,
             folders: folders::Folders::default(),
             warm: config
                 .warm_runtime
@@ -172,6 +184,7 @@ impl Engine {
                 config.session_limits,
                 config.sessions_unavailable.clone(),
             ),
+            upstreams,
             workspace,
             config,
         })
@@ -179,6 +192,11 @@ impl Engine {
 
     pub fn workspace(&self) -> &Workspace {
         &self.workspace
+    }
+
+    /// The upstream MCP servers of this engine (SPEC §11).
+    pub fn upstreams(&self) -> &upstream::Upstreams {
+        &self.upstreams
     }
 
     /// The sessions of this engine (SPEC §5.4).
@@ -309,6 +327,10 @@ impl Engine {
             Executor::Builtin(name) => self.builtin(t, name, prepared.arguments, meta).await,
             Executor::Command(_) => self.run_command(t, invocation, meta).await,
             Executor::Script(s) => self.run_script(t, s, invocation, meta).await,
+            Executor::Mcp(target) => {
+                self.run_mcp(t, target, prepared.arguments, &opts, meta)
+                    .await
+            }
         }
     }
 

@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod error;
+pub mod federation;
 pub mod guard;
 pub mod mcp;
 pub mod openapi;
@@ -57,6 +58,9 @@ pub struct AppState {
     current: Mutex<(u64, HashMap<String, Arc<CompiledTool>>)>,
     /// Counts registry changes; MCP snapshots and list_changed notifications follow it.
     changes: tokio::sync::watch::Sender<u64>,
+    /// What could not be served of each upstream's tools (name collisions, refused
+    /// definitions).
+    pub federation_problems: federation::Problems,
 }
 
 impl AppState {
@@ -83,6 +87,7 @@ impl AppState {
             compiled: Mutex::default(),
             current: Mutex::default(),
             changes: tokio::sync::watch::Sender::new(0),
+            federation_problems: federation::Problems::default(),
         })
     }
 

@@ -178,12 +178,16 @@ impl McpServer {
         confirmed: bool,
         ctx: &RequestContext<RoleServer>,
     ) -> ToolResult {
-        let call = self
-            .state
-            .engine
-            .call(tool, arguments, self.call_options(confirmed, ctx));
-        tokio::pin!(call);
         let token = ctx.meta.get_progress_token();
+        let mut options = self.call_options(confirmed, ctx);
+        // An upstream tool's own progress goes to the client under the client's token.
+        let upstream = matches!(tool.tool.executor, Executor::Mcp(_));
+        let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
+        if upstream && token.is_some() {
+            options.progress = Some(progress_tx);
+        }
+        let call = self.state.engine.call(tool, arguments, options);
+        tokio::pin!(call);
         let mut ticks = tokio::time::interval_at(
             tokio::time::Instant::now() + Duration::from_secs(1),
             Duration::from_secs(1),
@@ -201,7 +205,19 @@ impl McpServer {
                         tool.meta(Vec::new()),
                     );
                 }
-                _ = ticks.tick(), if token.is_some() => {
+                Some(p) = progress.recv(), if upstream => {
+                    if let Some(token) = &token {
+                        let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
+                        if let Some(total) = p.total {
+                            param = param.with_total(total);
+                        }
+                        if let Some(message) = p.message {
+                            param = param.with_message(message);
+                        }
+                        let _ = ctx.peer.notify_progress(param).await;
+                    }
+                }
+                _ = ticks.tick(), if token.is_some() && !upstream => {
                     if let Some(token) = &token {
                         let elapsed = started.elapsed().as_secs_f64();
                         let param = ProgressNotificationParam::new(token.clone(), elapsed.floor())
@@ -276,6 +292,20 @@ async fn build(state: &AppState, generation: u64) -> toolsmith_store::Result<Sna
 /// The MCP form of a result: the output as text, JSON output also as `structuredContent`,
 /// failures as `isError` with everything a model needs to retry.
 pub fn to_mcp(tool: &CompiledTool, result: &ToolResult) -> CallToolResult {
+    // An upstream tool's result is the upstream's own: passed through unchanged (content
+    // blocks, images and resources included, `structuredContent`, `isError`).
+    if matches!(tool.tool.executor, Executor::Mcp(_)) {
+        let given = match &result.error {
+            None => result.data.as_ref(),
+            Some(e) if e.kind == ErrorKind::ToolError => e.output.as_ref(),
+            Some(_) => None,
+        };
+        if let Some(r) =
+            given.and_then(|v| serde_json::from_value::<CallToolResult>(v.clone()).ok())
+        {
+            return r;
+        }
+    }
     match (&result.error, &result.data) {
         (None, data) => {
             let data = data.clone().unwrap_or(Value::Null);

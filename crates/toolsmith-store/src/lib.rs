@@ -24,10 +24,12 @@ mod rows;
 mod shared;
 pub mod sqlite;
 mod sync;
+pub mod upstreams;
 
 pub use diff::{Difference, diff, diff_definitions};
 pub use registry::Registry;
 pub(crate) use sync::{SyncAction, sync_action};
+pub use upstreams::{Pin, ServerRecord, UpstreamChange, UpstreamStore, import_servers};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -439,7 +441,12 @@ pub trait StoreExt: Store {
                     ..Query::default()
                 };
                 for record in self.search_all(everything).await? {
-                    if !tools.iter().any(|t| t.name == record.tool.name) {
+                    // Upstream tools belong to their servers, not to catalogs.
+                    let upstream = matches!(
+                        record.tool.executor,
+                        toolsmith_core::model::Executor::Mcp(_)
+                    );
+                    if !upstream && !tools.iter().any(|t| t.name == record.tool.name) {
                         let name = record.tool.name.to_string();
                         self.delete(
                             &name,
@@ -471,7 +478,7 @@ pub fn definition_to_tool(definition: &Value) -> Result<Tool> {
 }
 
 /// Stored definitions are self-contained: no files to read, no variables to expand.
-struct NoFiles;
+pub(crate) struct NoFiles;
 
 impl CatalogSource for NoFiles {
     fn read(&self, path: &str) -> std::result::Result<String, String> {

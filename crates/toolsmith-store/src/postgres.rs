@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0003_search_index.sql"),
     include_str!("../migrations/postgres/0004_generation.sql"),
     include_str!("../migrations/postgres/0005_sessions.sql"),
+    include_str!("../migrations/postgres/0006_upstreams.sql"),
 ];
 
 /// An arbitrary constant naming toolsmith's migration lock.
@@ -107,6 +108,7 @@ impl PgStore {
     const ROW_LOCK: &str = " FOR UPDATE";
 
     crate::shared::store_helpers!(sqlx::PgConnection);
+    crate::upstreams::upstream_helpers!(sqlx::PgConnection);
 }
 
 impl Store for PgStore {
@@ -133,4 +135,8 @@ impl Store for PgStore {
         .await?;
         rows::page(&rows, limit, rows::tool, |r| r.tool.name.to_string())
     }
+}
+
+impl crate::UpstreamStore for PgStore {
+    crate::upstreams::upstream_methods!();
 }

@@ -95,3 +95,51 @@ impl Store for Registry {
         forward!(self, find_session(id))
     }
 }
+
+impl crate::UpstreamStore for Registry {
+    async fn create_server(
+        &self,
+        server: &toolsmith_core::upstream::McpServer,
+        change: Change<'_>,
+    ) -> Result<crate::ServerRecord> {
+        forward!(self, create_server(server, change))
+    }
+    async fn update_server(
+        &self,
+        server: &toolsmith_core::upstream::McpServer,
+        base_version: u64,
+        change: Change<'_>,
+    ) -> Result<crate::ServerRecord> {
+        forward!(self, update_server(server, base_version, change))
+    }
+    async fn get_server(&self, name: &str) -> Result<crate::ServerRecord> {
+        forward!(self, get_server(name))
+    }
+    async fn servers(&self) -> Result<Vec<crate::ServerRecord>> {
+        forward!(self, servers())
+    }
+    async fn delete_server(&self, name: &str, change: Change<'_>) -> Result<()> {
+        forward!(self, delete_server(name, change))
+    }
+    async fn pins(&self, server: &str) -> Result<Vec<crate::Pin>> {
+        forward!(self, pins(server))
+    }
+    async fn set_pin(
+        &self,
+        server: &str,
+        tool: &str,
+        pinned: Option<&serde_json::Value>,
+        by: &str,
+    ) -> Result<()> {
+        forward!(self, set_pin(server, tool, pinned, by))
+    }
+    async fn changes(&self, server: Option<&str>) -> Result<Vec<crate::UpstreamChange>> {
+        forward!(self, changes(server))
+    }
+    async fn put_change(&self, change: &crate::UpstreamChange) -> Result<()> {
+        forward!(self, put_change(change))
+    }
+    async fn drop_change(&self, server: &str, tool: &str) -> Result<()> {
+        forward!(self, drop_change(server, tool))
+    }
+}

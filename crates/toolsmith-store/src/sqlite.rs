@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0003_search_index.sql"),
     include_str!("../migrations/sqlite/0004_generation.sql"),
     include_str!("../migrations/sqlite/0005_sessions.sql"),
+    include_str!("../migrations/sqlite/0006_upstreams.sql"),
 ];
 
 /// The SQLite registry.
@@ -88,6 +89,7 @@ impl SqliteStore {
     const ROW_LOCK: &str = "";
 
     crate::shared::store_helpers!(sqlx::SqliteConnection);
+    crate::upstreams::upstream_helpers!(sqlx::SqliteConnection);
 }
 
 const RECORD_COLUMNS: &str = "name, version, definition, updated_at, updated_by";
@@ -154,4 +156,8 @@ const DENSE_MATCHES: i64 = 2000;
 fn trigram_phrase(text: &str) -> Option<String> {
     (text.chars().count() >= 3 && !text.contains('\0'))
         .then(|| format!("\"{}\"", text.to_lowercase().replace('"', "\"\"")))
+}
+
+impl crate::UpstreamStore for SqliteStore {
+    crate::upstreams::upstream_methods!();
 }

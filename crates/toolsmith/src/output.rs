@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use toolsmith_core::model::{InjectAs, Parameter, Secrets};
-use toolsmith_core::schema::object_schema;
+use toolsmith_core::schema::tool_schema;
 use toolsmith_core::{Catalog, Tool, ToolResult};
 
 pub fn check_summary(file: &Path, catalog: &Catalog, json: bool) {
@@ -95,7 +95,7 @@ pub fn show(tool: &Tool, json: bool) {
     if json {
         let out = json!({
             "definition": tool.to_catalog_value(Secrets::Redact),
-            "input_schema": object_schema(&tool.parameters, false),
+            "input_schema": tool_schema(tool),
         });
         outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
         return;
@@ -113,6 +113,9 @@ pub fn show(tool: &Tool, json: bool) {
             s.source.lines().count()
         ),
         toolsmith_core::model::Executor::Builtin(b) => format!("builtin: {b}"),
+        toolsmith_core::model::Executor::Mcp(t) => {
+            format!("mcp: tool `{}` of server `{}`", t.tool, t.server)
+        }
     };
     outln!("  executor:  {executor}");
     outln!(
@@ -128,7 +131,13 @@ pub fn show(tool: &Tool, json: bool) {
     if !tool.tags.is_empty() {
         outln!("  tags:      {}", tool.tags.join(", "));
     }
-    if tool.parameters.is_empty() {
+    if let Some(given) = &tool.input_schema {
+        outln!(
+            "  arguments: {}",
+            toolsmith_core::pipeline::parameter_summary(tool)
+        );
+        outln!("  input schema (as given): {given}");
+    } else if tool.parameters.is_empty() {
         outln!("  parameters: none");
     } else {
         outln!("  parameters:");

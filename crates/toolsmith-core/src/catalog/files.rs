@@ -55,11 +55,14 @@ impl Loader<'_> {
                     }
                 }
             }
-            None if !top.has("tools") && !top.has("imports") => e.push(
+            None if !top.has("tools") && !top.has("imports") && !top.has("mcp_servers") => e.push(
                 "",
-                "a catalog needs `tools:` (a list of tools) or `imports:`",
+                "a catalog needs `tools:` (a list of tools), `mcp_servers:` or `imports:`",
             ),
             None => {}
+        }
+        if let Some(servers) = top.list("mcp_servers", &mut e) {
+            self.servers(servers, rel, &mut e);
         }
         let imports: Vec<(String, String)> = top
             .strings("imports", &mut e)

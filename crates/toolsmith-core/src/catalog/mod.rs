@@ -10,6 +10,7 @@ mod defaults;
 mod env;
 mod executor;
 mod files;
+mod servers;
 mod settings;
 
 use defaults::read_limits;
@@ -22,14 +23,16 @@ use serde_json::{Map, Value};
 
 pub use crate::form::{CatalogError, CatalogErrors, FORMATS};
 use crate::form::{Errs, Fields, Place, join, parse_list};
+pub use servers::parse_server;
 
 use crate::builtin;
 use crate::model::{
     Annotations, Danger, EndOfOptions, Executor, Format, FormatOverride, InjectAs, Limits,
-    NameRule, OutputMode, Parameter, Script, Tool, ToolName,
+    McpTarget, NameRule, OutputMode, Parameter, Script, Tool, ToolName,
 };
-use crate::pipeline::{ParamSet, compile_schema};
+use crate::pipeline::{ParamSet, compile_schema, compile_upstream_schema};
 use crate::render::portable_name;
+use crate::upstream::{McpServer, OnChange, ToolOverride, Transport};
 
 /// The default timeout of a tool, in milliseconds (SPEC §2).
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -51,6 +54,8 @@ pub struct Catalog {
     pub tools: Vec<Tool>,
     /// Every file read, the entry first.
     pub files: Vec<String>,
+    /// Upstream MCP servers (`mcp_servers:`), in file order.
+    pub servers: Vec<McpServer>,
 }
 
 impl Catalog {
@@ -67,14 +72,18 @@ pub fn load(entry: &str, src: &dyn CatalogSource) -> Result<Catalog, CatalogErro
         tools: Vec::new(),
         names: Vec::new(),
         files: Vec::new(),
+        servers: Vec::new(),
+        server_names: Vec::new(),
     };
     let entry = entry.replace('\\', "/");
     loader.file(&entry, &Defaults::default(), &mut Vec::new());
     loader.check_names();
+    loader.check_server_names();
     if loader.errors.is_empty() {
         Ok(Catalog {
             tools: loader.tools,
             files: loader.files,
+            servers: loader.servers,
         })
     } else {
         Err(CatalogErrors(loader.errors))
@@ -91,6 +100,8 @@ pub fn parse_tool(value: &Value, src: &dyn CatalogSource) -> Result<Tool, Catalo
         tools: Vec::new(),
         names: Vec::new(),
         files: Vec::new(),
+        servers: Vec::new(),
+        server_names: Vec::new(),
     };
     let tool = loader.tool(value, "", "", &Defaults::default(), &mut e);
     match tool {
@@ -116,9 +127,12 @@ struct Loader<'s> {
     /// other problems, so duplicates are found in one pass.
     names: Vec<(String, String, String)>,
     files: Vec<String>,
+    servers: Vec<McpServer>,
+    /// Every server name with the file and path it was declared at.
+    server_names: Vec<(String, String, String)>,
 }
 
-const TOP_KEYS: &[&str] = &["tools", "defaults", "imports"];
+const TOP_KEYS: &[&str] = &["tools", "defaults", "imports", "mcp_servers"];
 const DEFAULT_KEYS: &[&str] = &["timeout_ms", "env_allowlist", "tool_names", "limits"];
 const TOOL_KEYS: &[&str] = &[
     "name",
@@ -140,14 +154,16 @@ const TOOL_KEYS: &[&str] = &[
     "command",
     "script",
     "builtin",
+    "mcp",
     "executor",
+    "input_schema",
     "env",
     "working_dir",
     "max_concurrency",
     "limits",
     "output",
 ];
-const EXECUTORS: [&str; 3] = ["command", "script", "builtin"];
+const EXECUTORS: [&str; 4] = ["command", "script", "builtin", "mcp"];
 
 impl Loader<'_> {
     fn tool(
@@ -335,6 +351,33 @@ impl Loader<'_> {
                 );
             }
         }
+        let input_schema = f.get("input_schema").cloned();
+        if let Some(schema) = &input_schema {
+            if !kind.raw_schema {
+                e.push(
+                    &f.at("input_schema"),
+                    format!(
+                        "`input_schema` applies to mcp tools; {} tools declare `parameters`",
+                        kind.name
+                    ),
+                );
+            } else if f.has("parameters") {
+                e.push(
+                    &f.at("input_schema"),
+                    "give either `parameters` or `input_schema`, not both",
+                );
+            } else if schema.get("type").and_then(Value::as_str) != Some("object") {
+                e.push(
+                    &f.at("input_schema"),
+                    "an input schema describes the arguments object: it needs `type: object`",
+                );
+            } else if let Err(msg) = compile_upstream_schema(schema) {
+                e.push(
+                    &f.at("input_schema"),
+                    format!("not a valid JSON Schema: {msg}"),
+                );
+            }
+        }
         let formats = read_formats(&f, e);
         let process = kind.process;
         for key in ["env", "working_dir", "limits", "env_allowlist"] {
@@ -408,6 +451,7 @@ impl Loader<'_> {
             parameters,
             config_schema,
             config,
+            input_schema,
             output_schema,
             formats,
             executor: executor?,

@@ -17,6 +17,7 @@ use crate::{json_text, schema};
 
 mod coerce;
 mod parse;
+mod raw;
 mod report;
 
 use coerce::{Coercion, MAX_EXACT_F64, coerce_string};
@@ -29,6 +30,15 @@ use report::{describe, escape_pointer, pointer_of, quote, quote_text};
 pub fn compile_schema(schema: &Value) -> Result<Validator, String> {
     jsonschema::options()
         .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(schema)
+        .map_err(|e| e.to_string())
+}
+
+/// Compiles a JSON Schema as an upstream gave it: its own `$schema` draft (2020-12 when it
+/// names none), formats asserted, no remote references.
+pub fn compile_upstream_schema(schema: &Value) -> Result<Validator, String> {
+    jsonschema::options()
         .should_validate_formats(true)
         .build(schema)
         .map_err(|e| e.to_string())
@@ -115,7 +125,13 @@ pub struct CompiledTool {
     pub tool: Tool,
     pub version: u64,
     input_schema: Value,
-    params: ParamSet,
+    checker: Checker,
+}
+
+/// What checks a tool's arguments: its parameter model, or its schema as given.
+enum Checker {
+    Params(ParamSet),
+    Raw(raw::RawSchema),
 }
 
 impl std::fmt::Debug for CompiledTool {
@@ -130,13 +146,16 @@ impl std::fmt::Debug for CompiledTool {
 impl CompiledTool {
     /// Compiles the tool's argument schema. Fails only for schemas the loader would refuse.
     pub fn new(tool: Tool, version: u64) -> Result<Self, String> {
-        let input_schema = schema::object_schema(&tool.parameters, false);
-        let params = ParamSet::new(&tool.parameters)?;
+        let input_schema = schema::tool_schema(&tool);
+        let checker = match &tool.input_schema {
+            Some(given) => Checker::Raw(raw::RawSchema::new(given.clone())?),
+            None => Checker::Params(ParamSet::new(&tool.parameters)?),
+        };
         Ok(Self {
             tool,
             version,
             input_schema,
-            params,
+            checker,
         })
     }
 
@@ -149,9 +168,11 @@ impl CompiledTool {
     /// holding one as OpenAI sends it; `null` counts as no arguments).
     pub fn prepare(&self, raw: Value) -> Result<Prepared, Vec<Problem>> {
         let (args, notes) = parse_arguments(raw)?;
-        let mut prepared =
-            self.params
-                .prepare(&self.tool.parameters, args, !self.tool.strict_arguments)?;
+        let lenient = !self.tool.strict_arguments;
+        let mut prepared = match &self.checker {
+            Checker::Params(params) => params.prepare(&self.tool.parameters, args, lenient)?,
+            Checker::Raw(given) => given.prepare(args, lenient)?,
+        };
         prepared.coerced.splice(0..0, notes);
         Ok(prepared)
     }
@@ -200,6 +221,9 @@ impl CompiledTool {
 
 /// `Parameters: path (string, required): The file. ...` for error messages.
 pub fn parameter_summary(tool: &Tool) -> String {
+    if let Some(given) = &tool.input_schema {
+        return schema_summary(given);
+    }
     if tool.parameters.is_empty() {
         return "This tool takes no parameters.".into();
     }
@@ -222,6 +246,46 @@ pub fn parameter_summary(tool: &Tool) -> String {
                     d.trim_end_matches('.')
                 ),
                 None => format!("{} ({}, {need})", p.name, p.type_summary()),
+            }
+        })
+        .collect();
+    format!("Parameters: {}", parts.join("; "))
+}
+
+/// [`parameter_summary`] of a schema as given: its top-level properties, their types and
+/// whether each is required.
+fn schema_summary(given: &Value) -> String {
+    let Some(props) = given.get("properties").and_then(Value::as_object) else {
+        return "This tool takes no parameters.".into();
+    };
+    if props.is_empty() {
+        return "This tool takes no parameters.".into();
+    }
+    let required: Vec<&str> = given
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let parts: Vec<String> = props
+        .iter()
+        .map(|(name, p)| {
+            let ty = match p.get("type") {
+                Some(Value::String(t)) => t.clone(),
+                Some(Value::Array(ts)) => ts
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+                _ if p.get("enum").is_some() => "enum".into(),
+                _ => "any".into(),
+            };
+            let need = match required.contains(&name.as_str()) {
+                true => "required",
+                false => "optional",
+            };
+            match p.get("description").and_then(Value::as_str) {
+                Some(d) => format!("{name} ({ty}, {need}): {}", d.trim_end_matches('.')),
+                None => format!("{name} ({ty}, {need})"),
             }
         })
         .collect();

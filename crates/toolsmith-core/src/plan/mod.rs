@@ -68,7 +68,8 @@ pub fn plan(tool: &Tool, args: &Map<String, Value>) -> Result<Invocation, Vec<Pr
     match &tool.executor {
         Executor::Command(base) => command::plan(tool, base, args),
         Executor::Script(script) => Ok(script::plan(tool, script, args)),
-        Executor::Builtin(_) => Ok(Invocation {
+        // Built-ins and upstream tools receive the arguments as they are.
+        Executor::Builtin(_) | Executor::Mcp(_) => Ok(Invocation {
             argv: Vec::new(),
             stdin: None,
             env: Vec::new(),
@@ -79,7 +80,8 @@ pub fn plan(tool: &Tool, args: &Map<String, Value>) -> Result<Invocation, Vec<Pr
 
 /// Runs the pipeline and the plan without running anything (a disabled tool answers
 /// `disabled`, as its call would): the `--dry-run` result, whose
-/// `data` is `{"arguments", "argv", "stdin", "env"}` (plus `"builtin"` for built-ins).
+/// `data` is `{"arguments", "argv", "stdin", "env"}` (plus `"builtin"` for built-ins and
+/// `"mcp": {"server", "tool"}` for upstream tools).
 pub fn dry_run(compiled: &CompiledTool, raw: Value) -> ToolResult {
     if !compiled.tool.enabled {
         return compiled.disabled();
@@ -97,8 +99,17 @@ pub fn dry_run(compiled: &CompiledTool, raw: Value) -> ToolResult {
     if let Value::Object(mut view) = invocation.to_json() {
         data.append(&mut view);
     }
-    if let Executor::Builtin(name) = &compiled.tool.executor {
-        data.insert("builtin".into(), Value::String(name.clone()));
+    match &compiled.tool.executor {
+        Executor::Builtin(name) => {
+            data.insert("builtin".into(), Value::String(name.clone()));
+        }
+        Executor::Mcp(target) => {
+            data.insert(
+                "mcp".into(),
+                json!({"server": target.server, "tool": target.tool}),
+            );
+        }
+        _ => {}
     }
     ToolResult::ok(Value::Object(data), compiled.meta(prepared.coerced))
 }

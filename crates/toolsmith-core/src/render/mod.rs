@@ -11,7 +11,7 @@ mod xml;
 use serde_json::{Map, Value, json};
 
 use crate::model::{Format, Tool};
-use crate::schema::object_schema;
+use crate::schema::tool_schema;
 
 /// Options that change how tools are rendered.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -59,17 +59,23 @@ pub fn render<'t>(
 
 /// One tool in a JSON format (for `xml`, use [`render`]).
 pub fn render_one(tool: &Tool, format: Format, opts: RenderOptions) -> Value {
-    let schema = object_schema(&tool.parameters, false);
+    let schema = tool_schema(tool);
     let description = tool.description_for(format);
     let name = exported_name(tool.name.as_str(), format);
     match format {
         Format::Openai => {
             let mut function = object([("name", json!(name)), ("description", json!(description))]);
-            if opts.strict {
-                function.insert("parameters".into(), transform::openai_strict(schema));
-                function.insert("strict".into(), json!(true));
-            } else {
-                function.insert("parameters".into(), schema);
+            match strict_schema(tool, schema, opts) {
+                Ok(strict) => {
+                    function.insert("parameters".into(), strict);
+                    function.insert("strict".into(), json!(true));
+                }
+                Err(schema) => {
+                    function.insert("parameters".into(), schema);
+                    if opts.strict {
+                        function.insert("strict".into(), json!(false));
+                    }
+                }
             }
             Value::Object(object([
                 ("type", json!("function")),
@@ -77,10 +83,9 @@ pub fn render_one(tool: &Tool, format: Format, opts: RenderOptions) -> Value {
             ]))
         }
         Format::OpenaiResponses => {
-            let parameters = if opts.strict {
-                transform::openai_strict(schema)
-            } else {
-                schema
+            let (parameters, strict) = match strict_schema(tool, schema, opts) {
+                Ok(strict) => (strict, true),
+                Err(schema) => (schema, false),
             };
             // The Responses API treats functions as strict unless told otherwise.
             Value::Object(object([
@@ -88,7 +93,7 @@ pub fn render_one(tool: &Tool, format: Format, opts: RenderOptions) -> Value {
                 ("name", json!(name)),
                 ("description", json!(description)),
                 ("parameters", parameters),
-                ("strict", json!(opts.strict)),
+                ("strict", json!(strict)),
             ]))
         }
         Format::Anthropic => Value::Object(object([
@@ -98,13 +103,41 @@ pub fn render_one(tool: &Tool, format: Format, opts: RenderOptions) -> Value {
         ])),
         Format::Gemini => {
             let mut decl = object([("name", json!(name)), ("description", json!(description))]);
-            if !tool.parameters.is_empty() {
-                decl.insert("parameters".into(), transform::gemini(schema));
+            match &tool.input_schema {
+                Some(given) if given.get("properties").is_some_and(|p| p != &json!({})) => {
+                    decl.insert("parameters".into(), transform::gemini_given(given));
+                }
+                Some(_) => {}
+                None if !tool.parameters.is_empty() => {
+                    decl.insert("parameters".into(), transform::gemini(schema));
+                }
+                None => {}
             }
             Value::Object(decl)
         }
         Format::Mcp | Format::Xml => mcp_tool(tool, schema, description),
     }
+}
+
+/// The strict OpenAI schema, when asked for and possible; otherwise (`Err`) the schema as
+/// it is, to be sent with `strict: false` ([`strict_problem`] says why).
+fn strict_schema(tool: &Tool, schema: Value, opts: RenderOptions) -> Result<Value, Value> {
+    if !opts.strict {
+        return Err(schema);
+    }
+    match &tool.input_schema {
+        Some(given) => transform::openai_strict_given(given).map_err(|_| schema),
+        None => Ok(transform::openai_strict(schema)),
+    }
+}
+
+/// Why `tool` cannot be rendered in OpenAI's strict mode (it is sent with `strict: false`
+/// then), or `None` when it can.
+pub fn strict_problem(tool: &Tool) -> Option<String> {
+    let given = tool.input_schema.as_ref()?;
+    transform::openai_strict_given(given)
+        .err()
+        .map(|why| format!("tool `{}` is sent without strict mode: {why}", tool.name))
 }
 
 /// A JSON object from pairs, in order. (`json!` would copy non-literal values through

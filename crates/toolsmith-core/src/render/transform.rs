@@ -118,6 +118,118 @@ fn make_nullable(node: &mut Value) {
     }
 }
 
+/// A schema as given (an upstream's) with every local `$ref` replaced by what it points to and
+/// `$defs`/`definitions`/`$schema` dropped: what providers without references need. Fails on
+/// a recursive reference (a tree would be infinite), naming it.
+pub fn inline_refs(schema: &Value) -> Result<Value, String> {
+    fn go(node: &Value, root: &Value, stack: &mut Vec<String>) -> Result<Value, String> {
+        match node {
+            Value::Object(map) => {
+                if let Some(r) = map.get("$ref").and_then(Value::as_str) {
+                    let Some(target) = r.strip_prefix('#').and_then(|p| root.pointer(p)) else {
+                        return Err(format!("a reference toolsmith cannot follow: {r}"));
+                    };
+                    if stack.iter().any(|s| s == r) {
+                        return Err(format!("a recursive reference: {r}"));
+                    }
+                    stack.push(r.to_owned());
+                    let mut resolved = go(target, root, stack)?;
+                    stack.pop();
+                    // Keywords beside the `$ref` (a description) apply too.
+                    if let Value::Object(out) = &mut resolved {
+                        for (k, v) in map.iter().filter(|(k, _)| *k != "$ref") {
+                            out.insert(k.clone(), go(v, root, stack)?);
+                        }
+                    }
+                    return Ok(resolved);
+                }
+                let mut out = Map::new();
+                for (k, v) in map {
+                    if matches!(k.as_str(), "$defs" | "definitions" | "$schema" | "$id") {
+                        continue;
+                    }
+                    out.insert(k.clone(), go(v, root, stack)?);
+                }
+                Ok(Value::Object(out))
+            }
+            Value::Array(items) => items
+                .iter()
+                .map(|i| go(i, root, stack))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Array),
+            other => Ok(other.clone()),
+        }
+    }
+    go(schema, schema, &mut Vec::new())
+}
+
+/// `anyOf`/`oneOf` of one schema and `null` folded into that schema with `null` added to its
+/// type, on every node: the form strict OpenAI and Gemini understand.
+pub fn fold_nullable_unions(node: &mut Value) {
+    let Value::Object(map) = node else {
+        if let Value::Array(items) = node {
+            items.iter_mut().for_each(fold_nullable_unions);
+        }
+        return;
+    };
+    for key in ["anyOf", "oneOf"] {
+        let Some(Value::Array(branches)) = map.get(key) else {
+            continue;
+        };
+        let is_null = |b: &Value| b.get("type").and_then(Value::as_str) == Some("null");
+        let non_null: Vec<&Value> = branches.iter().filter(|b| !is_null(b)).collect();
+        if non_null.len() == 1 && branches.len() == 2 {
+            let mut one = non_null[0].clone();
+            make_nullable(&mut one);
+            map.remove(key);
+            if let Value::Object(inner) = one {
+                for (k, v) in inner {
+                    map.entry(k).or_insert(v);
+                }
+            }
+        }
+    }
+    for v in map.values_mut() {
+        fold_nullable_unions(v);
+    }
+}
+
+/// OpenAI strict mode for a schema as given: references inlined, nullable unions folded,
+/// then [`openai_strict`]. Fails, saying why, where strict mode cannot describe it (a
+/// recursive reference, or a union of several types).
+pub fn openai_strict_given(schema: &Value) -> Result<Value, String> {
+    let mut node = inline_refs(schema)?;
+    fold_nullable_unions(&mut node);
+    if let Some(why) = union_left(&node) {
+        return Err(why);
+    }
+    Ok(openai_strict(node))
+}
+
+/// A union strict mode cannot take, if any is left.
+fn union_left(node: &Value) -> Option<String> {
+    match node {
+        Value::Object(map) => {
+            for key in ["anyOf", "oneOf", "allOf"] {
+                if map.contains_key(key) {
+                    return Some(format!("it uses `{key}` with several schemas"));
+                }
+            }
+            map.values().find_map(union_left)
+        }
+        Value::Array(items) => items.iter().find_map(union_left),
+        _ => None,
+    }
+}
+
+/// Gemini's form of a schema as given: references inlined (a recursive one leaves a
+/// free-form object), nullable unions folded, then [`gemini`].
+pub fn gemini_given(schema: &Value) -> Value {
+    let mut node = inline_refs(schema).unwrap_or_else(|_| json!({"type": "object"}));
+    fold_nullable_unions(&mut node);
+    gemini(node)
+}
+
 /// Gemini's OpenAPI subset: upper-case types on every node, `nullable` instead of type
 /// unions, enums as strings, no `additionalProperties`; other keywords go to the description.
 pub fn gemini(mut node: Value) -> Value {

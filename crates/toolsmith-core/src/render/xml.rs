@@ -24,7 +24,9 @@ pub fn render(tools: &[&Tool]) -> String {
             "    <description>{}</description>",
             escape(&tool.description_for(Format::Xml))
         );
-        if tool.parameters.is_empty() {
+        if let Some(given) = &tool.input_schema {
+            given_arguments(&mut out, given);
+        } else if tool.parameters.is_empty() {
             out.push_str("    <arguments/>\n");
         } else {
             out.push_str("    <arguments>\n");
@@ -37,6 +39,50 @@ pub fn render(tools: &[&Tool]) -> String {
     }
     out.push_str("</tools>\n");
     out
+}
+
+/// The arguments of a tool whose schema is given as is: each top-level property with its type
+/// and whether it is required, and the whole schema as JSON for what that does not say.
+fn given_arguments(out: &mut String, given: &serde_json::Value) {
+    let props = given
+        .get("properties")
+        .and_then(serde_json::Value::as_object);
+    let required: Vec<&str> = given
+        .get("required")
+        .and_then(serde_json::Value::as_array)
+        .map(|r| r.iter().filter_map(serde_json::Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(props) = props.filter(|p| !p.is_empty()) else {
+        out.push_str("    <arguments/>\n");
+        return;
+    };
+    out.push_str("    <arguments>\n");
+    for (name, p) in props {
+        let ty = match p.get("type") {
+            Some(serde_json::Value::String(t)) => t.clone(),
+            Some(serde_json::Value::Array(ts)) => ts
+                .iter()
+                .filter_map(serde_json::Value::as_str)
+                .collect::<Vec<_>>()
+                .join("|"),
+            _ => "any".into(),
+        };
+        let _ = write!(
+            out,
+            "      <arg name=\"{}\" type=\"{}\" required=\"{}\"",
+            escape(name),
+            escape(&ty),
+            required.contains(&name.as_str())
+        );
+        match p.get("description").and_then(serde_json::Value::as_str) {
+            Some(d) => {
+                let _ = writeln!(out, ">{}</arg>", escape(d));
+            }
+            None => out.push_str("/>\n"),
+        }
+    }
+    let _ = writeln!(out, "      <schema>{}</schema>", escape(&given.to_string()));
+    out.push_str("    </arguments>\n");
 }
 
 fn parameter(out: &mut String, p: &Parameter, tag: &str, indent: usize) {

@@ -128,7 +128,7 @@ tools:
             tools[6].danger: the built-in `write_file` is dangerous and cannot be declared safe
             tools[7].end_of_options: `end_of_options` applies to command tools
             tools[8].parameters[0].name: script tools reserve `config` for their config values; rename the parameter
-            tools[9].executor.kind: unknown executor kind "shell" (expected one of command, script, builtin)
+            tools[9].executor.kind: unknown executor kind "shell" (expected one of command, script, builtin, mcp)
         "#]],
     );
 }
@@ -350,8 +350,8 @@ fn file_level_problems() {
     check(
         "defaults: {}\n",
         expect![[r#"
-        : a catalog needs `tools:` (a list of tools) or `imports:`
-    "#]],
+            : a catalog needs `tools:` (a list of tools), `mcp_servers:` or `imports:`
+        "#]],
     );
     check(
         "tools: []\ntools: []\n",

@@ -168,9 +168,8 @@ async fn call(
                     &tool,
                     body.arguments,
                     CallOptions {
-                        confirmed: body.confirm,
-                        caller: caller.name.clone(),
                         admin: caller.role == crate::auth::Role::Admin,
+                        ..CallOptions::new(caller.name.clone(), body.confirm)
                     },
                 )
                 .await

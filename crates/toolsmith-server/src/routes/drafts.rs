@@ -223,7 +223,7 @@ async fn check(State(s): Shared, Body(body): Body<CheckBody>) -> ApiResult<Json<
     Ok(Json(CheckResult {
         valid: true,
         problems: Vec::new(),
-        input_schema: Some(object_schema(&tool.parameters, false)),
+        input_schema: Some(tool_schema(&tool)),
         rendered,
         plan,
     }))

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use toolsmith_core::catalog::{self, CatalogSource};
 use toolsmith_core::model::{Format, REDACTED, Secrets};
 use toolsmith_core::render::{RenderOptions, Rendered, render};
-use toolsmith_core::schema::object_schema;
+use toolsmith_core::schema::tool_schema;
 use toolsmith_core::secrets;
 use toolsmith_core::{ErrorKind, Tool, ToolResult};
 use toolsmith_exec::CallOptions;

@@ -55,7 +55,7 @@ pub(super) fn view(r: &ToolRecord) -> ToolView {
         updated_at_ms: r.updated_at_ms,
         updated_by: r.updated_by.clone(),
         definition: r.tool.to_catalog_value(Secrets::Redact),
-        input_schema: object_schema(&r.tool.parameters, false),
+        input_schema: tool_schema(&r.tool),
     }
 }
 

@@ -51,6 +51,16 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                 r.unchanged.len(),
                 r.deleted.len()
             );
+            if !catalog.servers.is_empty() {
+                let r = toolsmith_store::import_servers(&store, &catalog.servers, &author).await?;
+                eprintln!(
+                    "toolsmith: MCP servers of {}: {} created, {} updated, {} unchanged",
+                    file.display(),
+                    r.created.len(),
+                    r.updated.len(),
+                    r.unchanged.len()
+                );
+            }
         }
         let listener = tokio::net::TcpListener::bind(args.addr)
             .await
@@ -74,9 +84,12 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
             );
         }
         let sessions = engine.sessions().clone();
+        let upstreams = engine.upstreams().clone();
         let state =
             toolsmith_server::AppState::with_retention(store, engine, tokens, args.run_retention);
         toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
+        // Upstream MCP servers start in the background: serve answers at once.
+        toolsmith_server::federation::start(&state);
         // The registry's Python script tools find a warm runtime started at their first call.
         toolsmith_server::prewarm_registry(&state);
         let log = state.runs.clone();
@@ -103,6 +116,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         // No session outlives the server; every call answered is in the execution log
         // before the process ends.
         sessions.shutdown(SESSION_GRACE).await;
+        upstreams.shutdown(SESSION_GRACE).await;
         log.flush().await;
         eprintln!("toolsmith: stopped");
         Ok(ExitCode::SUCCESS)
@@ -140,6 +154,7 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
             .await
             .with_context(|| format!("opening the registry {}", redact_url(&address)))?;
         if let Some((file, catalog)) = &catalog {
+            toolsmith_store::import_servers(&store, &catalog.servers, &author).await?;
             let r = store.import(&catalog.tools, false, &author).await?;
             tracing::info!(
                 "imported {}: {} created, {} updated, {} unchanged",
@@ -150,8 +165,10 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
             );
         }
         let sessions = engine.sessions().clone();
+        let upstreams = engine.upstreams().clone();
         let state = toolsmith_server::AppState::new(store, engine, Vec::new());
         toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
+        toolsmith_server::federation::start(&state);
         toolsmith_server::prewarm_registry(&state);
         let log = state.runs.clone();
         let handler = toolsmith_server::mcp::McpServer::new(
@@ -170,6 +187,7 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
             _ = shutdown_signal() => {}
         }
         sessions.shutdown(SESSION_GRACE).await;
+        upstreams.shutdown(SESSION_GRACE).await;
         log.flush().await;
         drop(private);
         Ok(ExitCode::SUCCESS)

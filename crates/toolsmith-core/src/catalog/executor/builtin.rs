@@ -10,6 +10,7 @@ pub(super) const RULES: Rules = Rules {
     process: false,
     command_keys: false,
     reserved_parameter: None,
+    raw_schema: false,
 };
 
 /// `{builtin: name}`: a known built-in.

@@ -8,11 +8,12 @@ pub(super) const RULES: Rules = Rules {
     process: true,
     command_keys: true,
     reserved_parameter: None,
+    raw_schema: false,
 };
 
 /// `{command: [program, fixed args...]}`: a non-empty list of non-empty words (numbers and
 /// booleans YAML read as scalars are taken as their text).
-pub(super) fn read(v: &Value, at: &str, e: &mut Errs) -> Option<Executor> {
+pub(crate) fn read(v: &Value, at: &str, e: &mut Errs) -> Option<Executor> {
     let list = v.get("command");
     let Some(Value::Array(items)) = list else {
         e.push(

@@ -3,9 +3,10 @@
 
 mod builtin;
 mod command;
+mod mcp;
 mod script;
 
-pub(super) use command::check_injection_layout;
+pub(super) use command::{check_injection_layout, read as read_command};
 
 use super::*;
 
@@ -21,6 +22,8 @@ pub(super) struct Rules {
     pub command_keys: bool,
     /// A parameter name the kind keeps for itself.
     pub reserved_parameter: Option<&'static str>,
+    /// Its arguments may be described by a JSON Schema as given (`input_schema`).
+    pub raw_schema: bool,
 }
 
 /// The rules of `executor`'s kind; with none (an executor that did not parse), a command's,
@@ -30,6 +33,7 @@ pub(super) fn rules(executor: Option<&Executor>) -> Rules {
         Some(Executor::Command(_)) | None => command::RULES,
         Some(Executor::Script(_)) => script::RULES,
         Some(Executor::Builtin(_)) => builtin::RULES,
+        Some(Executor::Mcp(_)) => mcp::RULES,
     }
 }
 
@@ -74,6 +78,8 @@ impl Loader<'_> {
                         "path",
                         "warm",
                         "name",
+                        "server",
+                        "tool",
                     ],
                     e,
                 )?;
@@ -105,6 +111,13 @@ impl Loader<'_> {
         if let Some(v) = fields.get("name") {
             map.insert("builtin".into(), v.clone());
         }
+        if kind == "mcp" {
+            let target: Map<String, Value> = ["server", "tool"]
+                .into_iter()
+                .filter_map(|k| fields.get(k).map(|v| (k.to_owned(), v.clone())))
+                .collect();
+            map.insert("mcp".into(), Value::Object(target));
+        }
         self.executor_from(&kind, &Value::Object(map), &fields.path, file, e)
     }
 
@@ -121,6 +134,7 @@ impl Loader<'_> {
         match kind {
             "command" => command::read(v, at, e),
             "script" => script::read(v, at, file, self.src, e),
+            "mcp" => mcp::read(v, at, e),
             _ => builtin::read(v, at, e),
         }
     }

@@ -11,6 +11,7 @@ pub(super) const RULES: Rules = Rules {
     command_keys: false,
     // The config values reach the script beside the arguments, as `config`.
     reserved_parameter: Some("config"),
+    raw_schema: false,
 };
 
 /// The script mapping `{interpreter, source | path, warm}`; `file` is the catalog file a

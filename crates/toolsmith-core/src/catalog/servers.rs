@@ -1,0 +1,345 @@
+//! `mcp_servers:` — upstream MCP servers (SPEC §11): a program speaking MCP on stdio, or a
+//! Streamable HTTP URL; which of its tools are served and under what names; what happens when
+//! they change; its secrets, as config fields.
+
+use super::settings::read_env;
+use super::*;
+
+const SERVER_KEYS: &[&str] = &[
+    "name",
+    "command",
+    "env",
+    "env_allowlist",
+    "working_dir",
+    "url",
+    "headers",
+    "prefix",
+    "include",
+    "exclude",
+    "tools",
+    "on_change",
+    "timeout_ms",
+    "idle_timeout_ms",
+    "enabled",
+    "config_schema",
+    "config",
+];
+
+const OVERRIDE_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "danger",
+    "tags",
+    "enabled",
+    "timeout_ms",
+];
+
+/// `[A-Za-z0-9_-]{1,64}`: a server's name, part of its tools' names and of URLs.
+pub(crate) fn valid_server_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Reads one server definition given as a JSON value (the registry's and the REST API's
+/// way in); `${VAR}` config values are read through `src`.
+pub fn parse_server(value: &Value, src: &dyn CatalogSource) -> Result<McpServer, CatalogErrors> {
+    let mut e = Errs::new("server");
+    let loader = Loader {
+        src,
+        errors: Vec::new(),
+        tools: Vec::new(),
+        names: Vec::new(),
+        files: Vec::new(),
+        servers: Vec::new(),
+        server_names: Vec::new(),
+    };
+    match loader.server(value, "", &mut e) {
+        Some(s) if e.list.is_empty() => Ok(s),
+        _ => Err(CatalogErrors(e.list)),
+    }
+}
+
+impl Loader<'_> {
+    /// Reads the `mcp_servers:` list of one file.
+    pub(super) fn servers(&mut self, list: &[Value], file: &str, e: &mut Errs) {
+        for (i, v) in list.iter().enumerate() {
+            let at = format!("mcp_servers[{i}]");
+            if let Some(name) = v.get("name").and_then(Value::as_str) {
+                self.server_names
+                    .push((name.to_owned(), file.to_owned(), at.clone()));
+            }
+            if let Some(server) = self.server(v, &at, e) {
+                self.servers.push(server);
+            }
+        }
+    }
+
+    /// Two servers of one name, across every file.
+    pub(super) fn check_server_names(&mut self) {
+        let mut seen: HashMap<&str, (&str, &str)> = HashMap::new();
+        for (name, file, at) in &self.server_names {
+            if let Some((first_file, first_at)) = seen.insert(name, (file, at)) {
+                self.errors.push(CatalogError {
+                    file: file.clone(),
+                    path: format!("{at}.name"),
+                    message: format!(
+                        "duplicate server name {name:?} (first declared at {first_file}: {first_at})"
+                    ),
+                });
+            }
+        }
+    }
+
+    fn server(&self, v: &Value, at: &str, e: &mut Errs) -> Option<McpServer> {
+        let f = Fields::new(v, at, SERVER_KEYS, e)?;
+        let errors_before = e.list.len();
+        let name = f.string("name", e);
+        match &name {
+            Some(n) if !valid_server_name(n) => e.push(
+                &f.at("name"),
+                format!("invalid server name {n:?}: 1 to 64 letters, digits, `_` or `-`"),
+            ),
+            None if !f.has("name") => e.push(&f.at("name"), "missing; every server needs a name"),
+            _ => {}
+        }
+        let transport = match (f.has("command"), f.has("url")) {
+            (true, true) => {
+                e.push(
+                    &f.path,
+                    "give either `command` (a program speaking MCP on stdio) or `url` (Streamable HTTP), not both",
+                );
+                None
+            }
+            (false, false) => {
+                e.push(
+                    &f.path,
+                    "no transport: give `command` (a program speaking MCP on stdio) or `url` (Streamable HTTP)",
+                );
+                None
+            }
+            (true, false) => self.stdio(&f, e),
+            (false, true) => http(&f, e),
+        };
+        let prefix = f.string("prefix", e);
+        if let Some(p) = &prefix
+            && !p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            e.push(
+                &f.at("prefix"),
+                format!("invalid prefix {p:?}: letters, digits and `_` (or \"\" for none)"),
+            );
+        }
+        let include = f.strings("include", e).unwrap_or_default();
+        let exclude = f.strings("exclude", e).unwrap_or_default();
+        let tools = overrides(&f, e);
+        let on_change = f
+            .choice(
+                "on_change",
+                "change policy",
+                &["hold", "accept"],
+                |s| match s {
+                    "hold" => Some(OnChange::Hold),
+                    "accept" => Some(OnChange::Accept),
+                    _ => None,
+                },
+                e,
+            )
+            .unwrap_or_default();
+        let timeout_ms = f
+            .uint("timeout_ms", e)
+            .unwrap_or(crate::upstream::DEFAULT_TIMEOUT_MS);
+        if !(1..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
+            e.push(
+                &f.at("timeout_ms"),
+                format!("{timeout_ms} is outside 1..={MAX_TIMEOUT_MS} (one day)"),
+            );
+        }
+        let idle_timeout_ms = f.uint("idle_timeout_ms", e);
+        if idle_timeout_ms.is_some_and(|t| t < 1000) {
+            e.push(&f.at("idle_timeout_ms"), "at least 1000 (one second)");
+        }
+        let config_schema = match f.list("config_schema", e) {
+            Some(list) => parse_list(list, &f.at("config_schema"), Place::Config, e),
+            None => Vec::new(),
+        };
+        let config = self.config(&f, &config_schema, e);
+        if let Some(Transport::Http { headers, .. }) = &transport {
+            for (header, value) in headers {
+                for field in placeholders(value) {
+                    if !config_schema.iter().any(|p| p.name == field) {
+                        let known: Vec<&str> =
+                            config_schema.iter().map(|p| p.name.as_str()).collect();
+                        e.push(
+                            &join(&f.at("headers"), header),
+                            format!(
+                                "{{{field}}} names no config field (known: {})",
+                                if known.is_empty() {
+                                    "none".to_owned()
+                                } else {
+                                    known.join(", ")
+                                }
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        if e.list.len() != errors_before {
+            return None;
+        }
+        Some(McpServer {
+            name: name?,
+            transport: transport?,
+            prefix,
+            include,
+            exclude,
+            tools,
+            on_change,
+            timeout_ms,
+            idle_timeout_ms,
+            enabled: f.boolean("enabled", e).unwrap_or(true),
+            config_schema,
+            config,
+        })
+    }
+
+    fn stdio(&self, f: &Fields<'_>, e: &mut Errs) -> Option<Transport> {
+        let given = serde_json::json!({"command": f.get("command")});
+        let Executor::Command(command) = executor::read_command(&given, &f.at("command"), e)?
+        else {
+            return None;
+        };
+        let working_dir = f.string("working_dir", e);
+        if let Some(dir) = &working_dir
+            && (dir.starts_with('/') || dir.split('/').any(|s| s == ".."))
+        {
+            e.push(
+                &f.at("working_dir"),
+                format!("{dir:?} must be relative to the workspace, without `..`"),
+            );
+        }
+        Some(Transport::Stdio {
+            command,
+            env: read_env(f, e),
+            env_allowlist: f.strings("env_allowlist", e).unwrap_or_default(),
+            working_dir,
+        })
+    }
+}
+
+fn http(f: &Fields<'_>, e: &mut Errs) -> Option<Transport> {
+    for key in ["env", "env_allowlist", "working_dir"] {
+        if f.has(key) {
+            e.push(
+                &f.at(key),
+                format!("`{key}` applies to stdio servers (`command`), not to `url`"),
+            );
+        }
+    }
+    let url = f.string("url", e)?;
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
+    if rest.is_none_or(|r| r.is_empty() || r.starts_with('/')) || url.contains(char::is_whitespace)
+    {
+        e.push(
+            &f.at("url"),
+            format!("{url:?} is not an http:// or https:// URL (Streamable HTTP; legacy SSE-only servers are not supported)"),
+        );
+        return None;
+    }
+    let mut headers = BTreeMap::new();
+    match f.get("headers") {
+        None => {}
+        Some(Value::Object(map)) => {
+            for (k, v) in map {
+                match v.as_str() {
+                    Some(text) if !text.contains(['\r', '\n', '\0']) => {
+                        headers.insert(k.clone(), text.to_owned());
+                    }
+                    _ => e.push(&join(&f.at("headers"), k), "expected one line of text"),
+                }
+            }
+        }
+        Some(_) => e.push(
+            &f.at("headers"),
+            "expected a mapping of header names to values",
+        ),
+    }
+    Some(Transport::Http { url, headers })
+}
+
+/// The `{field}` names in a header value (identifiers only: other braces are text).
+fn placeholders(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close)
+                if close > 0
+                    && after[..close]
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+            {
+                out.push(after[..close].to_owned());
+                rest = &after[close + 1..];
+            }
+            _ => rest = after,
+        }
+    }
+    out
+}
+
+fn overrides(f: &Fields<'_>, e: &mut Errs) -> BTreeMap<String, ToolOverride> {
+    let mut out = BTreeMap::new();
+    let Some(v) = f.get("tools") else { return out };
+    let Value::Object(map) = v else {
+        e.push(
+            &f.at("tools"),
+            "expected a mapping of upstream tool names to overrides",
+        );
+        return out;
+    };
+    for (tool, v) in map {
+        let at = join(&f.at("tools"), tool);
+        let Some(o) = Fields::new(v, &at, OVERRIDE_KEYS, e) else {
+            continue;
+        };
+        let name = o.string("name", e);
+        if let Some(n) = &name
+            && let Err(m) = ToolName::new(n, NameRule::Portable)
+        {
+            e.push(&o.at("name"), m);
+        }
+        let danger = o.choice(
+            "danger",
+            "danger level",
+            &["safe", "dangerous"],
+            |s| match s {
+                "safe" => Some(Danger::Safe),
+                "dangerous" => Some(Danger::Dangerous),
+                _ => None,
+            },
+            e,
+        );
+        let timeout_ms = o.uint("timeout_ms", e);
+        if timeout_ms.is_some_and(|t| !(1..=MAX_TIMEOUT_MS).contains(&t)) {
+            e.push(&o.at("timeout_ms"), format!("outside 1..={MAX_TIMEOUT_MS}"));
+        }
+        out.insert(
+            tool.clone(),
+            ToolOverride {
+                name,
+                description: o.string("description", e),
+                danger,
+                tags: o.strings("tags", e),
+                enabled: o.boolean("enabled", e),
+                timeout_ms,
+            },
+        );
+    }
+    out
+}

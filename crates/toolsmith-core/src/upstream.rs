@@ -1,0 +1,500 @@
+//! Upstream MCP servers (SPEC §11): their declaration, and the pure rules that turn what an
+//! upstream lists into toolsmith tools — names, danger, filters, overrides — and say what
+//! changed between two listings.
+//!
+//! An upstream tool is read from its MCP `Tool` object as JSON. What the upstream *says* about
+//! a tool — description, title, input and output schema, annotations — is its pinned part
+//! ([`pinned`]): the registry keeps the version the operator approved, and a listing whose
+//! pinned part differs is a change to approve, never served before that (`on_change: hold`).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use crate::model::{
+    Annotations, Danger, Executor, Limits, McpTarget, NameRule, OutputMode, Parameter, Secrets,
+    Tool, ToolName,
+};
+
+/// Separates the prefix from the upstream tool's name: `github__search_code`.
+pub const SEPARATOR: &str = "__";
+
+/// An upstream MCP server as declared (catalog `mcp_servers:`, REST, or an imported config).
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpServer {
+    /// `[A-Za-z0-9_-]{1,64}`.
+    pub name: String,
+    pub transport: Transport,
+    /// Put before each tool's name with [`SEPARATOR`]; `None`: the server's name; `""`: none.
+    pub prefix: Option<String>,
+    /// Upstream tool names (or `*`/`?` globs) served; empty: all.
+    pub include: Vec<String>,
+    /// Upstream tool names (or globs) never served.
+    pub exclude: Vec<String>,
+    /// Per-tool overrides, by upstream tool name.
+    pub tools: BTreeMap<String, ToolOverride>,
+    pub on_change: OnChange,
+    /// Each call's timeout, unless a tool's override says otherwise.
+    pub timeout_ms: u64,
+    /// A stdio upstream unused this long is stopped (started again on the next call).
+    pub idle_timeout_ms: Option<u64>,
+    pub enabled: bool,
+    /// Config fields (secrets among them) for the server: reach a stdio server as environment
+    /// variables (`env_name`) and an HTTP one through `{field}` in header values.
+    pub config_schema: Vec<Parameter>,
+    pub config: Map<String, Value>,
+}
+
+/// How toolsmith reaches an upstream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transport {
+    /// A program speaking MCP on its stdin and stdout.
+    Stdio {
+        /// Program then arguments, never through a shell.
+        command: Vec<String>,
+        /// Fixed variables, on top of `env_allowlist` and the config fields' `env_name`s.
+        env: BTreeMap<String, String>,
+        /// Variables passed through from the server's environment.
+        env_allowlist: Vec<String>,
+        /// Relative to the workspace; `None`: a folder of its own.
+        working_dir: Option<String>,
+    },
+    /// Streamable HTTP.
+    Http {
+        url: String,
+        /// Sent with every request; `{field}` in a value is replaced by that config field.
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl Transport {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Stdio { .. } => "stdio",
+            Self::Http { .. } => "http",
+        }
+    }
+}
+
+/// What the operator changes about one upstream tool.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolOverride {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub danger: Option<Danger>,
+    pub tags: Option<Vec<String>>,
+    pub enabled: Option<bool>,
+    pub timeout_ms: Option<u64>,
+}
+
+/// What happens when an upstream's tools change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnChange {
+    /// Recorded as a pending change; the approved definition is served until approved.
+    #[default]
+    Hold,
+    /// Applied at once, as a new version authored `upstream:<server>`.
+    Accept,
+}
+
+impl OnChange {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Hold => "hold",
+            Self::Accept => "accept",
+        }
+    }
+}
+
+/// The default timeout of an upstream's calls.
+pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
+
+impl McpServer {
+    /// The prefix its tools' names start with (before [`SEPARATOR`]); empty for none.
+    pub fn prefix(&self) -> &str {
+        self.prefix.as_deref().unwrap_or(&self.name)
+    }
+
+    /// Whether the upstream tool `name` is served (`include`, then `exclude`).
+    pub fn serves(&self, name: &str) -> bool {
+        (self.include.is_empty() || self.include.iter().any(|g| glob(g, name)))
+            && !self.exclude.iter().any(|g| glob(g, name))
+    }
+
+    /// The toolsmith name of the upstream tool `upstream`: the override's, else the prefix,
+    /// [`SEPARATOR`] and the upstream name mapped to the portable rule ([`portable`]).
+    pub fn tool_name(&self, upstream: &str) -> Result<ToolName, String> {
+        if let Some(name) = self.tools.get(upstream).and_then(|o| o.name.as_deref()) {
+            return ToolName::new(name, NameRule::Portable)
+                .map_err(|e| format!("tools.{upstream}.name: {e}"));
+        }
+        let full = match self.prefix() {
+            "" => upstream.to_owned(),
+            p => format!("{p}{SEPARATOR}{upstream}"),
+        };
+        ToolName::new(&portable(&full), NameRule::Portable)
+    }
+
+    /// The toolsmith tool an upstream tool (its MCP `Tool` object) becomes, the overrides
+    /// applied. The definition passes the catalog loader's rules.
+    pub fn tool_from(&self, upstream: &Value) -> Result<Tool, String> {
+        let upstream_name = upstream
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or("an upstream tool without a name")?;
+        let name = self.tool_name(upstream_name)?;
+        let over = self.tools.get(upstream_name).cloned().unwrap_or_default();
+        let hints = upstream.get("annotations").cloned().unwrap_or(Value::Null);
+        let hint = |key: &str| hints.get(key).and_then(Value::as_bool);
+        let title = upstream
+            .get("title")
+            .or_else(|| hints.get("title"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let description = over
+            .description
+            .clone()
+            .or_else(|| {
+                upstream
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .filter(|d| !d.trim().is_empty())
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| {
+                format!(
+                    "{} (tool `{upstream_name}` of MCP server `{}`, which gave no description)",
+                    title.as_deref().unwrap_or(upstream_name),
+                    self.name
+                )
+            });
+        // The MCP spec's defaults: a tool is destructive unless it says otherwise.
+        let safe = hint("readOnlyHint") == Some(true) || hint("destructiveHint") == Some(false);
+        let danger = over.danger.unwrap_or(match safe {
+            true => Danger::Safe,
+            false => Danger::Dangerous,
+        });
+        let mut input_schema = upstream
+            .get("inputSchema")
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "object"}));
+        if input_schema.get("type").is_none()
+            && let Some(map) = input_schema.as_object_mut()
+        {
+            map.insert("type".into(), json!("object"));
+        }
+        Ok(Tool {
+            name,
+            title,
+            description,
+            danger,
+            annotations: Annotations {
+                read_only: hint("readOnlyHint"),
+                idempotent: hint("idempotentHint"),
+                open_world: hint("openWorldHint"),
+            },
+            timeout_ms: over.timeout_ms.unwrap_or(self.timeout_ms),
+            tags: over.tags.clone().unwrap_or_else(|| vec![self.name.clone()]),
+            enabled: over.enabled.unwrap_or(true),
+            strict_arguments: false,
+            end_of_options: None,
+            env_allowlist: Vec::new(),
+            env: BTreeMap::new(),
+            working_dir: None,
+            max_concurrency: None,
+            limits: Limits::default(),
+            output: OutputMode::Text,
+            parameters: Vec::new(),
+            config_schema: Vec::new(),
+            config: Map::new(),
+            input_schema: Some(input_schema),
+            output_schema: upstream.get("outputSchema").cloned(),
+            formats: BTreeMap::new(),
+            executor: Executor::Mcp(McpTarget {
+                server: self.name.clone(),
+                tool: upstream_name.to_owned(),
+            }),
+        })
+    }
+
+    /// The catalog form (what the registry stores, and what `mcp_servers:` entries are);
+    /// secret config values as `***` unless `secrets` keeps them.
+    pub fn to_catalog_value(&self, secrets: Secrets) -> Value {
+        let mut m = Map::new();
+        m.insert("name".into(), json!(self.name));
+        match &self.transport {
+            Transport::Stdio {
+                command,
+                env,
+                env_allowlist,
+                working_dir,
+            } => {
+                m.insert("command".into(), json!(command));
+                if !env.is_empty() {
+                    m.insert("env".into(), json!(env));
+                }
+                if !env_allowlist.is_empty() {
+                    m.insert("env_allowlist".into(), json!(env_allowlist));
+                }
+                if let Some(dir) = working_dir {
+                    m.insert("working_dir".into(), json!(dir));
+                }
+            }
+            Transport::Http { url, headers } => {
+                m.insert("url".into(), json!(url));
+                if !headers.is_empty() {
+                    m.insert("headers".into(), json!(headers));
+                }
+            }
+        }
+        if let Some(p) = &self.prefix {
+            m.insert("prefix".into(), json!(p));
+        }
+        if !self.include.is_empty() {
+            m.insert("include".into(), json!(self.include));
+        }
+        if !self.exclude.is_empty() {
+            m.insert("exclude".into(), json!(self.exclude));
+        }
+        if !self.tools.is_empty() {
+            let tools: Map<String, Value> = self
+                .tools
+                .iter()
+                .map(|(k, o)| (k.clone(), override_value(o)))
+                .collect();
+            m.insert("tools".into(), Value::Object(tools));
+        }
+        if self.on_change != OnChange::Hold {
+            m.insert("on_change".into(), json!(self.on_change.as_str()));
+        }
+        if self.timeout_ms != DEFAULT_TIMEOUT_MS {
+            m.insert("timeout_ms".into(), json!(self.timeout_ms));
+        }
+        if let Some(t) = self.idle_timeout_ms {
+            m.insert("idle_timeout_ms".into(), json!(t));
+        }
+        if !self.enabled {
+            m.insert("enabled".into(), json!(false));
+        }
+        if !self.config_schema.is_empty() {
+            m.insert("config_schema".into(), json!(self.config_schema));
+        }
+        if !self.config.is_empty() {
+            let mut config = self.config.clone();
+            if secrets == Secrets::Redact {
+                for p in self.config_schema.iter().filter(|p| p.secret) {
+                    if let Some(v) = config.get_mut(&p.name) {
+                        *v = json!(crate::model::REDACTED);
+                    }
+                }
+            }
+            m.insert("config".into(), Value::Object(config));
+        }
+        Value::Object(m)
+    }
+
+    /// The header values of an HTTP upstream, each `{field}` replaced by that config value.
+    pub fn resolved_headers(&self) -> BTreeMap<String, String> {
+        let Transport::Http { headers, .. } = &self.transport else {
+            return BTreeMap::new();
+        };
+        headers
+            .iter()
+            .map(|(k, v)| (k.clone(), fill(v, &self.config)))
+            .collect()
+    }
+
+    /// Every secret config value, for scrubbing text (stderr, errors) before it is shown.
+    pub fn secret_values(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for p in self.config_schema.iter().filter(|p| p.secret) {
+            if let Some(v) = self.config.get(&p.name) {
+                match v {
+                    Value::String(s) => out.push(s.clone()),
+                    other => out.push(other.to_string()),
+                }
+            }
+        }
+        out
+    }
+}
+
+fn override_value(o: &ToolOverride) -> Value {
+    let mut m = Map::new();
+    if let Some(v) = &o.name {
+        m.insert("name".into(), json!(v));
+    }
+    if let Some(v) = &o.description {
+        m.insert("description".into(), json!(v));
+    }
+    if let Some(v) = o.danger {
+        m.insert("danger".into(), json!(v));
+    }
+    if let Some(v) = &o.tags {
+        m.insert("tags".into(), json!(v));
+    }
+    if let Some(v) = o.enabled {
+        m.insert("enabled".into(), json!(v));
+    }
+    if let Some(v) = o.timeout_ms {
+        m.insert("timeout_ms".into(), json!(v));
+    }
+    Value::Object(m)
+}
+
+/// `text` with each `{field}` naming a config field replaced by its value (text as is,
+/// other values as JSON); other braces are kept.
+pub fn fill(text: &str, config: &Map<String, Value>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}').map(|close| (&after[..close], close)) {
+            Some((name, close)) if config.contains_key(name) => {
+                match &config[name] {
+                    Value::String(s) => out.push_str(s),
+                    other => out.push_str(&other.to_string()),
+                }
+                rest = &after[close + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `name` mapped to the portable naming rule (`^[A-Za-z][A-Za-z0-9_]{0,63}$`), predictably:
+/// every other character becomes `_`, a name not starting with a letter gets `t_` before
+/// it, and one longer than 64 keeps its first 55 characters and a hash of the whole (so two
+/// long names sharing a head stay apart).
+pub fn portable(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| match c.is_ascii_alphanumeric() || c == '_' {
+            true => c,
+            false => '_',
+        })
+        .collect();
+    if !out.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        out.insert_str(0, "t_");
+    }
+    if out.len() > 64 {
+        let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        out.truncate(55);
+        out.push_str(&format!("_{:08x}", hash as u32));
+    }
+    out
+}
+
+/// `*` (any run) and `?` (one character) globs, whole-name.
+pub fn glob(pattern: &str, name: &str) -> bool {
+    fn go(p: &[char], n: &[char]) -> bool {
+        match p.split_first() {
+            None => n.is_empty(),
+            Some(('*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..])),
+            Some(('?', rest)) => !n.is_empty() && go(rest, &n[1..]),
+            Some((c, rest)) => n.first() == Some(c) && go(rest, &n[1..]),
+        }
+    }
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    go(&p, &n)
+}
+
+/// The pinned part of an upstream tool (its MCP `Tool` object): what a change is judged on.
+pub fn pinned(upstream: &Value) -> Value {
+    let mut m = Map::new();
+    for key in [
+        "name",
+        "title",
+        "description",
+        "inputSchema",
+        "outputSchema",
+        "annotations",
+    ] {
+        if let Some(v) = upstream.get(key).filter(|v| !v.is_null()) {
+            m.insert(key.into(), v.clone());
+        }
+    }
+    Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server() -> McpServer {
+        McpServer {
+            name: "gh".into(),
+            transport: Transport::Http {
+                url: "http://x".into(),
+                headers: BTreeMap::from([("Authorization".into(), "Bearer {token}".into())]),
+            },
+            prefix: None,
+            include: vec![],
+            exclude: vec!["delete_*".into()],
+            tools: BTreeMap::new(),
+            on_change: OnChange::Hold,
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+            idle_timeout_ms: None,
+            enabled: true,
+            config_schema: vec![],
+            config: Map::from_iter([("token".to_string(), json!("s3cret"))]),
+        }
+    }
+
+    #[test]
+    fn names_are_prefixed_and_mapped_predictably() {
+        let s = server();
+        assert_eq!(s.tool_name("search").expect("name").as_str(), "gh__search");
+        assert_eq!(
+            s.tool_name("get-file.v2").expect("name").as_str(),
+            "gh__get_file_v2"
+        );
+        let mut bare = server();
+        bare.prefix = Some(String::new());
+        assert_eq!(bare.tool_name("2fa").expect("name").as_str(), "t_2fa");
+        let long = "x".repeat(80);
+        let a = bare.tool_name(&long).expect("name");
+        let b = bare.tool_name(&format!("{long}y")).expect("name");
+        assert_eq!(a.as_str().len(), 64);
+        assert_ne!(a, b, "long names keep apart");
+    }
+
+    #[test]
+    fn filters_and_danger_from_annotations() {
+        let s = server();
+        assert!(s.serves("search") && !s.serves("delete_repo"));
+        let t = |ann: Value| {
+            s.tool_from(&json!({"name": "t", "description": "d", "inputSchema": {"type": "object"}, "annotations": ann}))
+                .expect("tool")
+                .danger
+        };
+        assert_eq!(t(json!({"readOnlyHint": true})), Danger::Safe);
+        assert_eq!(t(json!({"destructiveHint": false})), Danger::Safe);
+        assert_eq!(t(json!({})), Danger::Dangerous);
+        assert_eq!(t(Value::Null), Danger::Dangerous);
+    }
+
+    #[test]
+    fn headers_fill_config_fields() {
+        assert_eq!(
+            server().resolved_headers()["Authorization"],
+            "Bearer s3cret"
+        );
+        let config = Map::new();
+        assert_eq!(fill("{not a field} {}", &config), "{not a field} {}");
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob("a*c", "abbc") && glob("a?c", "abc") && glob("*", ""));
+        assert!(!glob("a?c", "ac") && !glob("abc", "abcd"));
+    }
+}

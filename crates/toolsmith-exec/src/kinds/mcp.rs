@@ -1,0 +1,99 @@
+//! MCP tools: a call of an upstream server's tool, on the upstream's shared connection. The
+//! upstream's `CallToolResult` is the result's `data`, unchanged (content blocks,
+//! `structuredContent`), so every front door can pass it through; `isError` is the failure
+//! kind `tool_error` with the upstream's text; a server that is down, a JSON-RPC error or a
+//! broken connection is `upstream`, naming the server.
+
+use serde_json::{Map, Value};
+use toolsmith_core::model::McpTarget;
+
+use super::*;
+use crate::upstream::UpstreamError;
+
+impl Engine {
+    pub(crate) async fn run_mcp(
+        &self,
+        t: &Tool,
+        target: &McpTarget,
+        arguments: Map<String, Value>,
+        opts: &CallOptions,
+        meta: Meta,
+    ) -> ToolResult {
+        let timeout = Duration::from_millis(t.timeout_ms);
+        let answer = self
+            .upstreams
+            .call(
+                &target.server,
+                &target.tool,
+                arguments,
+                timeout,
+                opts.progress.clone(),
+            )
+            .await;
+        match answer {
+            Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => {
+                let text = text_of(&result);
+                ToolResult::err(
+                    ErrorKind::ToolError,
+                    format!(
+                        "tool `{}` of MCP server `{}` reported an error: {}",
+                        target.tool,
+                        target.server,
+                        if text.is_empty() { "(no text)" } else { &text }
+                    ),
+                    Vec::new(),
+                    meta,
+                )
+                .with_output(result)
+            }
+            Ok(result) => ToolResult::ok(result, meta),
+            Err(UpstreamError::Timeout(after)) => ToolResult::err(
+                ErrorKind::Timeout,
+                format!(
+                    "tool `{}` of MCP server `{}` did not answer within {} ms; the call was cancelled upstream",
+                    target.tool,
+                    target.server,
+                    after.as_millis()
+                ),
+                Vec::new(),
+                meta,
+            ),
+            Err(UpstreamError::Unknown(server)) => ToolResult::err(
+                ErrorKind::Upstream,
+                format!(
+                    "no MCP server `{server}` is configured here (tool `{}`)",
+                    t.name
+                ),
+                Vec::new(),
+                meta,
+            ),
+            Err(UpstreamError::Down(why) | UpstreamError::Failed(why)) => {
+                ToolResult::err(ErrorKind::Upstream, why, Vec::new(), meta)
+            }
+            Err(UpstreamError::Rpc { code, message }) => ToolResult::err(
+                ErrorKind::Upstream,
+                format!(
+                    "MCP server `{}` answered tools/call of `{}` with error {code}: {message}",
+                    target.server, target.tool
+                ),
+                Vec::new(),
+                meta,
+            ),
+        }
+    }
+}
+
+/// The text blocks of a `CallToolResult`, joined.
+fn text_of(result: &Value) -> String {
+    result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,321 @@
+//! One connection to an upstream: a stdio process started in a cgroup slot and a process
+//! group of its own, or a Streamable HTTP client; the MCP client handler that routes the
+//! upstream's progress to the calls that asked for it and notes its `list_changed`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use rmcp::ClientHandler;
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
+use toolsmith_core::upstream::{McpServer, Transport};
+
+use super::{Progress, Spawning, Upstream, lock};
+use crate::limits::{self, CallCgroup};
+
+/// Progress channels of the calls in flight, by progress token.
+#[derive(Clone, Default)]
+pub(crate) struct ProgressRoutes(
+    Arc<Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<Progress>>>>,
+);
+
+/// Removes a call's route when dropped.
+pub(crate) struct Route {
+    routes: ProgressRoutes,
+    token: ProgressToken,
+}
+
+impl Drop for Route {
+    fn drop(&mut self) {
+        lock(&self.routes.0).remove(&self.token);
+    }
+}
+
+impl ProgressRoutes {
+    pub(crate) fn add(&self, token: ProgressToken, tx: mpsc::UnboundedSender<Progress>) -> Route {
+        lock(&self.0).insert(token.clone(), tx);
+        Route {
+            routes: self.clone(),
+            token,
+        }
+    }
+}
+
+/// The client side toolsmith presents to an upstream.
+pub(crate) struct Handler {
+    pub routes: ProgressRoutes,
+    /// Told when the upstream says its tool list changed.
+    pub list_changed: mpsc::UnboundedSender<()>,
+}
+
+impl ClientHandler for Handler {
+    fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        if let Some(tx) = lock(&self.routes.0).get(&params.progress_token) {
+            let _ = tx.send(Progress {
+                progress: params.progress,
+                total: params.total,
+                message: params.message.clone(),
+            });
+        }
+        std::future::ready(())
+    }
+
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        let _ = self.list_changed.send(());
+        std::future::ready(())
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
+        info.client_info.name = "toolsmith".into();
+        info.client_info.version = env!("CARGO_PKG_VERSION").into();
+        info
+    }
+}
+
+/// A live connection; dropping it ends the process (its group and cgroup).
+pub(crate) struct Conn {
+    pub service: RunningService<RoleClient, Handler>,
+    pub process: Option<Process>,
+}
+
+/// A stdio upstream's process: killed with its group and cgroup when dropped.
+pub(crate) struct Process {
+    pub child: Child,
+    pub pid: u32,
+    pub cgroup: Option<CallCgroup>,
+    /// A folder of its own, when the definition names none.
+    _folder: Option<tempfile::TempDir>,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        limits::kill_group(self.pid);
+        let _ = self.child.start_kill();
+        if let Some(cg) = self.cgroup.take() {
+            cg.release();
+        }
+    }
+}
+
+impl Process {
+    /// The process's exit, as words; waits for it.
+    pub async fn exited(&mut self) -> String {
+        match self.child.wait().await {
+            Ok(status) => match (
+                status.code(),
+                std::os::unix::process::ExitStatusExt::signal(&status),
+            ) {
+                (Some(code), _) => format!("the process exited with status {code}"),
+                (None, Some(sig)) => format!("the process was killed by signal {sig}"),
+                _ => "the process ended".into(),
+            },
+            Err(e) => format!("waiting for the process: {e}"),
+        }
+    }
+}
+
+/// Connects to `def`: starts its process (stdio) or opens its client (HTTP), then the MCP
+/// handshake.
+pub(crate) async fn connect(up: &Arc<Upstream>, handler: Handler) -> Result<Conn, String> {
+    match &up.def.transport {
+        Transport::Stdio { .. } => {
+            let (mut process, stdin, stdout) = spawn(&up.def, &up.spawning).await?;
+            up.update(|st| st.pid = Some(process.pid));
+            drain_stderr(up, &mut process);
+            match rmcp::serve_client(handler, (stdout, stdin)).await {
+                Ok(service) => Ok(Conn {
+                    service,
+                    process: Some(process),
+                }),
+                Err(e) => {
+                    // The handshake failed: the process may have said why before exiting.
+                    let exited = tokio::time::timeout(
+                        std::time::Duration::from_millis(500),
+                        process.exited(),
+                    )
+                    .await
+                    .unwrap_or_else(|_| "it did not answer the MCP handshake".into());
+                    Err(format!("{e} ({exited})"))
+                }
+            }
+        }
+        Transport::Http { url, .. } => {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let mut headers = HashMap::new();
+            for (k, v) in up.def.resolved_headers() {
+                let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                    .map_err(|e| format!("header {k:?}: {e}"))?;
+                let value = reqwest::header::HeaderValue::from_str(&v)
+                    .map_err(|_| format!("header {k:?}: not a valid header value"))?;
+                headers.insert(name, value);
+            }
+            let client = reqwest::Client::builder()
+                .connect_timeout(std::time::Duration::from_secs(10))
+                .user_agent(concat!("toolsmith/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| format!("the HTTP client could not start: {e}"))?;
+            let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                .custom_headers(headers);
+            let transport =
+                rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
+            let service = rmcp::serve_client(handler, transport)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(Conn {
+                service,
+                process: None,
+            })
+        }
+    }
+}
+
+/// The environment of a stdio upstream: the allowlisted variables of the server's own, its
+/// `env`, and its config fields' `env_name`s.
+fn environment(def: &McpServer) -> BTreeMap<String, String> {
+    let Transport::Stdio {
+        env, env_allowlist, ..
+    } = &def.transport
+    else {
+        return BTreeMap::new();
+    };
+    let mut out: BTreeMap<String, String> = env_allowlist
+        .iter()
+        .filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v)))
+        .collect();
+    out.extend(env.clone());
+    for p in &def.config_schema {
+        if let Some(v) = def.config.get(&p.name) {
+            let name = p
+                .injection
+                .env_name
+                .clone()
+                .unwrap_or_else(|| toolsmith_core::model::default_env_name(&p.name));
+            let text = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            out.insert(name, text);
+        }
+    }
+    out
+}
+
+type Spawned = (
+    Process,
+    tokio::process::ChildStdin,
+    tokio::process::ChildStdout,
+);
+
+/// Starts a stdio upstream's process in a cgroup slot (where the machine has them) and a
+/// process group of its own, with the engine's rlimits and niceness.
+async fn spawn(def: &McpServer, spawning: &Spawning) -> Result<Spawned, String> {
+    let Transport::Stdio {
+        command,
+        working_dir,
+        ..
+    } = &def.transport
+    else {
+        return Err("not a stdio server".into());
+    };
+    let (program, args) = command.split_first().ok_or("the command is empty")?;
+    let env = environment(def);
+    let path = env
+        .get("PATH")
+        .cloned()
+        .unwrap_or_else(|| crate::process::DEFAULT_PATH.to_owned());
+    let resolved = crate::process::resolve_program(program, Some(&path))
+        .ok_or_else(|| format!("program {program:?} not found in PATH={path}"))?;
+    let (cwd, folder): (PathBuf, Option<tempfile::TempDir>) = match working_dir {
+        Some(dir) => (spawning.workspace.join(dir), None),
+        None => {
+            let dir = tempfile::Builder::new()
+                .prefix("toolsmith-upstream-")
+                .tempdir()
+                .map_err(|e| format!("making a folder for it: {e}"))?;
+            (dir.path().to_path_buf(), Some(dir))
+        }
+    };
+    let mut cmd = Command::new(&resolved);
+    cmd.arg0(program)
+        .args(args)
+        .env_clear()
+        .envs(&env)
+        .current_dir(&cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let (limits, niceness) = (spawning.limits, spawning.niceness);
+    let launch = move |mut cmd: Command, cgroup: Option<CallCgroup>| {
+        let child = cmd.spawn();
+        if let Ok(c) = &child {
+            let _ = limits::apply_rlimits(c.id().unwrap_or(0), &limits, niceness);
+        }
+        (child, cgroup)
+    };
+    let (child, cgroup) = match spawning
+        .cgroups
+        .as_ref()
+        .and_then(|c| c.create(limits.processes))
+    {
+        Some(cg) => cg
+            .spawn_inside(
+                move |cg| launch(cmd, Some(cg)),
+                |(c, _)| c.as_ref().ok().and_then(Child::id),
+            )
+            .await
+            .map_err(|_| "the spawning thread went away".to_string())?,
+        None => launch(cmd, None),
+    };
+    let mut child = child.map_err(|e| format!("starting {program:?}: {e}"))?;
+    let pid = child.id().unwrap_or(0);
+    let stdin = child.stdin.take().ok_or("no stdin")?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    Ok((
+        Process {
+            child,
+            pid,
+            cgroup,
+            _folder: folder,
+        },
+        stdin,
+        stdout,
+    ))
+}
+
+/// Reads the process's stderr into the upstream's ring, keeping the last
+/// [`super::STDERR_KEPT`] bytes whatever it writes.
+fn drain_stderr(up: &Arc<Upstream>, process: &mut Process) {
+    let Some(mut stderr) = process.child.stderr.take() else {
+        return;
+    };
+    let up = up.clone();
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 8192];
+        loop {
+            match stderr.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    let mut ring = lock(&up.stderr);
+                    ring.extend(&buf[..n]);
+                    let excess = ring.len().saturating_sub(super::STDERR_KEPT);
+                    ring.drain(..excess);
+                }
+            }
+        }
+    });
+}

@@ -1,0 +1,487 @@
+//! Upstream MCP servers (SPEC §11): one connection per server per engine, shared by every
+//! call, supervised.
+//!
+//! A stdio upstream is one process born in a cgroup slot and a process group of its own (as a
+//! session is), with the engine's rlimits and niceness; its stderr goes to a bounded ring. An
+//! HTTP upstream is a Streamable HTTP client. Each has a task ([`supervise`]) that connects
+//! (the MCP handshake within [`START_TIMEOUT`]), lists the tools, and then follows the
+//! connection: a `list_changed` notification, a refresh asked for, or the periodic re-list
+//! lists again; an exit or a broken connection is reported (`failed`, the last error and the
+//! stderr tail) and followed by a restart after an exponential backoff (1 s doubling, at most
+//! [`BACKOFF_MAX`]). A stdio upstream with an idle timeout is stopped when unused and started
+//! again by the next call. What an upstream lists is announced on [`Upstreams::subscribe`]:
+//! the registry side decides what of it is served (pinning).
+//!
+//! A call runs on the shared connection (concurrent calls multiplexed), forwards the
+//! upstream's progress to the caller's channel, and — dropped before its answer — sends
+//! `notifications/cancelled` upstream. While an upstream is down a call answers at once with
+//! its last error.
+
+mod conn;
+mod supervise;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
+    ClientRequest, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, RequestHandle, RoleClient, ServiceError};
+use serde_json::{Map, Value};
+use tokio::sync::{broadcast, mpsc, watch};
+use toolsmith_core::model::Limits;
+use toolsmith_core::upstream::McpServer;
+
+use crate::limits::Cgroups;
+
+/// How long a connection may take to start and answer the MCP handshake.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest wait between two restarts of a failing upstream.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// How often a ready upstream's tools are listed again (besides `list_changed` and refresh).
+pub const RELIST_EVERY: Duration = Duration::from_secs(300);
+/// Bytes of an upstream's stderr kept.
+pub const STDERR_KEPT: usize = 64 * 1024;
+
+/// Where an upstream is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Starting,
+    Ready,
+    Failed,
+    /// Not running: disabled, stopped after its idle time, or the engine is stopping.
+    Stopped,
+}
+
+/// What the status of one upstream says.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ServerStatus {
+    pub name: String,
+    /// `stdio` or `http`.
+    pub kind: &'static str,
+    pub status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    pub restarts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Tools in its last listing.
+    pub tools: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listed_at_ms: Option<u64>,
+    /// Since it last became ready.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub up_ms: Option<u64>,
+}
+
+/// Something an upstream did that the registry side follows.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// Its tools, as listed (MCP `Tool` objects), on start, refresh, `list_changed` or the
+    /// periodic re-list.
+    Listed { server: String, tools: Vec<Value> },
+    /// Its status changed.
+    Status { server: String },
+}
+
+/// A progress notification of an upstream call, for the caller.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// Why an upstream call got no result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpstreamError {
+    /// No server of that name here.
+    Unknown(String),
+    /// The server is down (or stopped): its last error.
+    Down(String),
+    /// No answer within the timeout (a cancellation was sent).
+    Timeout(Duration),
+    /// The server answered with a JSON-RPC error.
+    Rpc { code: i32, message: String },
+    /// The connection broke during the call, or the answer made no sense.
+    Failed(String),
+}
+
+/// How an engine spawns its upstreams' processes.
+#[derive(Debug, Clone)]
+pub(crate) struct Spawning {
+    pub cgroups: Option<Arc<Cgroups>>,
+    pub workspace: PathBuf,
+    pub limits: Limits,
+    pub niceness: i32,
+}
+
+/// Every upstream of one engine.
+#[derive(Clone)]
+pub struct Upstreams {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Upstreams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstreams")
+            .field("servers", &lock(&self.inner.servers).len())
+            .finish()
+    }
+}
+
+struct Inner {
+    servers: Mutex<BTreeMap<String, Arc<Upstream>>>,
+    spawning: Spawning,
+    events: broadcast::Sender<Event>,
+}
+
+/// One upstream: its definition, its state and its supervising task.
+pub(crate) struct Upstream {
+    pub def: McpServer,
+    pub state: Mutex<State>,
+    /// Bumped on every state change, so calls can wait for `ready`.
+    pub changed: watch::Sender<u64>,
+    pub stderr: Mutex<VecDeque<u8>>,
+    pub control: mpsc::UnboundedSender<Control>,
+    pub events: broadcast::Sender<Event>,
+    pub spawning: Spawning,
+    /// Progress channels of calls in flight, by progress token.
+    pub progress: conn::ProgressRoutes,
+}
+
+pub(crate) struct State {
+    pub status: Status,
+    pub pid: Option<u32>,
+    pub restarts: u32,
+    pub last_error: Option<String>,
+    pub tools: Option<Vec<Value>>,
+    pub listed_at_ms: Option<u64>,
+    pub up_since: Option<Instant>,
+    pub peer: Option<rmcp::Peer<RoleClient>>,
+    pub last_used: Instant,
+}
+
+/// What the supervising task is asked to do.
+#[derive(Debug)]
+pub(crate) enum Control {
+    /// List the tools again.
+    Refresh,
+    /// Start (a stopped upstream a call needs).
+    Start,
+    /// Stop for good.
+    Stop,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Upstreams {
+    pub(crate) fn new(spawning: Spawning) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                servers: Mutex::default(),
+                spawning,
+                events: broadcast::channel(256).0,
+            }),
+        }
+    }
+
+    /// What upstreams do from now on: listings and status changes.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.inner.events.subscribe()
+    }
+
+    /// Makes `servers` the upstreams: new ones start (in the background), removed ones stop
+    /// with everything they spawned, changed ones restart.
+    pub fn set(&self, servers: Vec<McpServer>) {
+        let mut live = lock(&self.inner.servers);
+        let wanted: BTreeMap<String, McpServer> =
+            servers.into_iter().map(|s| (s.name.clone(), s)).collect();
+        live.retain(|name, up| {
+            let keep = wanted.get(name).is_some_and(|def| *def == up.def);
+            if !keep {
+                let _ = up.control.send(Control::Stop);
+            }
+            keep
+        });
+        for (name, def) in wanted {
+            if live.contains_key(&name) {
+                continue;
+            }
+            let up = supervise::spawn(def, self.inner.spawning.clone(), self.inner.events.clone());
+            live.insert(name, up);
+        }
+    }
+
+    /// The names of the upstreams.
+    pub fn names(&self) -> Vec<String> {
+        lock(&self.inner.servers).keys().cloned().collect()
+    }
+
+    /// The status of every upstream, by name.
+    pub fn status(&self) -> Vec<ServerStatus> {
+        lock(&self.inner.servers)
+            .values()
+            .map(|u| u.status())
+            .collect()
+    }
+
+    /// The status of one.
+    pub fn status_of(&self, name: &str) -> Option<ServerStatus> {
+        self.get(name).map(|u| u.status())
+    }
+
+    /// Its last listing (MCP `Tool` objects), if it listed.
+    pub fn tools_of(&self, name: &str) -> Option<Vec<Value>> {
+        self.get(name).and_then(|u| lock(&u.state).tools.clone())
+    }
+
+    /// The end of its stderr (secret config values replaced by `***`).
+    pub fn log(&self, name: &str) -> Option<String> {
+        let up = self.get(name)?;
+        let bytes: Vec<u8> = lock(&up.stderr).iter().copied().collect();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        Some(toolsmith_core::secrets::scrub(
+            &text,
+            &up.def.secret_values(),
+        ))
+    }
+
+    /// Asks it to list its tools again; the listing arrives as an [`Event::Listed`].
+    pub fn refresh(&self, name: &str) -> bool {
+        match self.get(name) {
+            Some(up) => {
+                let _ = up.control.send(match lock(&up.state).status {
+                    Status::Stopped => Control::Start,
+                    _ => Control::Refresh,
+                });
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops every upstream and waits (at most `grace`) for their processes to end.
+    pub async fn shutdown(&self, grace: Duration) {
+        let all: Vec<Arc<Upstream>> = std::mem::take(&mut *lock(&self.inner.servers))
+            .into_values()
+            .collect();
+        for up in &all {
+            let _ = up.control.send(Control::Stop);
+        }
+        let until = tokio::time::Instant::now() + grace;
+        for up in &all {
+            let mut rx = up.changed.subscribe();
+            while lock(&up.state).pid.is_some() && tokio::time::Instant::now() < until {
+                let _ = tokio::time::timeout_at(until, rx.changed()).await;
+            }
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<Arc<Upstream>> {
+        lock(&self.inner.servers).get(name).cloned()
+    }
+
+    /// Calls `tool` of `server` with `arguments`, waiting at most `timeout`; the upstream's
+    /// `CallToolResult` as JSON. Progress goes to `progress`; dropping the future before the
+    /// answer sends `notifications/cancelled` upstream.
+    pub async fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Result<Value, UpstreamError> {
+        let up = self
+            .get(server)
+            .ok_or_else(|| UpstreamError::Unknown(server.to_owned()))?;
+        let peer = up.ready_peer(timeout).await?;
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        params.arguments = Some(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
+            .await
+            .map_err(|e| up.failure(e))?;
+        let route = progress.map(|tx| up.progress.add(handle.progress_token.clone(), tx));
+        let guard = CancelOnDrop {
+            peer: Some(peer.clone()),
+            id: handle.id.clone(),
+        };
+        let answer = await_answer(handle).await;
+        guard.disarm();
+        drop(route);
+        match answer {
+            Ok(ServerResult::CallToolResult(result)) => {
+                serde_json::to_value(result).map_err(|e| UpstreamError::Failed(e.to_string()))
+            }
+            Ok(other) => Err(UpstreamError::Failed(format!(
+                "an unexpected answer to tools/call: {}",
+                serde_json::to_string(&other).unwrap_or_default()
+            ))),
+            Err(ServiceError::Timeout { timeout }) => Err(UpstreamError::Timeout(timeout)),
+            Err(e) => Err(up.failure(e)),
+        }
+    }
+}
+
+async fn await_answer(handle: RequestHandle<RoleClient>) -> Result<ServerResult, ServiceError> {
+    handle.await_response().await
+}
+
+/// Sends `notifications/cancelled` for a request whose caller went away.
+struct CancelOnDrop {
+    peer: Option<rmcp::Peer<RoleClient>>,
+    id: rmcp::model::RequestId,
+}
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.peer = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else {
+            return;
+        };
+        let id = self.id.clone();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let notification = CancelledNotification::new(CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the caller went away".into()),
+                ));
+                let _ = peer.send_notification(notification.into()).await;
+            });
+        }
+    }
+}
+
+impl Upstream {
+    pub(crate) fn status(&self) -> ServerStatus {
+        let st = lock(&self.state);
+        ServerStatus {
+            name: self.def.name.clone(),
+            kind: self.def.transport.kind(),
+            status: st.status,
+            pid: st.pid,
+            restarts: st.restarts,
+            last_error: st
+                .last_error
+                .as_ref()
+                .map(|e| toolsmith_core::secrets::scrub(e, &self.def.secret_values())),
+            tools: st.tools.as_ref().map_or(0, Vec::len),
+            listed_at_ms: st.listed_at_ms,
+            up_ms: st.up_since.map(|t| t.elapsed().as_millis() as u64),
+        }
+    }
+
+    /// Updates the state and wakes whoever waits on it.
+    pub(crate) fn update(&self, f: impl FnOnce(&mut State)) {
+        f(&mut lock(&self.state));
+        self.changed.send_modify(|n| *n += 1);
+        let _ = self.events.send(Event::Status {
+            server: self.def.name.clone(),
+        });
+    }
+
+    /// The connection, once ready: waits while it starts (at most `timeout`, and
+    /// [`START_TIMEOUT`]); answers at once while it is down.
+    async fn ready_peer(&self, timeout: Duration) -> Result<rmcp::Peer<RoleClient>, UpstreamError> {
+        let deadline = tokio::time::Instant::now() + timeout.min(START_TIMEOUT);
+        let mut rx = self.changed.subscribe();
+        let mut asked = false;
+        loop {
+            {
+                let mut st = lock(&self.state);
+                st.last_used = Instant::now();
+                match (st.status, &st.peer) {
+                    (Status::Ready, Some(peer)) => return Ok(peer.clone()),
+                    (Status::Failed, _) => {
+                        return Err(UpstreamError::Down(self.down_message(&st)));
+                    }
+                    (Status::Stopped, _) if !asked => {
+                        asked = true;
+                        let _ = self.control.send(Control::Start);
+                    }
+                    _ => {}
+                }
+            }
+            if tokio::time::timeout_at(deadline, rx.changed())
+                .await
+                .is_err()
+            {
+                let st = lock(&self.state);
+                return Err(UpstreamError::Down(format!(
+                    "MCP server `{}` is still {} after {} ms{}",
+                    self.def.name,
+                    match st.status {
+                        Status::Starting => "starting",
+                        _ => "not ready",
+                    },
+                    timeout.min(START_TIMEOUT).as_millis(),
+                    self.stderr_tail()
+                )));
+            }
+        }
+    }
+
+    /// "MCP server `x` is down: its last error; stderr: …".
+    fn down_message(&self, st: &State) -> String {
+        format!(
+            "MCP server `{}` is down: {}{}",
+            self.def.name,
+            st.last_error.as_deref().unwrap_or("it is not running"),
+            self.stderr_tail()
+        )
+    }
+
+    /// `; stderr ends with: …` (its last 500 bytes), or nothing.
+    pub(crate) fn stderr_tail(&self) -> String {
+        let bytes: Vec<u8> = {
+            let ring = lock(&self.stderr);
+            let skip = ring.len().saturating_sub(500);
+            ring.iter().skip(skip).copied().collect()
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let text = text.trim();
+        match text.is_empty() {
+            true => String::new(),
+            false => format!(
+                "; its stderr ends with: {}",
+                toolsmith_core::secrets::scrub(text, &self.def.secret_values())
+            ),
+        }
+    }
+
+    /// An error of a request as the caller sees it.
+    fn failure(&self, e: ServiceError) -> UpstreamError {
+        match e {
+            ServiceError::McpError(e) => UpstreamError::Rpc {
+                code: e.code.0,
+                message: e.message.to_string(),
+            },
+            ServiceError::Timeout { timeout } => UpstreamError::Timeout(timeout),
+            other => UpstreamError::Failed(format!(
+                "MCP server `{}`: {other}{}",
+                self.def.name,
+                self.stderr_tail()
+            )),
+        }
+    }
+}

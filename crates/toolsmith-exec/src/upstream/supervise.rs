@@ -1,0 +1,255 @@
+//! The task that keeps one upstream running: connect, list, follow, restart with backoff,
+//! stop when idle or asked to.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{broadcast, mpsc, watch};
+use toolsmith_core::upstream::{McpServer, Transport};
+
+use super::conn::{self, Conn, Handler};
+use super::{
+    BACKOFF_MAX, Control, Event, RELIST_EVERY, START_TIMEOUT, Spawning, State, Status, Upstream,
+    lock, now_ms,
+};
+
+/// Creates an upstream and its supervising task (which starts it at once when enabled).
+pub(crate) fn spawn(
+    def: McpServer,
+    spawning: Spawning,
+    events: broadcast::Sender<Event>,
+) -> Arc<Upstream> {
+    let (control, rx) = mpsc::unbounded_channel();
+    let enabled = def.enabled;
+    let up = Arc::new(Upstream {
+        def,
+        state: Mutex::new(State {
+            status: if enabled {
+                Status::Starting
+            } else {
+                Status::Stopped
+            },
+            pid: None,
+            restarts: 0,
+            last_error: (!enabled).then(|| "the server is disabled".to_owned()),
+            tools: None,
+            listed_at_ms: None,
+            up_since: None,
+            peer: None,
+            last_used: Instant::now(),
+        }),
+        changed: watch::Sender::new(0),
+        stderr: Mutex::default(),
+        control,
+        events,
+        spawning,
+        progress: conn::ProgressRoutes::default(),
+    });
+    if enabled {
+        tokio::spawn(run(up.clone(), rx));
+    }
+    up
+}
+
+/// How a connection's life ended.
+enum Ended {
+    /// It broke or exited: why.
+    Failed(String),
+    /// Asked to stop, or idle: wait for a start.
+    Idle,
+    /// Asked to stop for good.
+    Stop,
+}
+
+async fn run(up: Arc<Upstream>, mut control: mpsc::UnboundedReceiver<Control>) {
+    let mut backoff = Duration::from_secs(1);
+    let mut started_once = false;
+    loop {
+        if started_once {
+            up.update(|st| st.restarts += 1);
+        }
+        started_once = true;
+        up.update(|st| {
+            st.status = Status::Starting;
+            st.peer = None;
+        });
+        let (list_tx, list_rx) = mpsc::unbounded_channel();
+        let handler = Handler {
+            routes: up.progress.clone(),
+            list_changed: list_tx,
+        };
+        let connected = tokio::select! {
+            c = tokio::time::timeout(START_TIMEOUT, conn::connect(&up, handler)) => match c {
+                Ok(c) => c,
+                Err(_) => Err(format!("no answer to the MCP handshake within {} s", START_TIMEOUT.as_secs())),
+            },
+            Some(Control::Stop) = control.recv() => {
+                stopped(&up);
+                return;
+            }
+        };
+        let ended = match connected {
+            Ok(conn) => {
+                let up_since = Instant::now();
+                let ended = follow(&up, conn, list_rx, &mut control).await;
+                if up_since.elapsed() > Duration::from_secs(30) {
+                    backoff = Duration::from_secs(1);
+                }
+                ended
+            }
+            Err(e) => Ended::Failed(e),
+        };
+        match ended {
+            Ended::Stop => {
+                stopped(&up);
+                return;
+            }
+            Ended::Idle => {
+                stopped(&up);
+                // Wait for a call (or a refresh) to need it again.
+                match control.recv().await {
+                    Some(Control::Start | Control::Refresh) => {}
+                    Some(Control::Stop) | None => return,
+                }
+                started_once = false;
+                continue;
+            }
+            Ended::Failed(why) => {
+                tracing::warn!(server = %up.def.name, "MCP server failed: {why}");
+                up.update(|st| {
+                    st.status = Status::Failed;
+                    st.last_error = Some(why);
+                    st.peer = None;
+                    st.pid = None;
+                    st.up_since = None;
+                });
+            }
+        }
+        // Wait out the backoff; a stop ends it, a refresh starts at once.
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            c = control.recv() => match c {
+                Some(Control::Stop) | None => {
+                    stopped(&up);
+                    return;
+                }
+                Some(Control::Refresh | Control::Start) => {}
+            },
+        }
+        backoff = (backoff * 2).min(BACKOFF_MAX);
+    }
+}
+
+fn stopped(up: &Upstream) {
+    up.update(|st| {
+        st.status = Status::Stopped;
+        st.peer = None;
+        st.pid = None;
+        st.up_since = None;
+    });
+}
+
+/// Lists the tools (every page) and announces them.
+async fn list(up: &Upstream, conn: &Conn) -> Result<(), String> {
+    let tools = tokio::time::timeout(START_TIMEOUT, conn.service.peer().list_all_tools())
+        .await
+        .map_err(|_| {
+            format!(
+                "no answer to tools/list within {} s",
+                START_TIMEOUT.as_secs()
+            )
+        })?
+        .map_err(|e| format!("tools/list failed: {e}"))?;
+    let tools: Vec<serde_json::Value> = tools
+        .into_iter()
+        .filter_map(|t| serde_json::to_value(t).ok())
+        .collect();
+    up.update(|st| {
+        st.tools = Some(tools.clone());
+        st.listed_at_ms = Some(now_ms());
+    });
+    let _ = up.events.send(Event::Listed {
+        server: up.def.name.clone(),
+        tools,
+    });
+    Ok(())
+}
+
+/// Follows a live connection until it ends.
+async fn follow(
+    up: &Arc<Upstream>,
+    mut conn: Conn,
+    mut list_changed: mpsc::UnboundedReceiver<()>,
+    control: &mut mpsc::UnboundedReceiver<Control>,
+) -> Ended {
+    if let Err(e) = list(up, &conn).await {
+        return Ended::Failed(e);
+    }
+    up.update(|st| {
+        st.status = Status::Ready;
+        st.last_error = None;
+        st.peer = Some(conn.service.peer().clone());
+        st.up_since = Some(Instant::now());
+        st.last_used = Instant::now();
+    });
+    let idle_after = match &up.def.transport {
+        Transport::Stdio { .. } => up.def.idle_timeout_ms.map(Duration::from_millis),
+        Transport::Http { .. } => None,
+    };
+    let mut relist = tokio::time::interval(RELIST_EVERY);
+    relist.tick().await;
+    let mut idle_check = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        let (process, service) = (&mut conn.process, &conn.service);
+        let exited = async {
+            match process.as_mut() {
+                Some(p) => p.exited().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            why = exited => {
+                return Ended::Failed(why);
+            }
+            () = wait_closed(service) => {
+                return Ended::Failed("the connection closed".into());
+            }
+            Some(()) = list_changed.recv() => {
+                if let Err(e) = list(up, &conn).await {
+                    return Ended::Failed(e);
+                }
+            }
+            _ = relist.tick() => {
+                if let Err(e) = list(up, &conn).await {
+                    return Ended::Failed(e);
+                }
+            }
+            c = control.recv() => match c {
+                Some(Control::Refresh) => {
+                    if let Err(e) = list(up, &conn).await {
+                        return Ended::Failed(e);
+                    }
+                }
+                Some(Control::Start) => {}
+                Some(Control::Stop) | None => return Ended::Stop,
+            },
+            _ = idle_check.tick(), if idle_after.is_some() => {
+                let idle = lock(&up.state).last_used.elapsed();
+                if idle_after.is_some_and(|after| idle >= after) {
+                    tracing::info!(server = %up.def.name, "MCP server idle for {} s; stopping it", idle.as_secs());
+                    return Ended::Idle;
+                }
+            }
+        }
+    }
+}
+
+/// Resolves when the MCP service ended (the transport closed).
+async fn wait_closed(service: &rmcp::service::RunningService<rmcp::service::RoleClient, Handler>) {
+    loop {
+        if service.is_closed() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
