@@ -23,7 +23,8 @@ pub const PATH: &str = "/v1/openapi.json";
         (name = "tools", description = "Definitions: create, edit, enable, export"),
         (name = "versions", description = "History, diff and restore"),
         (name = "calls", description = "Validate and call tools; the execution log"),
-        (name = "server", description = "Health")
+        (name = "server", description = "Health"),
+        (name = "servers", description = "Upstream MCP servers: status, changes to approve, logs")
     )
 )]
 struct Base;

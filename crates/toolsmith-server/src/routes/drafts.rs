@@ -34,7 +34,7 @@ fn nul_at(v: &Value, at: String) -> Option<String> {
 }
 
 /// Definitions sent to the API cannot read files or the server's environment.
-struct Closed;
+pub(super) struct Closed;
 
 impl CatalogSource for Closed {
     fn read(&self, path: &str) -> Result<String, String> {

@@ -1,13 +1,15 @@
 //! The REST handlers under `/v1`, one file per resource, each registering its handlers on
 //! the one [`OpenApiRouter`] so that the routes and the OpenAPI document come from the same
 //! list: [`server`] (health, whoami, events), [`tools`], [`versions`], [`calls`] (validate,
-//! plan, call), [`drafts`] (definitions from requests, `/v1/check`), [`export`], [`runs`].
+//! plan, call), [`drafts`] (definitions from requests, `/v1/check`), [`export`], [`runs`],
+//! [`servers`] (upstream MCP servers, their changes and logs).
 
 mod calls;
 mod drafts;
 mod export;
 mod runs;
 mod server;
+mod servers;
 mod tools;
 mod versions;
 
@@ -54,6 +56,7 @@ pub fn router() -> Router<Arc<AppState>> {
     let api = calls::routes(api);
     let api = drafts::routes(api);
     let api = export::routes(api);
+    let api = servers::routes(api);
     let (router, api) = runs::routes(api).split_for_parts();
     let served = axum::body::Bytes::from(
         serde_json::to_vec(&crate::openapi::finish(api)).unwrap_or_default(),

@@ -112,11 +112,11 @@ async fn list(State(s): Shared, Query(p): Query<ListParams>) -> ApiResult<Json<T
 
 #[derive(Deserialize, Default, IntoParams)]
 #[into_params(parameter_in = Query)]
-struct ChangeParams {
+pub(super) struct ChangeParams {
     /// A one-line summary of the change for the history.
-    summary: Option<String>,
+    pub(super) summary: Option<String>,
     /// The version the change is based on (or send `If-Match`).
-    base_version: Option<u64>,
+    pub(super) base_version: Option<u64>,
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -160,7 +160,7 @@ async fn show(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<Tool
 }
 
 /// The version an update was based on: `If-Match: 3` (quotes allowed) or `?base_version=3`.
-fn base_version(headers: &HeaderMap, p: &ChangeParams) -> ApiResult<u64> {
+pub(super) fn base_version(headers: &HeaderMap, p: &ChangeParams) -> ApiResult<u64> {
     let header_value = headers
         .get(header::IF_MATCH)
         .and_then(|v| v.to_str().ok())

@@ -1,0 +1,431 @@
+//! Upstream MCP servers (SPEC §11): list them with their live status, create, read, update
+//! (naming the version the change is based on, as tools do) and delete them; refresh one's
+//! tool list; read its pending changes with a field-level diff, approve or reject them; read
+//! the end of its stderr. Writes need the admin role. Secret config values are `***`.
+
+use toolsmith_core::upstream::McpServer;
+use toolsmith_store::{ServerRecord, StoreError, UpstreamStore};
+
+use super::tools::{ChangeParams, base_version};
+use super::*;
+use crate::federation;
+
+/// Registers this file's handlers.
+pub(super) fn routes(api: Api) -> Api {
+    api.routes(routes!(list_servers, create_server))
+        .routes(routes!(show_server, update_server, delete_server))
+        .routes(routes!(refresh_server))
+        .routes(routes!(server_changes))
+        .routes(routes!(approve_changes))
+        .routes(routes!(reject_changes))
+        .routes(routes!(server_log))
+}
+
+/// A server: its definition, its version and how it is doing now.
+#[derive(Serialize, ToSchema)]
+struct ServerView {
+    name: String,
+    /// `stdio` or `http`.
+    kind: String,
+    version: u64,
+    updated_at_ms: i64,
+    updated_by: String,
+    /// The definition in catalog form (secrets as `***`).
+    #[schema(value_type = Object)]
+    definition: Value,
+    /// `starting`, `ready`, `failed` or `stopped`, with pid, restarts, last error, tool count
+    /// and the time of its last listing; absent where no upstream runs (a CLI reading the
+    /// registry).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    status: Option<Value>,
+    /// Changes waiting for a decision.
+    pending: usize,
+    /// What of its tools could not be served (name collisions, refused definitions).
+    problems: Vec<String>,
+    /// The registry tools of this server (only when one server is asked for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Vec<String>>,
+}
+
+#[derive(Serialize, ToSchema)]
+struct ServerList {
+    servers: Vec<ServerView>,
+}
+
+async fn server_view(s: &AppState, r: &ServerRecord, with_tools: bool) -> ApiResult<ServerView> {
+    let name = r.server.name.clone();
+    let pending = s
+        .store
+        .changes(Some(&name))
+        .await?
+        .iter()
+        .filter(|c| c.status == "pending")
+        .count();
+    let tools = match with_tools {
+        true => Some(
+            s.store
+                .search_all(StoreQuery {
+                    include_disabled: true,
+                    ..StoreQuery::default()
+                })
+                .await?
+                .into_iter()
+                .filter(|t| {
+                    matches!(&t.tool.executor, toolsmith_core::model::Executor::Mcp(m) if m.server == name)
+                })
+                .map(|t| t.tool.name.to_string())
+                .collect(),
+        ),
+        false => None,
+    };
+    Ok(ServerView {
+        kind: r.server.transport.kind().to_owned(),
+        version: r.version,
+        updated_at_ms: r.updated_at_ms,
+        updated_by: r.updated_by.clone(),
+        definition: r.server.to_catalog_value(Secrets::Redact),
+        status: s
+            .engine
+            .upstreams()
+            .status_of(&name)
+            .and_then(|st| serde_json::to_value(st).ok()),
+        pending,
+        problems: s.federation_problems.of(&name),
+        tools,
+        name,
+    })
+}
+
+/// Every upstream MCP server, by name, with its status.
+#[utoipa::path(get, path = "/v1/servers", tag = "servers", responses((status = 200, body = ServerList)))]
+async fn list_servers(State(s): Shared) -> ApiResult<Json<ServerList>> {
+    let mut servers = Vec::new();
+    for r in s.store.servers().await? {
+        servers.push(server_view(&s, &r, false).await?);
+    }
+    Ok(Json(ServerList { servers }))
+}
+
+/// A server definition from a request: `***` for a secret keeps the stored value only where
+/// the field is secret in both.
+fn parse_server(mut value: Value, current: Option<&McpServer>) -> ApiResult<McpServer> {
+    if let Some(current) = current {
+        let stored = json!({
+            "config_schema": current.config_schema,
+            "config": current.config,
+        });
+        let draft_secret = secrets::declared_secret_fields(&value);
+        if let (Some(config), Some(old)) = (
+            value.get_mut("config").and_then(Value::as_object_mut),
+            stored["config"].as_object(),
+        ) {
+            for p in current.config_schema.iter().filter(|p| p.secret) {
+                if config.get(&p.name).and_then(Value::as_str) == Some(REDACTED)
+                    && draft_secret.contains(&p.name)
+                    && let Some(v) = old.get(&p.name)
+                {
+                    config.insert(p.name.clone(), v.clone());
+                }
+            }
+        }
+    }
+    catalog::parse_server(&value, &super::drafts::Closed).map_err(|e| {
+        let stored = current.map(McpServer::secret_values).unwrap_or_default();
+        let details: Vec<Value> =
+            e.0.iter()
+                .map(|e| json!({"path": e.path, "message": secrets::scrub(&e.message, &stored)}))
+                .collect();
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid",
+            format!("the server definition has {} problem(s)", details.len()),
+        )
+        .with_details(details)
+    })
+}
+
+fn server_error(name: &str, e: StoreError) -> ApiError {
+    match e {
+        StoreError::Conflict {
+            current_version,
+            based_on,
+            ..
+        } => ApiError {
+            current_version: Some(current_version),
+            ..ApiError::new(
+                StatusCode::CONFLICT,
+                "conflict",
+                format!(
+                    "server {name:?} is at version {current_version}; your change was based on version {based_on}"
+                ),
+            )
+        },
+        StoreError::Exists(_) => ApiError::new(
+            StatusCode::CONFLICT,
+            "exists",
+            format!("server {name:?} already exists"),
+        ),
+        other => other.into(),
+    }
+}
+
+/// Creates an upstream server at version 1; it starts in the background and its first
+/// listing is approved.
+#[utoipa::path(post, path = "/v1/servers", tag = "servers",
+    request_body(content = Object, description = "A server in catalog form (an `mcp_servers` entry)"),
+    responses((status = 201, body = ServerView), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn create_server(
+    State(s): Shared,
+    Extension(caller): Extension<Caller>,
+    Body(body): Body<Value>,
+) -> ApiResult<Response> {
+    let server = parse_server(body, None)?;
+    let r = s
+        .store
+        .create_server(
+            &server,
+            Change {
+                author: &caller.name,
+                summary: "created",
+            },
+        )
+        .await
+        .map_err(|e| server_error(&server.name, e))?;
+    s.changed();
+    Ok((StatusCode::CREATED, Json(server_view(&s, &r, false).await?)).into_response())
+}
+
+/// One server: its definition, status, pending changes and tools.
+#[utoipa::path(get, path = "/v1/servers/{name}", tag = "servers", params(("name" = String, Path, description = "The server's name")),
+    responses((status = 200, body = ServerView), (status = 404, body = ErrorBody)))]
+async fn show_server(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<ServerView>> {
+    let r = s.store.get_server(&name).await?;
+    Ok(Json(server_view(&s, &r, true).await?))
+}
+
+/// Replaces a server's definition (a new version; the upstream restarts). Name the version
+/// the change is based on (`If-Match` or `base_version`).
+#[utoipa::path(put, path = "/v1/servers/{name}", tag = "servers",
+    params(("name" = String, Path, description = "The server's name"), ChangeParams),
+    request_body(content = Object, description = "The whole server in catalog form; `***` for a secret keeps it"),
+    responses((status = 200, body = ServerView), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
+        (status = 422, body = ErrorBody), (status = 428, body = ErrorBody)))]
+async fn update_server(
+    State(s): Shared,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    Query(p): Query<ChangeParams>,
+    headers: HeaderMap,
+    Body(mut body): Body<Value>,
+) -> ApiResult<Json<ServerView>> {
+    let base = base_version(&headers, &p)?;
+    let current = s.store.get_server(&name).await?;
+    if let Value::Object(map) = &mut body {
+        match map.get("name") {
+            None => {
+                map.insert("name".into(), json!(name));
+            }
+            Some(n) if n == name.as_str() => {}
+            Some(n) => {
+                return Err(ApiError::bad_request(format!(
+                    "the body names server {n}, the path {name:?}; rename by creating a new server"
+                )));
+            }
+        }
+    }
+    let server = parse_server(body, Some(&current.server))?;
+    let summary = p.summary.unwrap_or_else(|| "edited".into());
+    let r = s
+        .store
+        .update_server(
+            &server,
+            base,
+            Change {
+                author: &caller.name,
+                summary: &summary,
+            },
+        )
+        .await
+        .map_err(|e| server_error(&name, e))?;
+    s.changed();
+    Ok(Json(server_view(&s, &r, false).await?))
+}
+
+/// Deletes a server: its process stops and its tools leave the registry.
+#[utoipa::path(delete, path = "/v1/servers/{name}", tag = "servers", params(("name" = String, Path, description = "The server's name")),
+    responses((status = 204, description = "Deleted"), (status = 404, body = ErrorBody)))]
+async fn delete_server(
+    State(s): Shared,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    s.store
+        .delete_server(
+            &name,
+            Change {
+                author: &caller.name,
+                summary: "deleted",
+            },
+        )
+        .await?;
+    s.changed();
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// What a refresh did.
+#[derive(Serialize, ToSchema)]
+struct Refreshed {
+    /// Whether this server runs the upstream (a refresh was asked of it).
+    asked: bool,
+}
+
+/// Asks the upstream to list its tools again; what changed shows among its changes (or,
+/// with `on_change: accept`, as new versions) a moment later.
+#[utoipa::path(post, path = "/v1/servers/{name}/refresh", tag = "servers", params(("name" = String, Path, description = "The server's name")),
+    responses((status = 200, body = Refreshed), (status = 404, body = ErrorBody)))]
+async fn refresh_server(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<Refreshed>> {
+    s.store.get_server(&name).await?;
+    Ok(Json(Refreshed {
+        asked: s.engine.upstreams().refresh(&name),
+    }))
+}
+
+/// One change an upstream made to a tool, waiting for a decision.
+#[derive(Serialize, ToSchema)]
+struct ChangeView {
+    /// The upstream's name of the tool.
+    tool: String,
+    /// `added`, `changed` or `removed`.
+    kind: String,
+    /// `pending`, or `rejected` (kept out until the upstream changes again).
+    status: String,
+    detected_at_ms: i64,
+    /// What differs from the approved definition, path by path (`description`,
+    /// `inputSchema.properties.q.type`, …); a whole tool for `added` and `removed`.
+    diff: Vec<Difference>,
+    /// What the upstream says now (absent when it removed the tool).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    now: Option<Value>,
+}
+
+#[derive(Serialize, ToSchema)]
+struct ChangeList {
+    changes: Vec<ChangeView>,
+}
+
+/// The changes of a server waiting for a decision (and those rejected), with their diffs.
+#[utoipa::path(get, path = "/v1/servers/{name}/changes", tag = "servers", params(("name" = String, Path, description = "The server's name")),
+    responses((status = 200, body = ChangeList), (status = 404, body = ErrorBody)))]
+async fn server_changes(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<ChangeList>> {
+    s.store.get_server(&name).await?;
+    let pins: std::collections::BTreeMap<String, Value> = s
+        .store
+        .pins(&name)
+        .await?
+        .into_iter()
+        .map(|p| (p.tool, p.pinned))
+        .collect();
+    let changes = s
+        .store
+        .changes(Some(&name))
+        .await?
+        .into_iter()
+        .map(|c| {
+            let before = pins.get(&c.tool).cloned().unwrap_or(Value::Null);
+            let after = c.pinned.clone().unwrap_or(Value::Null);
+            ChangeView {
+                diff: toolsmith_store::diff(&before, &after),
+                tool: c.tool,
+                kind: c.kind,
+                status: c.status,
+                detected_at_ms: c.detected_at_ms,
+                now: c.pinned,
+            }
+        })
+        .collect();
+    Ok(Json(ChangeList { changes }))
+}
+
+/// Which pending changes a decision is about.
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
+struct Decision {
+    /// The upstream tool names; absent or empty: every pending change of the server.
+    #[serde(default)]
+    tools: Vec<String>,
+}
+
+/// The decision's body: empty (every pending change) or `{"tools": [...]}`.
+fn decision(body: &[u8]) -> ApiResult<Decision> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Decision::default());
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the body is {{\"tools\": [upstream tool names]}} (or empty for all): {e}"
+        ))
+    })
+}
+
+/// What a decision applied to.
+#[derive(Serialize, ToSchema)]
+struct Decided {
+    /// The upstream tool names whose changes were approved or rejected.
+    tools: Vec<String>,
+}
+
+/// Approves pending changes: the upstream's definitions become new versions of the tools
+/// (authored `upstream:<server>`), and are served from now on.
+#[utoipa::path(post, path = "/v1/servers/{name}/approve", tag = "servers", params(("name" = String, Path, description = "The server's name")),
+    request_body(content = Decision, description = "Which changes (all when empty)"),
+    responses((status = 200, body = Decided), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn approve_changes(
+    State(s): Shared,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult<Json<Decided>> {
+    s.store.get_server(&name).await?;
+    let tools = decision(&body)?.tools;
+    let tools = federation::approve(&s, &name, &tools, &caller.name)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e))?;
+    Ok(Json(Decided { tools }))
+}
+
+/// Rejects pending changes: the approved definitions stay served, and these changes stay
+/// out until the upstream changes the tool again.
+#[utoipa::path(post, path = "/v1/servers/{name}/reject", tag = "servers", params(("name" = String, Path, description = "The server's name")),
+    request_body(content = Decision, description = "Which changes (all when empty)"),
+    responses((status = 200, body = Decided), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn reject_changes(
+    State(s): Shared,
+    Path(name): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult<Json<Decided>> {
+    s.store.get_server(&name).await?;
+    let tools = decision(&body)?.tools;
+    let tools = federation::reject(&s, &name, &tools)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e))?;
+    Ok(Json(Decided { tools }))
+}
+
+/// The end of a stdio server's stderr.
+#[derive(Serialize, ToSchema)]
+struct ServerLog {
+    /// Its last 64 KiB (secret config values as `***`); empty for HTTP servers.
+    log: String,
+}
+
+/// The end of a server's stderr.
+#[utoipa::path(get, path = "/v1/servers/{name}/log", tag = "servers", params(("name" = String, Path, description = "The server's name")),
+    responses((status = 200, body = ServerLog), (status = 404, body = ErrorBody)))]
+async fn server_log(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<ServerLog>> {
+    s.store.get_server(&name).await?;
+    Ok(Json(ServerLog {
+        log: s.engine.upstreams().log(&name).unwrap_or_default(),
+    }))
+}

@@ -1,0 +1,68 @@
+"""A FastMCP server the federation tests put behind toolsmith (stdio, or Streamable HTTP with
+--http PORT). Its behaviour is set by the test: the description of `describe` is read from
+the file in TS_DESCRIPTION (read at start), TS_EXIT_AT_START makes it exit at once after a
+line on stderr, TS_MARK names a file where `hang` notes that it was cancelled."""
+import asyncio
+import os
+import sys
+
+from fastmcp import FastMCP
+
+if os.environ.get("TS_EXIT_AT_START"):
+    print("boom: this server refuses to start", file=sys.stderr, flush=True)
+    sys.exit(3)
+
+mcp = FastMCP("toolsmith-test")
+description_file = os.environ.get("TS_DESCRIPTION")
+description = "Describe something."
+if description_file and os.path.exists(description_file):
+    with open(description_file) as f:
+        description = f.read().strip()
+
+
+@mcp.tool(description=description)
+def describe(thing: str) -> str:
+    return f"{thing} is a thing"
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@mcp.tool
+def crash() -> str:
+    """Exit the whole server process mid-call."""
+    os._exit(1)
+
+
+@mcp.tool
+async def hang(seconds: float = 60) -> str:
+    """Sleep, noting a cancellation in the file TS_MARK names."""
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        mark = os.environ.get("TS_MARK")
+        if mark:
+            with open(mark, "w") as f:
+                f.write("cancelled")
+        raise
+    return "slept"
+
+
+@mcp.tool
+def flood(megabytes: int = 4) -> str:
+    """Write this many MiB to stderr."""
+    line = "x" * 1023 + "\n"
+    for _ in range(megabytes * 1024):
+        sys.stderr.write(line)
+    sys.stderr.flush()
+    return "flooded"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--http":
+        mcp.run(transport="http", host="127.0.0.1", port=int(sys.argv[2]), path="/mcp", show_banner=False)
+    else:
+        mcp.run(show_banner=False)
