@@ -23,7 +23,8 @@ use toolsmith_core::model::Executor;
 use toolsmith_core::upstream::{McpServer, OnChange, pinned};
 use toolsmith_exec::upstream::Event;
 use toolsmith_store::{
-    Change, Query, Store, StoreError, StoreExt, UpstreamChange, UpstreamStore, same_definition,
+    Change, Query, Registry, Store, StoreError, StoreExt, UpstreamChange, UpstreamStore,
+    same_definition,
 };
 
 use crate::AppState;
@@ -167,12 +168,13 @@ pub async fn reconcile(
                 if changes.contains_key(tool) {
                     state.store.drop_change(server, tool).await?;
                 }
-                if let Err(e) = save(state, &def, said, &author, "approved definition").await {
+                if let Err(e) = save(&state.store, &def, said, &author, "approved definition").await
+                {
                     problems.push(e);
                 }
             }
             None if first || def.on_change == OnChange::Accept => {
-                match save(state, &def, said, &author, "listed by the upstream").await {
+                match save(&state.store, &def, said, &author, "listed by the upstream").await {
                     Ok(()) => {
                         state
                             .store
@@ -183,7 +185,7 @@ pub async fn reconcile(
                 }
             }
             Some(_) if def.on_change == OnChange::Accept => {
-                match save(state, &def, said, &author, "changed by the upstream").await {
+                match save(&state.store, &def, said, &author, "changed by the upstream").await {
                     Ok(()) => {
                         state
                             .store
@@ -207,7 +209,7 @@ pub async fn reconcile(
         match def.on_change {
             OnChange::Accept => {
                 retire(
-                    state,
+                    &state.store,
                     &def,
                     tool,
                     &author,
@@ -220,7 +222,7 @@ pub async fn reconcile(
             OnChange::Hold => {
                 // Not served any more: its calls could not succeed.
                 retire(
-                    state,
+                    &state.store,
                     &def,
                     tool,
                     &author,
@@ -289,7 +291,7 @@ fn now_ms() -> i64 {
 /// tool at version 1, a new version when it differs, nothing when it is the same. A name held
 /// by a tool that is not this upstream tool is refused, naming both.
 pub async fn save(
-    state: &Arc<AppState>,
+    store: &Registry,
     def: &McpServer,
     said: &Value,
     author: &str,
@@ -309,7 +311,7 @@ pub async fn save(
         )
     })?;
     let change = Change { author, summary };
-    match state.store.get(tool.name.as_str()).await {
+    match store.get(tool.name.as_str()).await {
         Ok(current) => {
             if !same_target(&current.tool, &tool) {
                 return Err(collision(&tool, &current.tool));
@@ -317,14 +319,13 @@ pub async fn save(
             if same_definition(&current.tool, &tool) {
                 return Ok(());
             }
-            state
-                .store
+            store
                 .update(&tool, current.version, change)
                 .await
                 .map(drop)
                 .map_err(|e| e.to_string())
         }
-        Err(StoreError::NotFound(_)) => match state.store.create(&tool, change).await {
+        Err(StoreError::NotFound(_)) => match store.create(&tool, change).await {
             Ok(_) => Ok(()),
             Err(StoreError::Exists(_)) => Err(format!(
                 "tool `{}` of MCP server `{}` collides with a tool created meanwhile",
@@ -357,7 +358,7 @@ fn collision(new: &Tool, held: &Tool) -> String {
 
 /// Disables (or, when `delete`, deletes) the registry tool of the upstream tool `tool`.
 async fn retire(
-    state: &Arc<AppState>,
+    store: &Registry,
     def: &McpServer,
     tool: &str,
     author: &str,
@@ -367,7 +368,7 @@ async fn retire(
     let Ok(name) = def.tool_name(tool) else {
         return Ok(());
     };
-    let Ok(current) = state.store.get(name.as_str()).await else {
+    let Ok(current) = store.get(name.as_str()).await else {
         return Ok(());
     };
     if !matches!(&current.tool.executor, Executor::Mcp(t) if t.server == def.name && t.tool == tool)
@@ -376,9 +377,8 @@ async fn retire(
     }
     let change = Change { author, summary };
     match delete {
-        true => state.store.delete(name.as_str(), change).await,
-        false => state
-            .store
+        true => store.delete(name.as_str(), change).await,
+        false => store
             .set_enabled(name.as_str(), false, change)
             .await
             .map(drop),
@@ -388,29 +388,27 @@ async fn retire(
 /// Approves the pending changes of `server` (all, or those of `tools`): pins what the
 /// upstream says now and saves the tools. Returns the upstream tool names approved.
 pub async fn approve(
-    state: &Arc<AppState>,
+    store: &Registry,
     server: &str,
     tools: &[String],
     by: &str,
 ) -> Result<Vec<String>, String> {
-    let def = state
-        .store
+    let def = store
         .get_server(server)
         .await
         .map_err(|e| e.to_string())?
         .server;
-    let pending = decided(state, server, tools).await?;
+    let pending = decided(store, server, tools).await?;
     let author = upstream_author(server);
     let summary = format!("approved by {by}");
     let mut done = Vec::new();
     for c in pending {
         match &c.pinned {
             Some(said) => {
-                save(state, &def, said, &author, &summary).await?;
+                save(store, &def, said, &author, &summary).await?;
                 // An approved tool is served: enable what a removal had disabled.
                 if let Ok(name) = def.tool_name(&c.tool) {
-                    let _ = state
-                        .store
+                    let _ = store
                         .set_enabled(
                             name.as_str(),
                             def.tools
@@ -424,70 +422,56 @@ pub async fn approve(
                         )
                         .await;
                 }
-                state
-                    .store
+                store
                     .set_pin(server, &c.tool, Some(said), by)
                     .await
                     .map_err(|e| e.to_string())?;
             }
             None => {
-                retire(state, &def, &c.tool, &author, &summary, true)
+                retire(store, &def, &c.tool, &author, &summary, true)
                     .await
                     .map_err(|e| e.to_string())?;
-                state
-                    .store
+                store
                     .set_pin(server, &c.tool, None, by)
                     .await
                     .map_err(|e| e.to_string())?;
             }
         }
-        state
-            .store
+        store
             .drop_change(server, &c.tool)
             .await
             .map_err(|e| e.to_string())?;
         done.push(c.tool);
     }
-    state.changed();
     Ok(done)
 }
 
 /// Rejects the pending changes of `server` (all, or those of `tools`): they stay out until
 /// the upstream changes again. Returns the upstream tool names rejected.
 pub async fn reject(
-    state: &Arc<AppState>,
+    store: &Registry,
     server: &str,
     tools: &[String],
 ) -> Result<Vec<String>, String> {
-    let pending = decided(state, server, tools).await?;
+    let pending = decided(store, server, tools).await?;
     let mut done = Vec::new();
     for mut c in pending {
         c.status = "rejected".into();
-        state
-            .store
-            .put_change(&c)
-            .await
-            .map_err(|e| e.to_string())?;
+        store.put_change(&c).await.map_err(|e| e.to_string())?;
         done.push(c.tool);
     }
-    state.changed();
     Ok(done)
 }
 
 /// The pending changes of `server` named by `tools` (all when empty); an unknown name is an
 /// error listing the pending ones.
 async fn decided(
-    state: &Arc<AppState>,
+    store: &Registry,
     server: &str,
     tools: &[String],
 ) -> Result<Vec<UpstreamChange>, String> {
-    state
-        .store
-        .get_server(server)
-        .await
-        .map_err(|e| e.to_string())?;
-    let pending: Vec<UpstreamChange> = state
-        .store
+    store.get_server(server).await.map_err(|e| e.to_string())?;
+    let pending: Vec<UpstreamChange> = store
         .changes(Some(server))
         .await
         .map_err(|e| e.to_string())?

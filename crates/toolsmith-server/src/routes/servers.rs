@@ -389,9 +389,10 @@ async fn approve_changes(
 ) -> ApiResult<Json<Decided>> {
     s.store.get_server(&name).await?;
     let tools = decision(&body)?.tools;
-    let tools = federation::approve(&s, &name, &tools, &caller.name)
+    let tools = federation::approve(&s.store, &name, &tools, &caller.name)
         .await
         .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e))?;
+    s.changed();
     Ok(Json(Decided { tools }))
 }
 
@@ -407,9 +408,10 @@ async fn reject_changes(
 ) -> ApiResult<Json<Decided>> {
     s.store.get_server(&name).await?;
     let tools = decision(&body)?.tools;
-    let tools = federation::reject(&s, &name, &tools)
+    let tools = federation::reject(&s.store, &name, &tools)
         .await
         .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e))?;
+    s.changed();
     Ok(Json(Decided { tools }))
 }
 

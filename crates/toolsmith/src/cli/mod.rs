@@ -1,5 +1,6 @@
 //! The subcommands and their flags (clap), and the dispatcher; each group's work is in a
-//! file of its own: [`serve`] (serve, mcp), [`catalog`], [`registry`], [`call`], [`runtime`].
+//! file of its own: [`serve`] (serve, mcp), [`catalog`], [`registry`], [`call`], [`runtime`],
+//! [`servers`] (upstream MCP servers, and `import --mcp-config`).
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -24,6 +25,7 @@ mod catalog;
 mod registry;
 mod runtime;
 mod serve;
+mod servers;
 
 use crate::options::RunArgs;
 use crate::output;
@@ -94,8 +96,18 @@ pub enum Command {
     /// Import a catalog into the registry: new tools are created, changed ones get a new
     /// version, unchanged ones keep theirs.
     Import {
-        /// The catalog file.
-        file: PathBuf,
+        /// The catalog file (its tools and its `mcp_servers`).
+        #[arg(required_unless_present = "mcp_config")]
+        file: Option<PathBuf>,
+        /// Instead of a catalog, the MCP servers of an MCP client's configuration: Claude
+        /// Desktop's claude_desktop_config.json, a .mcp.json (Claude Code, Cursor) or VS Code's
+        /// mcp.json. Secret-looking values become secret config fields.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["file", "prune"])]
+        mcp_config: Option<PathBuf>,
+        /// With --mcp-config: print the equivalent catalog YAML instead of importing (secrets
+        /// as `${VAR}` references).
+        #[arg(long, requires = "mcp_config")]
+        print: bool,
         #[command(flatten)]
         db: DbArg,
         /// Also delete (softly) registry tools the catalog does not have.
@@ -166,6 +178,15 @@ pub enum Command {
     Runtime {
         #[command(subcommand)]
         command: RuntimeCommand,
+    },
+    /// Upstream MCP servers in the registry: list them, show one, see and decide the changes
+    /// they made to their tools, refresh one (through a running server).
+    Servers {
+        #[command(subcommand)]
+        command: Option<servers::ServersCommand>,
+        /// (Without a command: `list`.)
+        #[command(flatten)]
+        args: servers::ServersArgs,
     },
 }
 
@@ -273,7 +294,7 @@ pub struct McpArgs {
     pub run: RunArgs,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Default)]
 pub struct DbArg {
     /// The registry: an SQLite file, or postgres://user:pass@host/db
     /// [default: $TOOLSMITH_DB, else ~/.local/share/toolsmith/registry.db].
@@ -376,10 +397,17 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Mcp(args) => serve::mcp(args),
         Command::Import {
             file,
+            mcp_config,
+            print,
             db,
             prune,
             json,
-        } => registry::import(file, &db, prune, json),
+        } => match (file, mcp_config) {
+            (_, Some(config)) => servers::import_config(&config, print, &db, json),
+            (Some(file), None) => registry::import(file, &db, prune, json),
+            (None, None) => bail!("name a catalog file, or --mcp-config FILE"),
+        },
+        Command::Servers { command, args } => servers::run(command, args),
         Command::History { name, db, json } => registry::history(name, &db, json),
         Command::Restore { name, version, db } => registry::restore(name, version, &db),
         Command::Runs {

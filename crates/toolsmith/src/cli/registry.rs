@@ -6,7 +6,16 @@ pub(super) fn import(file: PathBuf, db: &DbArg, prune: bool, json: bool) -> Resu
     registry(db, |store, author| async move {
         let catalog = load_catalog(&file)?;
         let report = store.import(&catalog.tools, prune, &author).await?;
+        let servers = toolsmith_store::import_servers(&store, &catalog.servers, &author).await?;
         output::import_report(&file, &report, json);
+        if !catalog.servers.is_empty() && !json {
+            outln!(
+                "MCP servers: {} created, {} updated, {} unchanged",
+                servers.created.len(),
+                servers.updated.len(),
+                servers.unchanged.len()
+            );
+        }
         Ok(ExitCode::SUCCESS)
     })
 }
@@ -115,7 +124,7 @@ pub(super) fn set_enabled(name: String, db: DbArg, enabled: bool) -> Result<Exit
 }
 
 /// Opens the registry and runs `f` with it and the author's name.
-fn registry<F, Fut>(db: &DbArg, f: F) -> Result<ExitCode>
+pub(super) fn registry<F, Fut>(db: &DbArg, f: F) -> Result<ExitCode>
 where
     F: FnOnce(Registry, String) -> Fut,
     Fut: std::future::Future<Output = Result<ExitCode>>,

@@ -7,9 +7,13 @@
 //! ([`pinned`]): the registry keeps the version the operator approved, and a listing whose
 //! pinned part differs is a change to approve, never served before that (`on_change: hold`).
 
+mod import;
+
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
+
+pub use import::{Imported, from_mcp_config, looks_secret};
 
 use crate::model::{
     Annotations, Danger, Executor, Limits, McpTarget, NameRule, OutputMode, Parameter, Secrets,

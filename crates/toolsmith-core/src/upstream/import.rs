@@ -1,0 +1,311 @@
+//! The MCP configuration files people already have, read into servers: Claude Desktop's
+//! `claude_desktop_config.json` and Claude Code's or Cursor's `.mcp.json` (`mcpServers`), and
+//! VS Code's `mcp.json` (`servers`).
+//!
+//! Each entry is a stdio server (`command`, `args`, `env`) or a Streamable HTTP one (`type:
+//! "http"` or `"streamable-http"`, `url`, `headers`). Values that look secret — environment
+//! variables and headers whose names speak of keys, tokens, secrets, passwords or
+//! authorization — become secret config fields (shown as `***` everywhere; a header keeps a
+//! `{field}` placeholder). An entry toolsmith cannot serve (legacy SSE, an unknown field, a
+//! VS Code `${input:…}` prompt) is skipped with the reason, never dropped silently.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::{DEFAULT_TIMEOUT_MS, McpServer, OnChange, Transport};
+use crate::model::{Injection, Parameter};
+
+/// What a configuration file gave.
+#[derive(Debug, Default)]
+pub struct Imported {
+    pub servers: Vec<McpServer>,
+    /// `(entry name, why it was skipped)`.
+    pub skipped: Vec<(String, String)>,
+    /// `(entry name, the server name it got)` where the entry's name was not a valid one.
+    pub renamed: Vec<(String, String)>,
+}
+
+const STDIO_KEYS: &[&str] = &["type", "command", "args", "env", "disabled"];
+const HTTP_KEYS: &[&str] = &["type", "url", "headers", "disabled"];
+
+/// Reads a configuration file's JSON. `var` reads an environment variable, for values written
+/// `${NAME}` or `${env:NAME}`.
+pub fn from_mcp_config(
+    doc: &Value,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Imported, String> {
+    let entries = doc
+        .get("mcpServers")
+        .or_else(|| doc.get("servers"))
+        .and_then(Value::as_object)
+        .ok_or("no `mcpServers` (Claude Desktop, .mcp.json) or `servers` (VS Code) mapping in the file")?;
+    let mut out = Imported::default();
+    for (entry, v) in entries {
+        let name = server_name(entry);
+        if name != *entry {
+            out.renamed.push((entry.clone(), name.clone()));
+        }
+        match server(&name, v, var) {
+            Ok(s) => out.servers.push(s),
+            Err(why) => out.skipped.push((entry.clone(), why)),
+        }
+    }
+    Ok(out)
+}
+
+/// A valid server name for an entry (`[A-Za-z0-9_-]{1,64}`): other characters become `-`.
+fn server_name(entry: &str) -> String {
+    let mut name: String = entry
+        .chars()
+        .map(
+            |c| match c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                true => c,
+                false => '-',
+            },
+        )
+        .take(64)
+        .collect();
+    if name.is_empty() {
+        name = "server".into();
+    }
+    name
+}
+
+/// Whether a variable or header name speaks of a secret.
+pub fn looks_secret(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    [
+        "key",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "auth",
+        "credential",
+        "cookie",
+        "session",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+}
+
+/// `${NAME}` or `${env:NAME}` read; a VS Code `${input:…}` cannot be.
+fn expand(text: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(open) = rest.find("${") {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 2..];
+        let close = after
+            .find('}')
+            .ok_or_else(|| format!("an unclosed `${{` in {text:?}"))?;
+        let inner = &after[..close];
+        if inner.starts_with("input:") {
+            return Err(format!(
+                "`${{{inner}}}` asks VS Code to prompt for a value, which toolsmith cannot; put it in an environment variable and write `${{env:NAME}}`"
+            ));
+        }
+        let name = inner.strip_prefix("env:").unwrap_or(inner);
+        let value = var(name).ok_or_else(|| format!("environment variable {name:?} is not set"))?;
+        out.push_str(&value);
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn server(
+    name: &str,
+    v: &Value,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<McpServer, String> {
+    let map = v.as_object().ok_or("not a mapping")?;
+    let kind = map
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or(if map.contains_key("url") {
+            "http"
+        } else {
+            "stdio"
+        });
+    let known = match kind {
+        "stdio" => STDIO_KEYS,
+        "http" | "streamable-http" | "streamableHttp" => HTTP_KEYS,
+        "sse" => return Err("a legacy SSE server: toolsmith speaks Streamable HTTP only".into()),
+        other => return Err(format!("an unknown server type {other:?}")),
+    };
+    if let Some(unknown) = map.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(format!(
+            "the field {unknown:?} is not one toolsmith knows for a {kind} server (known: {})",
+            known.join(", ")
+        ));
+    }
+    let mut config_schema = Vec::new();
+    let mut config = Map::new();
+    let mut secret = |field: String, env_name: Option<String>, value: String| {
+        config_schema.push(Parameter {
+            name: field.clone(),
+            secret: true,
+            injection: Injection {
+                env_name,
+                ..Injection::default()
+            },
+            ..Parameter::default()
+        });
+        config.insert(field, json!(value));
+    };
+    let transport = if kind == "stdio" {
+        let program = map
+            .get("command")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
+            .ok_or("no `command`")?;
+        let mut command = vec![expand(program, var)?];
+        for a in map
+            .get("args")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let text = match a {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            command.push(expand(&text, var)?);
+        }
+        let mut env = BTreeMap::new();
+        for (k, val) in map
+            .get("env")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let text = expand(val.as_str().unwrap_or(&val.to_string()), var)?;
+            if looks_secret(k) {
+                secret(field_name(k), Some(k.clone()), text);
+            } else {
+                env.insert(k.clone(), text);
+            }
+        }
+        Transport::Stdio {
+            command,
+            env,
+            // What programs started this way expect to find (npx, uvx, node, python).
+            env_allowlist: vec!["PATH".into(), "HOME".into(), "LANG".into()],
+            working_dir: None,
+        }
+    } else {
+        let url = map.get("url").and_then(Value::as_str).ok_or("no `url`")?;
+        let mut headers = BTreeMap::new();
+        for (k, val) in map
+            .get("headers")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let raw = val.as_str().map_or_else(|| val.to_string(), str::to_owned);
+            if looks_secret(k) {
+                // `Bearer <secret>`: the scheme stays in the header, the secret is the field.
+                let (scheme, rest) = match raw.split_once(' ') {
+                    Some((s, r))
+                        if ["bearer", "basic", "token"]
+                            .contains(&s.to_ascii_lowercase().as_str()) =>
+                    {
+                        (format!("{s} "), r.to_owned())
+                    }
+                    _ => (String::new(), raw.clone()),
+                };
+                let field = field_name(k);
+                headers.insert(k.clone(), format!("{scheme}{{{field}}}"));
+                secret(field, None, expand(&rest, var)?);
+            } else {
+                headers.insert(k.clone(), expand(&raw, var)?);
+            }
+        }
+        Transport::Http {
+            url: expand(url, var)?,
+            headers,
+        }
+    };
+    Ok(McpServer {
+        name: name.to_owned(),
+        transport,
+        prefix: None,
+        include: Vec::new(),
+        exclude: Vec::new(),
+        tools: BTreeMap::new(),
+        on_change: OnChange::Hold,
+        timeout_ms: DEFAULT_TIMEOUT_MS,
+        idle_timeout_ms: None,
+        enabled: map.get("disabled") != Some(&Value::Bool(true)),
+        config_schema,
+        config,
+    })
+}
+
+/// A config field's name for a variable or header name: lower case, `_` for the rest.
+fn field_name(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| match c.is_ascii_alphanumeric() {
+            true => c.to_ascii_lowercase(),
+            false => '_',
+        })
+        .collect();
+    if !out.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        out.insert_str(0, "f_");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        (name == "GH").then(|| "ghp_secret".to_owned())
+    }
+
+    #[test]
+    fn claude_desktop_and_vs_code_shapes() {
+        let doc = json!({"mcpServers": {
+            "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+                "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${GH}", "LOG_LEVEL": "info"}},
+            "remote": {"type": "http", "url": "https://mcp.example.com/mcp",
+                "headers": {"Authorization": "Bearer ${env:GH}", "X-Team": "a"}},
+            "old": {"type": "sse", "url": "https://x/sse"},
+            "odd": {"command": "x", "cwd": "/srv"},
+            "vs": {"type": "stdio", "command": "node", "args": ["${input:path}"]},
+            "my server.v2": {"command": "true"}
+        }});
+        let got = from_mcp_config(&doc, &env).expect("read");
+        let names: Vec<&str> = got.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["github", "remote", "my-server-v2"], "in file order");
+        let skipped: Vec<&str> = got.skipped.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(skipped, ["old", "odd", "vs"]);
+        assert!(got.skipped[1].1.contains("\"cwd\""), "{:?}", got.skipped);
+        assert!(got.skipped[0].1.contains("SSE"), "{:?}", got.skipped);
+        assert_eq!(
+            got.renamed,
+            [("my server.v2".to_owned(), "my-server-v2".to_owned())]
+        );
+        let gh = &got.servers[0];
+        assert_eq!(gh.config["github_personal_access_token"], "ghp_secret");
+        assert!(gh.config_schema[0].secret);
+        let Transport::Stdio { env, .. } = &gh.transport else {
+            panic!("stdio")
+        };
+        assert_eq!(env.get("LOG_LEVEL").map(String::as_str), Some("info"));
+        assert!(!env.contains_key("GITHUB_PERSONAL_ACCESS_TOKEN"));
+        let remote = &got.servers[1];
+        assert_eq!(
+            remote.resolved_headers()["Authorization"],
+            "Bearer ghp_secret"
+        );
+        let shown = remote
+            .to_catalog_value(crate::model::Secrets::Redact)
+            .to_string();
+        assert!(!shown.contains("ghp_secret"), "{shown}");
+    }
+}
