@@ -37,7 +37,12 @@ impl Scripts {
             return Ok(p.clone());
         }
         let mut cache = self.interpreters.lock().unwrap_or_else(|e| e.into_inner());
-        let path = std::env::var("PATH").unwrap_or_default();
+        // Where PATH is unset (a gateway started with an empty environment, as an upstream
+        // of another toolsmith is), the default search path, as execvp has.
+        let path = std::env::var("PATH")
+            .ok()
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| crate::process::DEFAULT_PATH.to_owned());
         cache
             .entry(name.to_owned())
             .or_insert_with(|| resolve(name, &path))

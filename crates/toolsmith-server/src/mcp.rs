@@ -193,9 +193,31 @@ impl McpServer {
             Duration::from_secs(1),
         );
         let started = std::time::Instant::now();
+        let forward = |p: toolsmith_exec::upstream::Progress| {
+            let token = token.clone();
+            async move {
+                if let Some(token) = token {
+                    let mut param = ProgressNotificationParam::new(token, p.progress);
+                    if let Some(total) = p.total {
+                        param = param.with_total(total);
+                    }
+                    if let Some(message) = p.message {
+                        param = param.with_message(message);
+                    }
+                    let _ = ctx.peer.notify_progress(param).await;
+                }
+            }
+        };
         loop {
             tokio::select! {
-                result = &mut call => return result,
+                result = &mut call => {
+                    // The upstream's last notes can arrive just before its result: they go
+                    // out before it too.
+                    while let Ok(p) = progress.try_recv() {
+                        forward(p).await;
+                    }
+                    return result;
+                }
                 // Dropping the call kills the tool's process group.
                 _ = ctx.ct.cancelled() => {
                     return ToolResult::err(
@@ -205,18 +227,7 @@ impl McpServer {
                         tool.meta(Vec::new()),
                     );
                 }
-                Some(p) = progress.recv(), if upstream => {
-                    if let Some(token) = &token {
-                        let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
-                        if let Some(total) = p.total {
-                            param = param.with_total(total);
-                        }
-                        if let Some(message) = p.message {
-                            param = param.with_message(message);
-                        }
-                        let _ = ctx.peer.notify_progress(param).await;
-                    }
-                }
+                Some(p) = progress.recv(), if upstream => forward(p).await,
                 _ = ticks.tick(), if token.is_some() && !upstream => {
                     if let Some(token) = &token {
                         let elapsed = started.elapsed().as_secs_f64();
@@ -300,9 +311,12 @@ pub fn to_mcp(tool: &CompiledTool, result: &ToolResult) -> CallToolResult {
             Some(e) if e.kind == ErrorKind::ToolError => e.output.as_ref(),
             Some(_) => None,
         };
-        if let Some(r) =
+        if let Some(mut r) =
             given.and_then(|v| serde_json::from_value::<CallToolResult>(v.clone()).ok())
         {
+            // An upstream on an older protocol sends no `resultType`; this server speaks
+            // the newer one to clients that negotiated it (and strips it for older ones).
+            r.result_type = Some(rmcp::model::ResultType::COMPLETE);
             return r;
         }
     }

@@ -1623,3 +1623,154 @@ async fn stored_secrets_never_reach_a_callers_draft() {
     .await;
     assert!(!d.to_string().contains(SECRET), "{d}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_servers_are_admin_writes_with_secrets_kept_inside() {
+    const SECRET: &str = "UPSTREAM-token-7331";
+    let s = start(&["reader:read=read-secret-1", "boss=admin-secret-1"]).await;
+    let url = |p: &str| format!("{}{p}", s.base);
+    let (reader, admin) = (Some("read-secret-1"), Some("admin-secret-1"));
+    let (_, doc) = req("GET", url("/openapi.json"), reader, &[], None).await;
+    let server = json!({"name": "remote", "url": "http://127.0.0.1:9/mcp",
+        "headers": {"Authorization": "Bearer {token}"},
+        "config_schema": [{"name": "token", "secret": true}], "config": {"token": SECRET}});
+
+    // Only an admin creates one; a reader sees it with the secret as ***.
+    let (st, v) = req(
+        "POST",
+        url("/servers"),
+        reader,
+        &[],
+        Some(server.to_string()),
+    )
+    .await;
+    assert_eq!((st, v["error"]["code"].clone()), (403, json!("forbidden")));
+    let (st, v) = req(
+        "POST",
+        url("/servers"),
+        admin,
+        &[],
+        Some(server.to_string()),
+    )
+    .await;
+    assert_eq!(
+        (st, v["version"].clone(), v["kind"].clone()),
+        (201, json!(1), json!("http")),
+        "{v}"
+    );
+    conforms(&doc, "post", "/v1/servers", st, &v);
+    let (st, v) = req(
+        "POST",
+        url("/servers"),
+        admin,
+        &[],
+        Some(server.to_string()),
+    )
+    .await;
+    assert_eq!(
+        (st, v["error"]["code"].clone()),
+        (409, json!("exists")),
+        "{v}"
+    );
+    let (st, list) = req("GET", url("/servers"), reader, &[], None).await;
+    assert_eq!(st, 200);
+    conforms(&doc, "get", "/v1/servers", st, &list);
+    assert_eq!(list["servers"][0]["definition"]["config"]["token"], "***");
+    let (st, one) = req("GET", url("/servers/remote"), reader, &[], None).await;
+    conforms(&doc, "get", "/v1/servers/{name}", st, &one);
+    assert_eq!(
+        (one["pending"].clone(), one["tools"].clone()),
+        (json!(0), json!([]))
+    );
+    for body in [list.to_string(), one.to_string()] {
+        assert!(!body.contains(SECRET), "{body}");
+    }
+
+    // An edit names its base version; `***` keeps the stored secret (it is not replaced by
+    // three stars), and a reader cannot edit.
+    let mut edited = one["definition"].clone();
+    edited["url"] = json!("http://127.0.0.1:10/mcp");
+    let put = |token, base: Option<u64>| {
+        let mut headers = Vec::new();
+        let tag = base.map(|b| format!("\"{b}\""));
+        if let Some(t) = &tag {
+            headers.push(("if-match".to_owned(), t.clone()));
+        }
+        let body = edited.to_string();
+        let url = url("/servers/remote");
+        async move {
+            let headers: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            req("PUT", url, token, &headers, Some(body)).await
+        }
+    };
+    assert_eq!(put(reader, Some(1)).await.0, 403);
+    assert_eq!(put(admin, None).await.0, 428);
+    let (st, v) = put(admin, Some(1)).await;
+    assert_eq!((st, v["version"].clone()), (200, json!(2)), "{v}");
+    let (st, v) = put(admin, Some(1)).await;
+    assert_eq!(
+        (st, v["error"]["code"].clone()),
+        (409, json!("conflict")),
+        "{v}"
+    );
+    let (_, v) = req("GET", url("/servers/remote"), admin, &[], None).await;
+    assert_eq!(v["definition"]["url"], "http://127.0.0.1:10/mcp");
+    assert_eq!(v["definition"]["config"]["token"], "***");
+    let store = Registry::open(&s._dir.path().join("reg.db").display().to_string())
+        .await
+        .expect("store");
+    let stored = toolsmith_store::UpstreamStore::get_server(&store, "remote")
+        .await
+        .expect("stored");
+    assert_eq!(stored.server.config.get("token"), Some(&json!(SECRET)));
+
+    // Bad definitions are refused naming the field.
+    for (bad, needle) in [
+        (
+            json!({"name": "two", "url": "http://x/mcp", "command": ["x"]}),
+            "command",
+        ),
+        (json!({"name": "Bad Name!", "url": "http://x/mcp"}), "name"),
+        (json!({"name": "nourl"}), "command"),
+        (
+            json!({"name": "h", "url": "http://x/mcp", "headers": {"X": "{missing}"}}),
+            "missing",
+        ),
+    ] {
+        let (st, v) = req("POST", url("/servers"), admin, &[], Some(bad.to_string())).await;
+        assert_eq!(st, 422, "{bad}: {v}");
+        let message = v["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+            + &v["error"]["details"].to_string();
+        assert!(message.contains(needle), "{bad}: {needle:?} not in {v}");
+    }
+
+    // Changes, decisions and the log are there for readers; decisions are admin writes.
+    let (st, v) = req("GET", url("/servers/remote/changes"), reader, &[], None).await;
+    assert_eq!((st, v["changes"].clone()), (200, json!([])));
+    let (st, _) = req("POST", url("/servers/remote/approve"), reader, &[], None).await;
+    assert_eq!(st, 403);
+    let (st, v) = req(
+        "POST",
+        url("/servers/remote/approve"),
+        admin,
+        &[],
+        Some("{\"tool\": []}".into()),
+    )
+    .await;
+    assert_eq!(st, 400, "{v}");
+    let (st, v) = req("GET", url("/servers/nope"), reader, &[], None).await;
+    assert_eq!((st, v["error"]["code"].clone()), (404, json!("not_found")));
+
+    let (st, _) = req("DELETE", url("/servers/remote"), reader, &[], None).await;
+    assert_eq!(st, 403);
+    let (st, _) = req("DELETE", url("/servers/remote"), admin, &[], None).await;
+    assert_eq!(st, 204);
+    let (_, list) = req("GET", url("/servers"), reader, &[], None).await;
+    assert_eq!(list["servers"], json!([]));
+}

@@ -323,6 +323,14 @@ impl Upstreams {
         };
         let answer = await_answer(handle).await;
         guard.disarm();
+        if route.is_some() {
+            // rmcp hands each notification to a task of its own, so the upstream's last
+            // progress, sent just before its result, may still be on its way to the route:
+            // a few turns of the scheduler let it through before the route closes.
+            for _ in 0..8 {
+                tokio::task::yield_now().await;
+            }
+        }
         drop(route);
         match answer {
             Ok(ServerResult::CallToolResult(result)) => {

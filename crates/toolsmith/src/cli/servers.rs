@@ -236,7 +236,12 @@ fn show(name: String, args: ServersArgs) -> Result<ExitCode> {
             .filter(|t| matches!(&t.tool.executor, toolsmith_core::model::Executor::Mcp(m) if m.server == name))
             .map(|t| t.tool.name.to_string())
             .collect();
-        let pending = store.changes(Some(&name)).await?.len();
+        let pending = store
+            .changes(Some(&name))
+            .await?
+            .iter()
+            .filter(|c| c.status == "pending")
+            .count();
         let v = json!({
             "name": name,
             "version": r.version,

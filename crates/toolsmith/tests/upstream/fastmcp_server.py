@@ -1,7 +1,7 @@
 """A FastMCP server the federation tests put behind toolsmith (stdio, or Streamable HTTP with
 --http PORT). Its behaviour is set by the test: the description of `describe` is read from
 the file in TS_DESCRIPTION (read at start), TS_EXIT_AT_START makes it exit at once after a
-line on stderr, TS_MARK names a file where `hang` notes that it was cancelled."""
+line on stderr (which shows the secret in TS_SECRET, to see it redacted), TS_MARK names a file where `hang` notes that it was cancelled."""
 import asyncio
 import os
 import sys
@@ -9,7 +9,8 @@ import sys
 from fastmcp import FastMCP
 
 if os.environ.get("TS_EXIT_AT_START"):
-    print("boom: this server refuses to start", file=sys.stderr, flush=True)
+    secret = os.environ.get("TS_SECRET", "")
+    print(f"boom: this server refuses to start (key {secret})", file=sys.stderr, flush=True)
     sys.exit(3)
 
 mcp = FastMCP("toolsmith-test")
