@@ -10,6 +10,7 @@ pub mod error;
 pub mod federation;
 pub mod guard;
 pub mod mcp;
+pub mod mcp_params;
 pub mod openapi;
 mod routes;
 pub mod runlog;
@@ -223,6 +224,7 @@ pub fn app_with(state: Arc<AppState>, options: HttpOptions) -> Router {
     routes::router()
         .merge(ui::routes())
         .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(mcp_params::repair_http))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             note_changes,

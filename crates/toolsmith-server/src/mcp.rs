@@ -29,7 +29,7 @@ use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
 use toolsmith_exec::CallOptions;
 use toolsmith_store::{Query, RunRecord, StoreExt, decode_cursor, encode_cursor};
 
-use crate::AppState;
+use crate::{AppState, mcp_params};
 
 /// Tools per `tools/list` page.
 pub const PAGE_SIZE: usize = 200;
@@ -434,6 +434,9 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(why) = ctx.meta.get(mcp_params::BAD_KEY).and_then(Value::as_str) {
+            return Err(ErrorData::invalid_params(why.to_owned(), None));
+        }
         let snapshot = self.snapshot().await?;
         let Some(tool) = snapshot.by_name.get(request.name.as_ref()).cloned() else {
             return Err(ErrorData::invalid_params(
@@ -444,7 +447,11 @@ impl ServerHandler for McpServer {
                 None,
             ));
         };
-        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        // Arguments sent as JSON text are read by the pipeline, as REST's are.
+        let arguments = match ctx.meta.get(mcp_params::TEXT_KEY) {
+            Some(Value::String(text)) => Value::String(text.clone()),
+            _ => Value::Object(request.arguments.clone().unwrap_or_default()),
+        };
         let (confirmed, declined) = match self.confirmation(&tool, &arguments, &request, &ctx).await
         {
             Confirmation::Ask(ask) => return Ok(CallToolResponse::InputRequired(ask)),

@@ -1187,3 +1187,105 @@ fn a_tool_cannot_read_the_gateways_environment() {
     assert_eq!(out["data"]["stdout"], "DENIED\n", "{out}");
     assert!(!out.to_string().contains("hunter22"), "{out}");
 }
+
+/// A `tools/call` with its arguments as JSON text (a host passing on a model's
+/// double-encoded output) is read as REST reads it; a shape nothing can read is -32602
+/// naming the field. Over stdio and over HTTP.
+#[test]
+fn mcp_reads_arguments_sent_as_json_text() {
+    use std::io::{BufRead, BufReader, Write};
+    let calls = [
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "count_lines", "arguments": "{\"text\": \"a\\nb\\n\", \"lines_only\": \"true\"}"}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+            "params": {"name": "count_lines", "arguments": 5}}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+            "params": {"name": "count_lines", "arguments": "{text: oops"}}),
+    ];
+    let check = |answers: &std::collections::BTreeMap<u64, Value>| {
+        let ok = &answers[&2]["result"];
+        assert_eq!(ok["isError"], false, "{ok}");
+        assert_eq!(
+            ok["content"][0]["text"].as_str().map(str::trim),
+            Some("2"),
+            "{ok}"
+        );
+        assert_eq!(answers[&3]["error"]["code"], -32602, "{}", answers[&3]);
+        assert!(
+            answers[&3]["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("params.name"))
+        );
+        assert_eq!(answers[&4]["error"]["code"], -32602, "{}", answers[&4]);
+        assert!(
+            answers[&4]["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("params.arguments") && m.contains("a number"))
+        );
+        let bad = &answers[&5]["result"];
+        assert_eq!(bad["isError"], true, "{bad}");
+        assert!(
+            bad["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("not valid JSON")),
+            "{bad}"
+        );
+    };
+
+    // stdio
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .args(["mcp", "-c", "examples/catalog.yaml", "--no-cgroups"])
+        .current_dir(repo())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let hello = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    for m in [&hello, &initialized].into_iter().chain(calls.iter()) {
+        writeln!(stdin, "{m}").expect("write");
+    }
+    let mut answers = std::collections::BTreeMap::new();
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    while answers.len() < 5 {
+        let line = lines.next().expect("an answer").expect("line");
+        let v: Value = serde_json::from_str(&line).expect("json");
+        answers.insert(v["id"].as_u64().expect("id"), v);
+    }
+    drop(stdin);
+    let _ = child.wait();
+    check(&answers);
+
+    // HTTP
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("registry.db");
+    let catalog = repo().join("examples/catalog.yaml");
+    let (_server, _, mcp) = common::serve(
+        db.to_str().expect("utf-8"),
+        dir.path(),
+        &["--catalog", catalog.to_str().expect("utf-8")],
+    );
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut answers = std::collections::BTreeMap::new();
+    for m in &calls {
+        let mut r = agent
+            .post(&mcp)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .send(m.to_string())
+            .expect("post");
+        let v: Value =
+            serde_json::from_str(&r.body_mut().read_to_string().expect("body")).expect("json");
+        answers.insert(v["id"].as_u64().expect("id"), v);
+    }
+    answers.insert(1, Value::Null);
+    check(&answers);
+}

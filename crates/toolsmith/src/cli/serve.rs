@@ -179,9 +179,15 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
                 caller: "mcp-stdio".into(),
             },
         );
-        let service = rmcp::ServiceExt::serve(handler, rmcp::transport::stdio())
-            .await
-            .context("starting MCP on stdio")?;
+        let service = rmcp::ServiceExt::serve(
+            handler,
+            (
+                toolsmith_server::mcp_params::repaired_stdin(),
+                tokio::io::stdout(),
+            ),
+        )
+        .await
+        .context("starting MCP on stdio")?;
         tokio::select! {
             r = service.waiting() => { r.context("MCP on stdio")?; }
             _ = shutdown_signal() => {}
