@@ -289,7 +289,7 @@ impl Engine {
     async fn call_inner(&self, tool: &CompiledTool, raw: Value, opts: CallOptions) -> ToolResult {
         let t = &tool.tool;
         if !t.enabled {
-            return tool.disabled();
+            return kinds::mcp::withdrawn(self, tool).unwrap_or_else(|| tool.disabled());
         }
         let prepared = match tool.prepare(raw) {
             Ok(p) => p,

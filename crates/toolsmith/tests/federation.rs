@@ -388,6 +388,33 @@ fn a_changed_upstream_definition_is_held_until_approved() {
             .contains("id_rsa")
     );
     assert_eq!(get(&base, "/servers/fm/changes")["changes"], json!([]));
+
+    // The upstream stops offering it: disabled at once, its calls say why.
+    std::fs::write(&description, "gone").expect("write");
+    let pid = get(&base, "/servers/fm")["status"]["pid"]
+        .as_u64()
+        .expect("pid");
+    Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("kill");
+    let changes = wait_for("the removal held", 40, || {
+        let v = get(&base, "/servers/fm/changes");
+        let list = v["changes"].as_array()?.clone();
+        (list.len() == 1).then_some(list)
+    });
+    assert_eq!(changes[0]["kind"], "removed", "{changes:?}");
+    let tool = get(&base, "/tools/fm__describe");
+    assert_eq!(tool["definition"]["enabled"], false, "{tool}");
+    let r = call(&base, "fm__describe", json!({"thing": "x"}));
+    assert_eq!(error_kind(&r), "upstream", "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no longer offered"),
+        "{r}"
+    );
 }
 
 #[test]

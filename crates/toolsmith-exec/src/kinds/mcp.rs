@@ -97,3 +97,28 @@ fn text_of(result: &Value) -> String {
         })
         .unwrap_or_default()
 }
+
+/// The answer for a disabled upstream tool that its server no longer lists: `upstream`,
+/// saying so (a plain `disabled` would send a model looking for an operator's reason).
+/// `None` for any other disabled tool.
+pub(crate) fn withdrawn(engine: &Engine, tool: &CompiledTool) -> Option<ToolResult> {
+    let Executor::Mcp(target) = &tool.tool.executor else {
+        return None;
+    };
+    let listed = engine.upstreams.tools_of(&target.server)?;
+    let offered = listed
+        .iter()
+        .any(|t| t.get("name").and_then(Value::as_str) == Some(target.tool.as_str()));
+    (!offered).then(|| {
+        ToolResult::err(
+            ErrorKind::Upstream,
+            format!(
+                "tool `{}` is no longer offered by MCP server `{}`: `{}` is disabled until the \
+                 server offers it again",
+                target.tool, target.server, tool.tool.name
+            ),
+            Vec::new(),
+            tool.meta(Vec::new()),
+        )
+    })
+}

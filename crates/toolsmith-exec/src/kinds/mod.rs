@@ -5,7 +5,7 @@
 
 mod builtin;
 mod command;
-mod mcp;
+pub(crate) mod mcp;
 mod script;
 mod spawned;
 

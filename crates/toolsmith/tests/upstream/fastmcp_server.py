@@ -1,6 +1,6 @@
 """A FastMCP server the federation tests put behind toolsmith (stdio, or Streamable HTTP with
 --http PORT). Its behaviour is set by the test: the description of `describe` is read from
-the file in TS_DESCRIPTION (read at start), TS_EXIT_AT_START makes it exit at once after a
+the file in TS_DESCRIPTION (read at start; `gone` there: no such tool), TS_EXIT_AT_START makes it exit at once after a
 line on stderr (which shows the secret in TS_SECRET, to see it redacted), TS_MARK names a file where `hang` notes that it was cancelled."""
 import asyncio
 import os
@@ -21,9 +21,12 @@ if description_file and os.path.exists(description_file):
         description = f.read().strip()
 
 
-@mcp.tool(description=description)
 def describe(thing: str) -> str:
     return f"{thing} is a thing"
+
+
+if description != "gone":
+    mcp.tool(description=description)(describe)
 
 
 @mcp.tool(annotations={"readOnlyHint": True})
