@@ -657,3 +657,62 @@ fn mcp_client_configs_are_imported_with_secrets_as_fields() {
     ]);
     assert!(!ok && err.contains("bad.json"), "{err}");
 }
+
+/// A hundred crashes and restarts of a stdio upstream that leaves a helper behind in a
+/// session of its own: each restart ends the last one's helper with it (its cgroup slot),
+/// and a clean stop ends the last. The server needs only the standard library's Python.
+#[test]
+fn a_hundred_crashes_leave_nothing_behind() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker_value = format!("crashes-{}", std::process::id());
+    let marker = format!("TS_MARKER={marker_value}");
+    let script = repo().join("crates/toolsmith/tests/upstream/tiny_server.py");
+    let file = catalog(
+        dir.path(),
+        &format!(
+            "  - name: tiny\n    command: [python3, {}]\n    env_allowlist: [PATH]\n    env: {{TS_MARKER: {marker_value}}}\n",
+            script.display()
+        ),
+    );
+    let (mut server, base, _) =
+        serve_contained(&registry_db(dir.path()), dir.path(), &["--catalog", &file]);
+    let mut last = 0;
+    for round in 0..100 {
+        let pid = wait_for(&format!("round {round}: tiny ready again"), 20, || {
+            let v = get(&base, "/servers/tiny");
+            let pid = v["status"]["pid"].as_u64()?;
+            (v["status"]["status"] == "ready" && pid != last).then_some(pid)
+        });
+        // Its helper, and nothing left of the rounds before.
+        let running = wait_for("the server and its helper", 10, || {
+            let p = processes_with(&marker);
+            (p.len() == 2).then_some(p)
+        });
+        assert!(running.contains(&(pid as u32)), "{running:?} without {pid}");
+        Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .expect("kill");
+        wait_for("the crash noticed", 10, || {
+            (get(&base, "/servers/tiny")["status"]["status"] != "ready").then_some(())
+        });
+        // A refresh skips the backoff (which doubles with each quick crash).
+        let (status, _) = request("POST", &format!("{base}/servers/tiny/refresh"), None);
+        assert_eq!(status, 200);
+        last = pid;
+    }
+    let v = wait_for("tiny ready after the last crash", 20, || {
+        let v = get(&base, "/servers/tiny");
+        (v["status"]["status"] == "ready").then_some(v)
+    });
+    assert!(v["status"]["restarts"].as_u64() >= Some(100), "{v}");
+    assert_eq!(text(&call(&base, "tiny__ping", json!({}))), "pong");
+    Command::new("kill")
+        .args(["-TERM", &server.0.id().to_string()])
+        .status()
+        .expect("kill");
+    let _ = server.0.wait();
+    wait_for("nothing left", 10, || {
+        processes_with(&marker).is_empty().then_some(())
+    });
+}
