@@ -176,22 +176,12 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-#[test]
-#[ignore = "needs the npm server-everything and the MCP Python client (TOOLSMITH_TEST_PYTHON)"]
-fn a_python_client_uses_server_everything_through_toolsmith_mcp() {
+/// The Python MCP client with `args` (a `federation-*` mode).
+fn python_client(args: &[&str]) {
     let (python, _) = fastmcp();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = catalog(
-        dir.path(),
-        &format!(
-            "  - name: everything\n    command: [node, {}]\n",
-            everything()
-        ),
-    );
-    let workspace = dir.path().display().to_string();
     let o = Command::new(&python)
         .arg(repo().join("crates/toolsmith/tests/mcp_client.py"))
-        .args(["federation", BIN, &workspace, &file])
+        .args(args)
         .output()
         .expect("run the Python MCP client");
     let out = String::from_utf8_lossy(&o.stdout);
@@ -200,6 +190,44 @@ fn a_python_client_uses_server_everything_through_toolsmith_mcp() {
         "the MCP client failed:\n{out}\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// server-everything and FastMCP (noting a cancellation in `mark`) in a catalog in `dir`.
+fn everything_and_fastmcp(dir: &Path, mark: &Path) -> String {
+    catalog(
+        dir,
+        &(format!(
+            "  - name: everything\n    command: [node, {}]\n",
+            everything()
+        ) + &fastmcp_entry(
+            "fm",
+            &format!(
+                "    env: {{TS_MARK: {}}}\n    tools:\n      hang: {{danger: safe}}\n",
+                mark.display()
+            ),
+        )),
+    )
+}
+
+#[test]
+#[ignore = "needs the npm server-everything and FastMCP with the MCP Python client (TOOLSMITH_TEST_PYTHON)"]
+fn a_python_client_uses_upstream_tools_through_toolsmith_mcp() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mark = dir.path().join("cancelled");
+    let file = everything_and_fastmcp(dir.path(), &mark);
+    let workspace = dir.path().display().to_string();
+    let mark = mark.display().to_string();
+    python_client(&["federation-stdio", BIN, &workspace, &file, &mark]);
+}
+
+#[test]
+#[ignore = "needs the npm server-everything and FastMCP with the MCP Python client (TOOLSMITH_TEST_PYTHON)"]
+fn a_python_client_uses_upstream_tools_through_serve() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mark = dir.path().join("cancelled");
+    let file = everything_and_fastmcp(dir.path(), &mark);
+    let (_server, _, mcp) = serve(&registry_db(dir.path()), dir.path(), &["--catalog", &file]);
+    python_client(&["federation-http", &mcp, &mark.display().to_string()]);
 }
 
 #[test]

@@ -7,7 +7,8 @@ Driven by tests/mcp.rs, which starts the servers and passes what to connect to:
     mcp_client.py replicas URL_A BASE_A URL_B     # an edit on replica A reaches a client of B
     mcp_client.py sessions-stdio BIN WORKSPACE CATALOG   # sessions through `toolsmith mcp`
     mcp_client.py sessions-http URL BASE WORKSPACE       # sessions through `serve` (MCP + REST)
-    mcp_client.py federation BIN WORKSPACE CATALOG       # upstream MCP servers behind `toolsmith mcp`
+    mcp_client.py federation-stdio BIN WORKSPACE CATALOG MARK  # upstreams behind `toolsmith mcp`
+    mcp_client.py federation-http URL MARK                     # upstreams behind `toolsmith serve`
 
 Every check raises AssertionError with what was expected; the exit status says pass/fail.
 """
@@ -326,56 +327,79 @@ async def sessions_http(url, base, workspace):
         await sessions(client, workspace, base)
 
 
-async def federation(bin, workspace, catalog):
-    """Upstream tools (the npm server-everything) served through `toolsmith mcp` over stdio:
-    listed under their prefix with the upstream's schema, coerced, validated, their images,
-    structured content and progress passed through."""
+async def federation_checks(client, mark):
+    """Upstream tools (the npm server-everything, a FastMCP server) through toolsmith: listed
+    under their prefix with the upstream's schema, coerced, validated, their images,
+    structured content and progress passed through, a cancelled call cancelled upstream."""
+    deadline = time.monotonic() + 30
+    while True:
+        tools, _ = await list_all(client)
+        by = {t.name: t for t in tools if t.name.startswith(("everything__", "fm__"))}
+        if len(by) >= 15 or time.monotonic() > deadline:
+            break
+        await anyio.sleep(0.2)
+    assert "everything__get_sum" in by and "fm__hang" in by, sorted(by)
+    # The upstream's schema is served as given, its annotations and output schema too.
+    schema = by["everything__get_sum"].input_schema
+    assert schema["properties"]["a"]["type"] == "number", schema
+    structured = by["everything__get_structured_content"]
+    assert structured.annotations.read_only_hint is True, structured.annotations
+    assert "temperature" in structured.output_schema["properties"], structured.output_schema
+    # A sloppy number is coerced before it goes upstream; a wrong one never goes.
+    r = await client.call_tool("everything__get_sum", {"a": "5", "b": 7})
+    assert not r.is_error and "12" in text(r), text(r)
+    r = await client.call_tool("everything__get_sum", {"a": "five", "b": 7})
+    assert r.is_error and '"five" is not a number' in text(r), text(r)
+    r = await client.call_tool("everything__get_structured_content", {"location": "Chicago"})
+    assert not r.is_error and isinstance(r.structured_content.get("temperature"), (int, float)), r
+    r = await client.call_tool("everything__get_structured_content", {"location": "Paris"})
+    assert r.is_error and "Chicago" in text(r), text(r)
+    # Content that is not text arrives as it was sent.
+    r = await client.call_tool("everything__get_tiny_image", {})
+    images = [c for c in r.content if c.type == "image"]
+    assert not r.is_error and images and images[0].mime_type == "image/png" and len(images[0].data) > 100, r
+    # The upstream's progress reaches this client, under this client's token.
+    progress = []
+
+    async def on_progress(value, total, message):
+        progress.append((value, total))
+
+    r = await client.call_tool("everything__trigger_long_running_operation", {"duration": "1", "steps": 4},
+                               progress_callback=on_progress)
+    assert not r.is_error, text(r)
+    assert [p[0] for p in progress] == [1, 2, 3, 4] and progress[0][1] == 4, progress
+    # A call this client gives up on is cancelled upstream.
+    with anyio.move_on_after(1.5):
+        await client.call_tool("fm__hang", {"seconds": "30"})
+        raise AssertionError("the hanging call returned")
+    for _ in range(100):
+        try:
+            with open(mark) as f:
+                if f.read() == "cancelled":
+                    break
+        except FileNotFoundError:
+            pass
+        await anyio.sleep(0.1)
+    else:
+        raise AssertionError("the upstream never heard of the cancellation")
+    print("federation: listed, coerced, refused, structured, image, progress, cancelled")
+
+
+async def federation_stdio(bin, workspace, catalog, mark):
     params = StdioServerParameters(command=bin, args=["mcp", "--catalog", catalog, "--workspace", workspace],
                                    cwd=workspace)
     async with Client(params) as client:
-        deadline = time.monotonic() + 30
-        while True:
-            tools, _ = await list_all(client)
-            by = {t.name: t for t in tools if t.name.startswith("everything__")}
-            if len(by) >= 10 or time.monotonic() > deadline:
-                break
-            await anyio.sleep(0.2)
-        assert "everything__get_sum" in by and "everything__echo" in by, sorted(by)
-        # The upstream's schema is served as given, its annotations and output schema too.
-        schema = by["everything__get_sum"].input_schema
-        assert schema["properties"]["a"]["type"] == "number", schema
-        structured = by["everything__get_structured_content"]
-        assert structured.annotations.read_only_hint is True, structured.annotations
-        assert "temperature" in structured.output_schema["properties"], structured.output_schema
-        # A sloppy number is coerced before it goes upstream; a wrong one never goes.
-        r = await client.call_tool("everything__get_sum", {"a": "5", "b": 7})
-        assert not r.is_error and "12" in text(r), text(r)
-        r = await client.call_tool("everything__get_sum", {"a": "five", "b": 7})
-        assert r.is_error and '"five" is not a number' in text(r), text(r)
-        r = await client.call_tool("everything__get_structured_content", {"location": "Chicago"})
-        assert not r.is_error and isinstance(r.structured_content.get("temperature"), (int, float)), r
-        r = await client.call_tool("everything__get_structured_content", {"location": "Paris"})
-        assert r.is_error and "Chicago" in text(r), text(r)
-        # Content that is not text arrives as it was sent.
-        r = await client.call_tool("everything__get_tiny_image", {})
-        images = [c for c in r.content if c.type == "image"]
-        assert not r.is_error and images and images[0].mime_type == "image/png" and len(images[0].data) > 100, r
-        # The upstream's progress reaches this client, under this client's token.
-        progress = []
+        await federation_checks(client, mark)
 
-        async def on_progress(value, total, message):
-            progress.append((value, total))
 
-        r = await client.call_tool("everything__trigger_long_running_operation", {"duration": "1", "steps": 4},
-                                   progress_callback=on_progress)
-        assert not r.is_error, text(r)
-        assert [p[0] for p in progress] == [1, 2, 3, 4] and progress[0][1] == 4, progress
-    print("federation: listed, coerced, refused, structured, image, progress")
+async def federation_http(url, mark):
+    async with Client(url) as client:
+        await federation_checks(client, mark)
 
 
 if __name__ == "__main__":
     kind, args = sys.argv[1], sys.argv[2:]
     anyio.run({"stdio": stdio, "http": http, "replicas": replicas,
                "sessions-stdio": sessions_stdio, "sessions-http": sessions_http,
-               "federation": federation}[kind], *args)
+               "federation-stdio": federation_stdio, "federation-http": federation_http}[kind], *args)
     print("ok")
