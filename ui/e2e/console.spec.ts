@@ -184,6 +184,29 @@ test('usable on a narrow window', async ({ page }) => {
   await shot(page, 'narrow');
 });
 
+test("an upstream MCP server's tool shows where it comes from and runs from its form", async ({ page }) => {
+  const created = await rest('POST', '/servers', { name: 'tiny', command: ['python3', env.tinyServer], env_allowlist: ['PATH'] });
+  expect(created.status).toBe(201);
+  await expect.poll(async () => (await rest('GET', '/tools/tiny__ping')).status, { timeout: 20000 }).toBe(200);
+  await page.goto(`${env.url}/ui/tools/tiny__ping`);
+  await expect(page.getByText('mcp', { exact: true })).toBeVisible();
+  await expect(page.getByText('of the MCP server')).toBeVisible();
+  // Its definition is the server's: no form editor for it.
+  await expect(page.getByRole('button', { name: 'Edit' })).toHaveCount(0);
+  await page.getByText('The input schema, as the server gave it').click();
+  await expect(page.getByLabel('Input schema')).toContainText('"loud"');
+  await accessible(page, 'an upstream tool');
+  await shot(page, 'upstream-tool');
+  await page.getByRole('tab', { name: 'Test', exact: true }).click();
+  await page.getByLabel('loud', { exact: true }).click();
+  await page.getByTitle('true', { exact: true }).click();
+  await page.getByRole('button', { name: 'Run' }).click();
+  const result = page.getByRole('region', { name: 'Result' });
+  await expect(result).toContainText('ok in');
+  await expect(result).toContainText('PONG');
+  expect((await rest('DELETE', '/servers/tiny')).status).toBe(204);
+});
+
 test.describe('with tokens', () => {
   test('asks for a token, refuses a wrong one, and hides what a read token cannot do', async ({ page }) => {
     await page.goto(`${env.lockedUrl}/ui/tools`);

@@ -24,6 +24,10 @@ export const env = {
   get adminToken() {
     return required('TOOLSMITH_UI_ADMIN_TOKEN');
   },
+  /** A stdio MCP server (Python, standard library only) with one read-only tool, `ping`. */
+  get tinyServer() {
+    return required('TOOLSMITH_UI_TINY_SERVER');
+  },
   get shots() {
     return process.env.TOOLSMITH_UI_SHOTS ?? 'test-results';
   },

@@ -63,6 +63,10 @@ export interface Definition {
   command?: string[];
   script?: { interpreter?: string; source?: string; warm?: boolean };
   builtin?: string;
+  /** An upstream MCP server's tool: the server and the tool's name there. */
+  mcp?: { server: string; tool: string };
+  /** An upstream tool's JSON Schema, as the upstream gave it. */
+  input_schema?: JsonSchema;
   parameters?: ParameterDef[];
   config_schema?: ParameterDef[];
   config?: Record<string, unknown>;

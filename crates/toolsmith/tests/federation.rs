@@ -698,7 +698,7 @@ fn a_hundred_crashes_leave_nothing_behind() {
     let file = catalog(
         dir.path(),
         &format!(
-            "  - name: tiny\n    command: [python3, {}]\n    env_allowlist: [PATH]\n    env: {{TS_MARKER: {marker_value}}}\n",
+            "  - name: tiny\n    command: [python3, {}]\n    env_allowlist: [PATH]\n    env: {{TS_MARKER: {marker_value}, TS_HELPER: '1'}}\n",
             script.display()
         ),
     );

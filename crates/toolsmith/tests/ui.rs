@@ -58,6 +58,10 @@ fn the_web_ui_in_a_real_browser() {
         .env("TOOLSMITH_UI_READ_TOKEN", "read-token-123")
         .env("TOOLSMITH_UI_ADMIN_TOKEN", "admin-token-123")
         .env("TOOLSMITH_UI_WORKSPACE", open.path())
+        .env(
+            "TOOLSMITH_UI_TINY_SERVER",
+            repo().join("crates/toolsmith/tests/upstream/tiny_server.py"),
+        )
         .env("TOOLSMITH_UI_SHOTS", &shots)
         .status()
         .expect("run npx playwright test");

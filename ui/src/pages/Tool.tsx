@@ -35,6 +35,7 @@ function constraintsOf(p: ParameterDef): string {
 }
 
 function injectionOf(p: ParameterDef, executor: string): string {
+  if (executor === 'mcp') return 'JSON, sent to the MCP server';
   if (executor !== 'command') return 'JSON (stdin of the script, or the built-in)';
   const how = p.inject_as ?? 'argument';
   switch (how) {
@@ -48,13 +49,15 @@ function injectionOf(p: ParameterDef, executor: string): string {
 }
 
 function executorOf(d: Definition): string {
-  return d.command ? 'command' : d.script ? 'script' : d.builtin ? 'builtin' : 'unknown';
+  return d.command ? 'command' : d.script ? 'script' : d.builtin ? 'builtin' : d.mcp ? 'mcp' : 'unknown';
 }
 
 function Definition({ d, schema }: { d: Definition; schema: JsonSchema }) {
   const executor = executorOf(d);
-  // A built-in's parameters are its own: they come from its schema.
-  const params = executor === 'builtin' ? schemaToParams(schema).params : (d.parameters ?? []);
+  // A built-in's parameters are its own, an upstream tool's its server's: both come from the
+  // schema (which, for an upstream, may say more than a table can: it is shown as well).
+  const fromSchema = executor === 'builtin' || executor === 'mcp';
+  const params = fromSchema ? schemaToParams(schema).params : (d.parameters ?? []);
   return (
     <Space direction="vertical" style={{ width: '100%' }} size="large">
       <Descriptions bordered size="small" column={1}>
@@ -62,6 +65,13 @@ function Definition({ d, schema }: { d: Definition; schema: JsonSchema }) {
         <Descriptions.Item label="Executor">
           {executor === 'command' && <pre style={code}>{(d.command ?? []).join(' ')}</pre>}
           {executor === 'builtin' && <span>built-in {d.builtin}</span>}
+          {executor === 'mcp' && (
+            <span>
+              tool <Typography.Text code>{d.mcp?.tool}</Typography.Text> of the MCP server{' '}
+              <Typography.Text code>{d.mcp?.server}</Typography.Text> (its definition comes from the server; changes it
+              makes wait for approval: <Typography.Text code>toolsmith servers changes {d.mcp?.server}</Typography.Text>)
+            </span>
+          )}
           {executor === 'script' && (
             <div>
               <div>
@@ -108,6 +118,12 @@ function Definition({ d, schema }: { d: Definition; schema: JsonSchema }) {
             { title: 'Injected as', render: (_, p) => injectionOf(p, executor) },
           ]}
         />
+        {executor === 'mcp' && (
+          <details style={{ marginTop: 8 }}>
+            <summary>The input schema, as the server gave it</summary>
+            <pre tabIndex={0} aria-label="Input schema" style={{ ...code, maxHeight: 320, overflow: 'auto' }}>{JSON.stringify(schema, null, 2)}</pre>
+          </details>
+        )}
       </div>
       {(d.config_schema ?? []).length > 0 && (
         <div>
@@ -373,7 +389,7 @@ export default function ToolPage() {
         </Typography.Text>
         {allows(me?.role, 'admin') && (
           <>
-            <Button onClick={() => navigate(`/tools/${encodeURIComponent(t.name)}/edit`)}>Edit</Button>
+            {!d.mcp && <Button onClick={() => navigate(`/tools/${encodeURIComponent(t.name)}/edit`)}>Edit</Button>}
             <DeleteButton name={t.name} />
           </>
         )}

@@ -1,14 +1,18 @@
 """The smallest stdio MCP server (the standard library only, so it starts in milliseconds):
-one tool, `ping`. At start it leaves a `sleep` behind in a session of its own, as a careless
-server's helper would; the crash tests check that toolsmith ends it with the server."""
+one tool, `ping` (read-only). With TS_HELPER=1 it leaves a `sleep` behind at start, in a
+session of its own, as a careless server's helper would; the crash tests check that toolsmith
+ends it with the server."""
 import json
+import os
 import subprocess
 import sys
 
-subprocess.Popen(["sleep", "300"], start_new_session=True,
-                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+if os.environ.get("TS_HELPER") == "1":
+    subprocess.Popen(["sleep", "300"], start_new_session=True,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
-TOOL = {"name": "ping", "description": "Answers pong.", "inputSchema": {"type": "object", "properties": {}}}
+TOOL = {"name": "ping", "description": "Answers pong.", "annotations": {"readOnlyHint": True},
+        "inputSchema": {"type": "object", "properties": {"loud": {"type": "boolean", "description": "Shout it"}}}}
 
 for line in sys.stdin:
     try:
@@ -25,7 +29,8 @@ for line in sys.stdin:
     elif method == "tools/list":
         result = {"tools": [TOOL]}
     elif method == "tools/call":
-        result = {"content": [{"type": "text", "text": "pong"}], "isError": False}
+        loud = message.get("params", {}).get("arguments", {}).get("loud") is True
+        result = {"content": [{"type": "text", "text": "PONG" if loud else "pong"}], "isError": False}
     else:
         result = {}
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\n")
