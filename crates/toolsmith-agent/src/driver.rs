@@ -212,7 +212,7 @@ impl Listener for Relay<'_> {
 pub fn for_the_model(result: &ToolResult) -> String {
     let mut v = json!({"success": result.success});
     if let Some(d) = &result.data {
-        v["data"] = d.clone();
+        v["data"] = without_binary(d.clone());
     }
     if let Some(e) = &result.error {
         v["error"] = serde_json::to_value(e).unwrap_or(Value::Null);
@@ -231,6 +231,34 @@ pub fn for_the_model(result: &ToolResult) -> String {
         text.push_str("… [cut: the result was longer than 100 000 bytes]");
     }
     text
+}
+
+/// An upstream MCP tool's content blocks with their base64 payloads (images, audio, blob
+/// resources) replaced by their type and size: a model reading text gains nothing from them
+/// but a flooded context.
+fn without_binary(mut data: Value) -> Value {
+    let Some(blocks) = data.get_mut("content").and_then(Value::as_array_mut) else {
+        return data;
+    };
+    for block in blocks {
+        let holder = match block.get("type").and_then(Value::as_str) {
+            Some("image" | "audio") => Some(&mut *block),
+            Some("resource") => block.get_mut("resource"),
+            _ => None,
+        };
+        let Some(Value::Object(m)) = holder else {
+            continue;
+        };
+        for key in ["data", "blob"] {
+            if let Some(Value::String(b64)) = m.remove(key) {
+                m.insert(
+                    "omitted".into(),
+                    json!(format!("{} bytes of base64 {key}, not shown", b64.len())),
+                );
+            }
+        }
+    }
+    data
 }
 
 impl Agent {
@@ -504,5 +532,36 @@ impl Agent {
             content: for_the_model(&result),
             is_error: !result.success,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use toolsmith_core::result::Meta;
+
+    use super::*;
+
+    #[test]
+    fn an_upstream_image_reaches_the_model_as_its_type_and_size() {
+        let image = "iVBORw0KGgo".repeat(1000);
+        let data = json!({"content": [
+            {"type": "text", "text": "here it is"},
+            {"type": "image", "mimeType": "image/png", "data": image},
+            {"type": "resource", "resource": {"uri": "file:///a.gz", "blob": "AAAA"}}
+        ]});
+        let text = for_the_model(&ToolResult::ok(data, Meta::default()));
+        assert!(!text.contains("iVBORw0KGgo"), "{text}");
+        assert!(
+            text.contains("here it is") && text.contains("image/png"),
+            "{text}"
+        );
+        assert!(
+            text.contains("11000 bytes of base64 data, not shown"),
+            "{text}"
+        );
+        assert!(
+            text.contains("4 bytes of base64 blob, not shown") && text.contains("file:///a.gz"),
+            "{text}"
+        );
     }
 }
