@@ -15,9 +15,10 @@ use toolsmith_agent::{Agent, Answer, Approval, Kind, Outcome, Provider, Tools, U
 use toolsmith_core::agent::history::ToolCall;
 use toolsmith_core::agent::machine::{Effect, Machine};
 use toolsmith_core::agent::stream::{Delta, Usage};
+use toolsmith_core::upstream::McpServer;
 use toolsmith_core::{Tool, ToolResult};
 use toolsmith_exec::Engine;
-use toolsmith_store::{Query, Registry, StoreExt};
+use toolsmith_store::{Query, Registry, StoreExt, UpstreamStore};
 
 use crate::source::load_catalog;
 
@@ -118,7 +119,8 @@ pub fn run(args: ChatArgs) -> Result<std::process::ExitCode> {
         .build()
         .context("starting the runtime")?;
     rt.block_on(async move {
-        let tools = load_tools(&args).await?;
+        let upstreams = engine.upstreams().clone();
+        let tools = load_tools(&args, &engine).await?;
         // The model's first Python tool call finds a warm runtime started.
         engine.prewarm(&tools);
         let tools = Tools::new(tools, kind.format()).map_err(anyhow::Error::msg)?;
@@ -165,22 +167,29 @@ pub fn run(args: ChatArgs) -> Result<std::process::ExitCode> {
         } else if approval == Approval::Auto {
             eprintln!("toolsmith: --approval auto: every tool runs without asking, dangerous ones too");
         }
-        match prompt {
+        let done = match prompt {
             Some(p) => {
                 let outcome = agent.turn(p).await;
                 Ok(finish(&outcome, args.json))
             }
             None => repl(&mut agent, &id).await,
-        }
+        };
+        // The MCP servers this chat started end with it.
+        upstreams.shutdown(Duration::from_secs(2)).await;
+        done
     })
 }
 
-/// The tools the model may call: the catalog's, or the registry's enabled ones.
-async fn load_tools(args: &ChatArgs) -> Result<Vec<Tool>> {
+/// The tools the model may call: the catalog's, or the registry's enabled ones; their MCP
+/// servers are handed to the engine (a registry's tools are the approved definitions; a
+/// catalog's servers are started and their first listing is taken, as `serve` does).
+async fn load_tools(args: &ChatArgs, engine: &Engine) -> Result<Vec<Tool>> {
     if let Some(db) = &args.db {
         let store = Registry::open(db)
             .await
             .with_context(|| format!("opening the registry {db}"))?;
+        let servers = store.servers().await?.into_iter().map(|r| r.server);
+        engine.upstreams().set(servers.collect());
         return Ok(store
             .search_all(Query::default())
             .await?
@@ -192,7 +201,53 @@ async fn load_tools(args: &ChatArgs) -> Result<Vec<Tool>> {
         .catalog
         .clone()
         .unwrap_or_else(|| PathBuf::from("examples/catalog.yaml"));
-    Ok(load_catalog(&file)?.tools)
+    let catalog = load_catalog(&file)?;
+    let mut tools = catalog.tools;
+    tools.extend(discover(engine, catalog.servers).await);
+    Ok(tools)
+}
+
+/// Starts `servers` and takes each one's tools from its first listing; a server that fails
+/// (or says nothing within the handshake timeout) is reported and left out.
+async fn discover(engine: &Engine, servers: Vec<McpServer>) -> Vec<Tool> {
+    use toolsmith_exec::upstream::{START_TIMEOUT, Status};
+    if servers.is_empty() {
+        return Vec::new();
+    }
+    engine.upstreams().set(servers.clone());
+    let deadline = Instant::now() + START_TIMEOUT;
+    let mut tools = Vec::new();
+    for server in &servers {
+        let name = &server.name;
+        let listed = loop {
+            let status = engine.upstreams().status_of(name);
+            let listed = engine.upstreams().tools_of(name);
+            match (&status, listed) {
+                (Some(st), Some(listed)) if st.status == Status::Ready => break Ok(listed),
+                (Some(st), _) if st.status == Status::Failed => {
+                    break Err(st.last_error.clone().unwrap_or_default());
+                }
+                _ if Instant::now() > deadline => break Err("no tool list in time".into()),
+                _ => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        };
+        match listed {
+            Ok(listed) => {
+                for upstream in &listed {
+                    let wanted = upstream["name"].as_str().is_some_and(|n| server.serves(n));
+                    if !wanted {
+                        continue;
+                    }
+                    match server.tool_from(upstream) {
+                        Ok(tool) => tools.push(tool),
+                        Err(e) => eprintln!("toolsmith: MCP server {name}: {e}"),
+                    }
+                }
+            }
+            Err(why) => eprintln!("toolsmith: MCP server {name} left out: {why}"),
+        }
+    }
+    tools
 }
 
 /// Ctrl-C stops what is in progress; a second one within a second exits.

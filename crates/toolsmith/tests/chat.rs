@@ -5,6 +5,7 @@
 mod common;
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
@@ -659,4 +660,48 @@ fn against_a_real_endpoint() {
         .output()
         .expect("run");
     assert!(o.status.success(), "{}", text(&o).1);
+}
+
+#[test]
+fn a_catalogs_mcp_server_serves_the_model_and_ends_with_the_chat() {
+    let env = Env::new();
+    let marker = format!("chat-upstream-{}", std::process::id());
+    let tiny = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upstream/tiny_server.py");
+    std::fs::write(
+        env.dir.path().join("catalog.yaml"),
+        format!(
+            "{CATALOG}mcp_servers:\n  - name: tiny\n    command: [python3, {}]\n    env_allowlist: [PATH]\n    env: {{TS_MARKER: {marker}}}\n",
+            tiny.display()
+        ),
+    )
+    .expect("catalog");
+    let m = model(vec![
+        sse(&openai_calls(&[(
+            "c1",
+            "tiny__ping",
+            "{\"loud\": \"true\"}",
+        )])),
+        sse(TEXT_ONLY),
+    ]);
+    let o = env.run(&m, "openai", &["--json", "ping it"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let offered: Vec<String> = m.requests()[0]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+        .collect();
+    assert!(offered.contains(&"tiny__ping".to_owned()), "{offered:?}");
+    let result = m.requests()[1]["messages"][2]["content"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    let v: Value = serde_json::from_str(&result).expect("result json");
+    assert_eq!(v["data"]["content"][0]["text"], "PONG", "{v}");
+    assert_eq!(v["coerced"], json!(["loud: string→boolean"]), "{v}");
+    assert!(
+        common::processes_with(&format!("TS_MARKER={marker}")).is_empty(),
+        "the chat's MCP server outlived it"
+    );
 }
