@@ -12,7 +12,10 @@ use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use tokio::io::{AsyncBufRead, AsyncRead, BufReader, ReadBuf};
 
 /// Where a string `arguments` goes: the text the pipeline reads.
 pub const TEXT_KEY: &str = "toolsmith/arguments_text";
@@ -28,7 +31,8 @@ pub fn repair(message: &[u8]) -> Option<Vec<u8>> {
     }
     let mut v: Value = serde_json::from_slice(message).ok()?;
     let changed = match &mut v {
-        Value::Array(batch) => batch.iter_mut().fold(false, |c, m| repair_one(m) || c),
+        // Every message of a batch is repaired (a count, not `any`, which would stop early).
+        Value::Array(batch) => batch.iter_mut().map(repair_one).filter(|c| *c).count() > 0,
         one => repair_one(one),
     };
     changed.then(|| serde_json::to_vec(&v).unwrap_or_else(|_| message.to_vec()))
@@ -109,33 +113,68 @@ fn kind(v: &Value) -> &'static str {
 
 /// Stdin as rmcp reads it, each line repaired; ends when stdin does.
 pub fn repaired_stdin() -> impl AsyncRead + Send + Unpin + 'static {
-    let (reader, mut writer) = tokio::io::duplex(256 * 1024);
-    tokio::spawn(async move {
-        let mut input = BufReader::new(tokio::io::stdin());
-        let mut line = Vec::new();
+    Repaired {
+        input: BufReader::new(tokio::io::stdin()),
+        line: Vec::new(),
+        ready: Vec::new(),
+        at: 0,
+    }
+}
+
+/// Reads whole lines from `input` and hands them on repaired, in the reader's own task (no
+/// task or pipe in between: a message costs no extra wake-up).
+struct Repaired<R> {
+    input: BufReader<R>,
+    /// The line being read.
+    line: Vec<u8>,
+    /// A repaired line being handed on, from `at`.
+    ready: Vec<u8>,
+    at: usize,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Repaired<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let me = self.get_mut();
         loop {
-            line.clear();
-            match input.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
+            if me.at < me.ready.len() {
+                let n = buf.remaining().min(me.ready.len() - me.at);
+                buf.put_slice(&me.ready[me.at..me.at + n]);
+                me.at += n;
+                return Poll::Ready(Ok(()));
             }
-            let fixed = repair(&line).map(|mut v| {
-                if line.ends_with(b"\n") {
-                    v.push(b'\n');
+            let available = ready!(Pin::new(&mut me.input).poll_fill_buf(cx))?;
+            if available.is_empty() {
+                // The end: a last line without its newline goes on as it is.
+                if me.line.is_empty() {
+                    return Poll::Ready(Ok(()));
                 }
-                v
-            });
-            if writer
-                .write_all(fixed.as_deref().unwrap_or(&line))
-                .await
-                .is_err()
-            {
-                break;
+                me.ready = std::mem::take(&mut me.line);
+                me.at = 0;
+                continue;
+            }
+            let (taken, complete) = match available.iter().position(|b| *b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (available.len(), false),
+            };
+            me.line.extend_from_slice(&available[..taken]);
+            Pin::new(&mut me.input).consume(taken);
+            if complete {
+                let line = std::mem::take(&mut me.line);
+                me.ready = match repair(&line) {
+                    Some(mut fixed) => {
+                        fixed.push(b'\n');
+                        fixed
+                    }
+                    None => line,
+                };
+                me.at = 0;
             }
         }
-        let _ = writer.shutdown().await;
-    });
-    reader
+    }
 }
 
 /// The same for each `POST /mcp` body (the body limit has been applied before).
@@ -197,6 +236,35 @@ mod tests {
         );
         let v = fixed(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": [1]}));
         assert!(v["params"]["_meta"][BAD_KEY].is_string(), "{v}");
+    }
+
+    #[tokio::test]
+    async fn lines_are_repaired_as_they_are_read() {
+        use tokio::io::AsyncReadExt;
+        let input = concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","arguments":"{}"}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#
+        );
+        let mut r = Repaired {
+            input: BufReader::with_capacity(7, input.as_bytes()),
+            line: Vec::new(),
+            ready: Vec::new(),
+            at: 0,
+        };
+        let mut out = String::new();
+        r.read_to_string(&mut out).await.expect("read");
+        let lines: Vec<&str> = out.split('\n').collect();
+        assert_eq!(lines.len(), 3, "{out}");
+        assert_eq!(
+            lines[0],
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#
+        );
+        let v: Value = serde_json::from_str(lines[1]).expect("json");
+        assert_eq!(v["params"]["_meta"][TEXT_KEY], "{}");
+        assert_eq!(lines[2], r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
     }
 
     #[test]

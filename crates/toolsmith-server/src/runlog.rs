@@ -6,13 +6,17 @@
 //! queued before it is written, and the server flushes before it exits (after SIGTERM or
 //! Ctrl-C). Readers of the log (`GET /v1/runs`) flush first, so a client sees its own calls.
 //! What a SIGKILL can lose: the entries of calls answered in the last moment before it (those
-//! queued but not yet committed — normally a few milliseconds' worth).
+//! queued but not yet committed — normally a few milliseconds' worth: the writer waits 5 ms
+//! after a first entry for more to join its transaction).
 
 use tokio::sync::{mpsc, oneshot};
 use toolsmith_store::{Registry, RunRecord, Store};
 
 /// Entries written in one transaction, at most.
 const BATCH: usize = 512;
+
+/// How long the writer waits after a first entry for more to join its transaction.
+const LINGER: std::time::Duration = std::time::Duration::from_millis(5);
 
 enum Msg {
     Run(Box<RunRecord>),
@@ -37,6 +41,12 @@ impl RunLog {
         let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
         tokio::spawn(async move {
             while let Some(first) = rx.recv().await {
+                // A moment for the entries of calls answered right after this one: an agent
+                // calling one tool after another then costs one transaction per few calls,
+                // not one each (a flush waits for it: 5 ms at most).
+                if matches!(first, Msg::Run(_)) {
+                    tokio::time::sleep(LINGER).await;
+                }
                 let mut runs = Vec::new();
                 let mut flushes = Vec::new();
                 let mut next = Some(first);

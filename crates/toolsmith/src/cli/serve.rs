@@ -145,7 +145,10 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
         Some(dir) => dir.path().join("registry.db").display().to_string(),
         None => args.db.address(),
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    // One client on a pipe: a single-threaded runtime answers it with fewer cross-thread
+    // wake-ups than a pool would (measured: 0.05 ms less per proxied upstream call; see
+    // bench/README.md). Tool processes, SQLite and the warm runtime work off this thread.
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
