@@ -234,17 +234,20 @@ fn a_python_client_uses_upstream_tools_through_serve() {
 #[ignore = "needs the npm server-everything (npm ci in tests/upstream)"]
 fn server_everything_over_streamable_http_is_served_over_rest() {
     let port = free_port();
-    let upstream = Command::new("node")
-        .args([everything().as_str(), "streamableHttp"])
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start server-everything");
-    let _upstream = Serve(upstream);
-    wait_for("server-everything listening", 30, || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).ok()
-    });
+    let start = || {
+        let upstream = Command::new("node")
+            .args([everything().as_str(), "streamableHttp"])
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start server-everything");
+        wait_for("server-everything listening", 30, || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+        });
+        Serve(upstream)
+    };
+    let upstream = start();
     let dir = tempfile::tempdir().expect("tempdir");
     let file = catalog(
         dir.path(),
@@ -284,6 +287,19 @@ fn server_everything_over_streamable_http_is_served_over_rest() {
             .unwrap_or_default()
             .contains("message"),
         "{r}"
+    );
+
+    // The upstream restarts and forgets its sessions (it answers 400 for the old one, not
+    // the spec's 404): the next call opens a new session instead of waiting out its timeout.
+    drop(upstream);
+    let _upstream = start();
+    let started = Instant::now();
+    let r = call(&base, "web__echo", json!({"message": "again"}));
+    assert!(text(&r).contains("again"), "{r}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
     );
 }
 
