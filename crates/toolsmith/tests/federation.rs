@@ -335,6 +335,41 @@ fn toolsmith_serves_another_toolsmith_and_fastmcp_side_by_side() {
     assert_eq!(text(&r), "5", "{r}");
     let r = call(&base, "fm__add", json!({"a": "two", "b": 3}));
     assert_eq!(error_kind(&r), "invalid_arguments", "{r}");
+    // Exported for OpenAI's strict mode, a union it cannot take goes with `strict: false`,
+    // and a header says why.
+    let mut r = ureq::get(format!("{base}/export?format=openai&strict=true"))
+        .call()
+        .expect("export");
+    let why: Vec<String> = r
+        .headers()
+        .get_all("x-toolsmith-not-strict")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_owned))
+        .collect();
+    assert!(
+        why.iter()
+            .any(|w| w.contains("fm__pick") && w.contains("anyOf")),
+        "{why:?}"
+    );
+    let exported: Value =
+        serde_json::from_str(&r.body_mut().read_to_string().expect("body")).expect("json");
+    let pick = exported
+        .as_array()
+        .expect("array")
+        .iter()
+        .find(|t| t["function"]["name"] == "fm__pick")
+        .expect("fm__pick exported");
+    assert_eq!(pick["function"]["strict"], false, "{pick}");
+    let add = exported
+        .as_array()
+        .expect("array")
+        .iter()
+        .find(|t| t["function"]["name"] == "fm__add")
+        .expect("fm__add exported");
+    assert_eq!(add["function"]["strict"], true, "{add}");
+    let r = call(&base, "fm__pick", json!({"value": "7"}));
+    assert_eq!(text(&r), "7", "{r}");
+
     // Both show up in `toolsmith servers`, with their tools.
     let (ok, out, err) = cli(&[
         "servers",

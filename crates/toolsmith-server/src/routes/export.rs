@@ -22,9 +22,12 @@ struct ExportParams {
     name: Option<String>,
 }
 
-/// Every enabled tool rendered for one provider.
+/// Every enabled tool rendered for one provider. With `strict`, an upstream tool whose schema
+/// OpenAI's strict mode cannot take goes with `strict: false`, and an
+/// `x-toolsmith-not-strict` header says which and why.
 #[utoipa::path(get, path = "/v1/export", tag = "tools", params(ExportParams),
     responses((status = 200, description = "The tools in the provider's format: a JSON array or object (by format), or XML",
+        headers(("x-toolsmith-not-strict" = String, description = "With `strict`: a tool sent with `strict: false`, and why (one header per tool)")),
         content((Value = "application/json"), (String = "application/xml"))),
         (status = 400, description = "Unknown format", body = ErrorBody)))]
 async fn export(State(s): Shared, Query(p): Query<ExportParams>) -> ApiResult<Response> {
@@ -51,12 +54,24 @@ async fn export(State(s): Shared, Query(p): Query<ExportParams>) -> ApiResult<Re
                 .collect()
         }
     };
-    Ok(
-        match render(&tools, format, RenderOptions { strict: p.strict }) {
-            Rendered::Json(v) => Json(v).into_response(),
-            Rendered::Xml(text) => {
-                ([(header::CONTENT_TYPE, "application/xml")], text).into_response()
+    let mut response = match render(&tools, format, RenderOptions { strict: p.strict }) {
+        Rendered::Json(v) => Json(v).into_response(),
+        Rendered::Xml(text) => ([(header::CONTENT_TYPE, "application/xml")], text).into_response(),
+    };
+    // An upstream tool whose schema strict mode cannot take is sent with `strict: false`:
+    // one header per tool says why.
+    if p.strict && matches!(format, Format::Openai | Format::OpenaiResponses) {
+        for why in tools
+            .iter()
+            .filter_map(toolsmith_core::render::strict_problem)
+        {
+            if let Ok(v) = header::HeaderValue::from_str(&why.replace(['\r', '\n'], " ")) {
+                response.headers_mut().append(NOT_STRICT, v);
             }
-        },
-    )
+        }
+    }
+    Ok(response)
 }
+
+/// The header naming a tool sent without strict mode, and why.
+const NOT_STRICT: &str = "x-toolsmith-not-strict";

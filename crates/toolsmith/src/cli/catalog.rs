@@ -34,10 +34,19 @@ pub(super) fn export(
         .tools
         .iter()
         .filter(|t| tags.is_empty() || t.tags.iter().any(|tag| tags.contains(tag)));
+    let selected: Vec<_> = selected.collect();
     out!(
         "{}",
-        render(selected, format, RenderOptions { strict }).to_text()
+        render(selected.iter().copied(), format, RenderOptions { strict }).to_text()
     );
+    if strict {
+        for why in selected
+            .iter()
+            .filter_map(|t| toolsmith_core::render::strict_problem(t))
+        {
+            eprintln!("{why}");
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

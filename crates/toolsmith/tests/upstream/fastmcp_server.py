@@ -35,6 +35,12 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+@mcp.tool(annotations={"readOnlyHint": True})
+def pick(value: int | str) -> str:
+    """Echo a number or a word (a union OpenAI's strict mode cannot take)."""
+    return str(value)
+
+
 @mcp.tool
 def crash() -> str:
     """Exit the whole server process mid-call."""
