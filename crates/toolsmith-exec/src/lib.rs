@@ -117,6 +117,9 @@ pub struct CallOptions {
     pub admin: bool,
     /// Where an upstream MCP tool's progress goes (a downstream client's progress token).
     pub progress: Option<tokio::sync::mpsc::UnboundedSender<upstream::Progress>>,
+    /// Who answers an upstream MCP tool's questions (a downstream client that can ask its
+    /// user); without one they are declined.
+    pub elicit: Option<upstream::Elicitor>,
 }
 
 impl CallOptions {
@@ -127,6 +130,7 @@ impl CallOptions {
             caller: caller.into(),
             admin: false,
             progress: None,
+            elicit: None,
         }
     }
 }

@@ -30,6 +30,7 @@ use toolsmith_exec::CallOptions;
 use toolsmith_store::{Query, RunRecord, StoreExt, decode_cursor, encode_cursor};
 
 use crate::{AppState, mcp_params};
+use toolsmith_exec::upstream::Elicitor;
 
 /// Tools per `tools/list` page.
 pub const PAGE_SIZE: usize = 200;
@@ -186,6 +187,9 @@ impl McpServer {
         if upstream && token.is_some() {
             options.progress = Some(progress_tx);
         }
+        if upstream {
+            options.elicit = elicitor(ctx);
+        }
         let call = self.state.engine.call(tool, arguments, options);
         tokio::pin!(call);
         let mut ticks = tokio::time::interval_at(
@@ -239,6 +243,34 @@ impl McpServer {
             }
         }
     }
+}
+
+/// Who answers an upstream tool's questions: this client's user, asked with an
+/// `elicitation/create` request, when the client can show a form and the protocol lets a
+/// server ask during a call (before 2026-07-28; with it, and over stateless HTTP, the
+/// questions are declined).
+fn elicitor(ctx: &RequestContext<RoleServer>) -> Option<Elicitor> {
+    let modern = ctx
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+    let can_ask = ctx
+        .client_capabilities()
+        .is_some_and(|c| c.elicitation.is_some());
+    if modern || !can_ask {
+        return None;
+    }
+    let peer = ctx.peer.clone();
+    Some(Elicitor(Arc::new(move |params: Value| {
+        let peer = peer.clone();
+        Box::pin(async move {
+            let params = serde_json::from_value(params).map_err(|e| e.to_string())?;
+            let answer = peer
+                .create_elicitation(params)
+                .await
+                .map_err(|e| e.to_string())?;
+            serde_json::to_value(answer).map_err(|e| e.to_string())
+        })
+    })))
 }
 
 /// The key of the confirmation in an input-required round trip.

@@ -385,11 +385,38 @@ async def federation_checks(client, mark):
     print("federation: listed, coerced, refused, structured, image, progress, cancelled")
 
 
+async def wait_for_tool(client, name):
+    """Waits until `name` is listed (its upstream discovered)."""
+    deadline = time.monotonic() + 30
+    while name not in [t.name for t in (await list_all(client))[0]]:
+        assert time.monotonic() < deadline, f"{name} never listed"
+        await anyio.sleep(0.1)
+
+
 async def federation_stdio(bin, workspace, catalog, mark):
     params = StdioServerParameters(command=bin, args=["mcp", "--catalog", catalog, "--workspace", workspace],
                                    cwd=workspace)
     async with Client(params) as client:
         await federation_checks(client, mark)
+    # An upstream's question (FastMCP's ctx.elicit) reaches a client that can ask its user,
+    # on the protocol where a server may ask during a call; the answer goes back upstream.
+    asked = []
+
+    async def answer(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"value": "Ada"})
+
+    async with Client(params, mode="legacy", elicitation_callback=answer) as client:
+        await wait_for_tool(client, "fm__ask")
+        r = await client.call_tool("fm__ask", {})
+        assert not r.is_error and text(r) == "hello Ada", text(r)
+        assert asked == ["What is your name?"], asked
+    # A client that cannot ask: the question is declined, the tool still answers.
+    async with Client(params, mode="legacy") as client:
+        await wait_for_tool(client, "fm__ask")
+        r = await client.call_tool("fm__ask", {})
+        assert not r.is_error and text(r) == "no name (decline)", text(r)
+    print("federation: an upstream's question asked of this client's user, or declined")
 
 
 async def federation_http(url, mark):

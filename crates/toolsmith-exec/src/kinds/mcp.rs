@@ -28,6 +28,7 @@ impl Engine {
                 arguments,
                 timeout,
                 opts.progress.clone(),
+                opts.elicit.clone(),
             )
             .await;
         match answer {

@@ -9,12 +9,17 @@ use std::sync::{Arc, Mutex};
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::ClientHandler;
-use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ProgressNotificationParam, ProgressToken};
+use rmcp::model::{
+    ClientJsonRpcMessage, ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest,
+    JsonRpcMessage, ProgressNotificationParam, ProgressToken, RequestId,
+};
+use rmcp::service::{InboundStreamOrigin, RequestContext};
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::common::client_side_sse::BoxedSseResponse;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
 };
+use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
@@ -51,9 +56,92 @@ impl ProgressRoutes {
     }
 }
 
+/// Who answers the questions of each call in flight, by the call's request id.
+#[derive(Clone, Default)]
+pub(crate) struct ElicitRoutes(Arc<Mutex<HashMap<RequestId, super::Elicitor>>>);
+
+/// Removes a call's elicitor when dropped.
+pub(crate) struct Asks {
+    routes: ElicitRoutes,
+    id: RequestId,
+}
+
+impl Drop for Asks {
+    fn drop(&mut self) {
+        lock(&self.routes.0).remove(&self.id);
+    }
+}
+
+impl ElicitRoutes {
+    pub(crate) fn add(&self, id: RequestId, e: super::Elicitor) -> Asks {
+        lock(&self.0).insert(id.clone(), e);
+        Asks {
+            routes: self.clone(),
+            id,
+        }
+    }
+
+    /// The elicitor of the call a question belongs to: the one the HTTP transport says it
+    /// came with, else the only call in flight with one (over stdio a question names no
+    /// call); `None` when that cannot be told — the question is declined.
+    fn of(&self, context: &RequestContext<RoleClient>) -> Option<super::Elicitor> {
+        let routes = lock(&self.0);
+        match context.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => routes.get(id).cloned(),
+            _ if routes.len() == 1 => routes.values().next().cloned(),
+            _ => None,
+        }
+    }
+}
+
+fn declined() -> ElicitResult {
+    ElicitResult::new(ElicitationAction::Decline)
+}
+
+/// Asks `elicit` (or declines) one question; the answer as rmcp's type.
+async fn ask(elicit: Option<&super::Elicitor>, params: Value) -> ElicitResult {
+    let Some(elicit) = elicit else {
+        return declined();
+    };
+    match (elicit.0)(params).await {
+        Ok(answer) => serde_json::from_value(answer).unwrap_or_else(|e| {
+            tracing::warn!("an elicitation answer toolsmith could not read: {e}");
+            declined()
+        }),
+        Err(e) => {
+            tracing::info!("an upstream's question could not be asked: {e}");
+            declined()
+        }
+    }
+}
+
+/// The answers to an "input required" result's requests: questions asked through
+/// `elicit` (or declined), an empty list of roots; sampling is not offered, so a request for
+/// it gets no answer.
+pub(crate) async fn answer_inputs(
+    requests: Option<rmcp::model::InputRequests>,
+    elicit: Option<&super::Elicitor>,
+) -> rmcp::model::InputResponses {
+    let mut out = rmcp::model::InputResponses::new();
+    for (key, request) in requests.into_iter().flatten() {
+        let answer = match request {
+            InputRequest::Elicitation(r) => serde_json::to_value(
+                ask(elicit, serde_json::to_value(&r.params).unwrap_or_default()).await,
+            ),
+            InputRequest::ListRoots(_) => Ok(serde_json::json!({"roots": []})),
+            _ => continue,
+        };
+        if let Ok(v) = answer {
+            out.insert(key, v);
+        }
+    }
+    out
+}
+
 /// The client side toolsmith presents to an upstream.
 pub(crate) struct Handler {
     pub routes: ProgressRoutes,
+    pub elicit: ElicitRoutes,
     /// Told when the upstream says its tool list changed.
     pub list_changed: mpsc::UnboundedSender<()>,
 }
@@ -82,8 +170,23 @@ impl ClientHandler for Handler {
         std::future::ready(())
     }
 
+    fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<ElicitResult, rmcp::ErrorData>> + Send + '_ {
+        let elicit = self.elicit.of(&context);
+        async move {
+            let params = serde_json::to_value(&request).unwrap_or_default();
+            Ok(ask(elicit.as_ref(), params).await)
+        }
+    }
+
     fn get_info(&self) -> rmcp::model::ClientConfig {
         let mut info = rmcp::model::ClientConfig::default();
+        // Questions are passed on to the downstream client when it can ask its user.
+        info.capabilities.elicitation =
+            serde_json::from_value(serde_json::json!({"form": {}})).ok();
         info.client_info.name = "toolsmith".into();
         info.client_info.version = env!("CARGO_PKG_VERSION").into();
         info

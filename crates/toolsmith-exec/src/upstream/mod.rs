@@ -88,6 +88,24 @@ pub enum Event {
     Status { server: String },
 }
 
+/// How many times one call may answer "input required" before it is given up.
+const MAX_INPUT_ROUNDS: usize = 8;
+
+/// Asks a downstream client's user what an upstream asks during a call (an
+/// `elicitation/create`): its params as JSON in, the answer (an `ElicitResult`) as JSON out.
+/// A call without one has every question declined.
+#[derive(Clone)]
+pub struct Elicitor(pub Arc<dyn Fn(Value) -> BoxFuture<Result<Value, String>> + Send + Sync>);
+
+/// A boxed future that can move between threads.
+pub type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
+impl std::fmt::Debug for Elicitor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Elicitor")
+    }
+}
+
 /// A progress notification of an upstream call, for the caller.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Progress {
@@ -152,6 +170,8 @@ pub(crate) struct Upstream {
     pub spawning: Spawning,
     /// Progress channels of calls in flight, by progress token.
     pub progress: conn::ProgressRoutes,
+    /// Who answers the upstream's questions for each call in flight, by request id.
+    pub elicit: conn::ElicitRoutes,
 }
 
 pub(crate) struct State {
@@ -304,19 +324,61 @@ impl Upstreams {
         arguments: Map<String, Value>,
         timeout: Duration,
         progress: Option<mpsc::UnboundedSender<Progress>>,
+        elicit: Option<Elicitor>,
     ) -> Result<Value, UpstreamError> {
         let up = self
             .get(server)
             .ok_or_else(|| UpstreamError::Unknown(server.to_owned()))?;
-        let peer = up.ready_peer(timeout).await?;
+        let deadline = tokio::time::Instant::now() + timeout;
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = Some(arguments);
+        // An upstream on the 2026-07-28 protocol asks for input by answering "input
+        // required"; the call is sent again with the answers, a few rounds at most.
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match self
+                .call_once(&up, params.clone(), left, progress.clone(), elicit.clone())
+                .await?
+            {
+                ServerResult::CallToolResult(result) => {
+                    return serde_json::to_value(result)
+                        .map_err(|e| UpstreamError::Failed(e.to_string()));
+                }
+                ServerResult::InputRequiredResult(asked) => {
+                    params.input_responses =
+                        Some(conn::answer_inputs(asked.input_requests, elicit.as_ref()).await);
+                    params.request_state = asked.request_state;
+                }
+                other => {
+                    return Err(UpstreamError::Failed(format!(
+                        "an unexpected answer to tools/call: {}",
+                        serde_json::to_string(&other).unwrap_or_default()
+                    )));
+                }
+            }
+        }
+        Err(UpstreamError::Failed(format!(
+            "tool `{tool}` asked for input {MAX_INPUT_ROUNDS} times without finishing"
+        )))
+    }
+
+    /// One `tools/call` round trip.
+    async fn call_once(
+        &self,
+        up: &Arc<Upstream>,
+        params: CallToolRequestParams,
+        timeout: Duration,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+        elicit: Option<Elicitor>,
+    ) -> Result<ServerResult, UpstreamError> {
+        let peer = up.ready_peer(timeout).await?;
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
             .await
             .map_err(|e| up.failure(e))?;
         let route = progress.map(|tx| up.progress.add(handle.progress_token.clone(), tx));
+        let _asks = elicit.map(|e| up.elicit.add(handle.id.clone(), e));
         let guard = CancelOnDrop {
             peer: Some(peer.clone()),
             id: handle.id.clone(),
@@ -333,13 +395,7 @@ impl Upstreams {
         }
         drop(route);
         match answer {
-            Ok(ServerResult::CallToolResult(result)) => {
-                serde_json::to_value(result).map_err(|e| UpstreamError::Failed(e.to_string()))
-            }
-            Ok(other) => Err(UpstreamError::Failed(format!(
-                "an unexpected answer to tools/call: {}",
-                serde_json::to_string(&other).unwrap_or_default()
-            ))),
+            Ok(result) => Ok(result),
             Err(ServiceError::Timeout { timeout }) => Err(UpstreamError::Timeout(timeout)),
             Err(e) => Err(up.failure(e)),
         }

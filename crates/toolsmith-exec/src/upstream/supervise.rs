@@ -44,6 +44,7 @@ pub(crate) fn spawn(
         events,
         spawning,
         progress: conn::ProgressRoutes::default(),
+        elicit: conn::ElicitRoutes::default(),
     });
     if enabled {
         tokio::spawn(run(up.clone(), rx));
@@ -76,6 +77,7 @@ async fn run(up: Arc<Upstream>, mut control: mpsc::UnboundedReceiver<Control>) {
         let (list_tx, list_rx) = mpsc::unbounded_channel();
         let handler = Handler {
             routes: up.progress.clone(),
+            elicit: up.elicit.clone(),
             list_changed: list_tx,
         };
         let connected = tokio::select! {

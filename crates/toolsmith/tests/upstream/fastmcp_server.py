@@ -6,7 +6,7 @@ import asyncio
 import os
 import sys
 
-from fastmcp import FastMCP
+from fastmcp import Context, FastMCP
 
 if os.environ.get("TS_EXIT_AT_START"):
     secret = os.environ.get("TS_SECRET", "")
@@ -39,6 +39,15 @@ def add(a: int, b: int) -> int:
 def pick(value: int | str) -> str:
     """Echo a number or a word (a union OpenAI's strict mode cannot take)."""
     return str(value)
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
+async def ask(ctx: Context) -> str:
+    """Ask the user for a name (elicitation), and greet it."""
+    answer = await ctx.elicit("What is your name?", response_type=str)
+    if answer.action == "accept":
+        return f"hello {answer.data}"
+    return f"no name ({answer.action})"
 
 
 @mcp.tool
