@@ -204,6 +204,11 @@ test("an upstream MCP server's tool shows where it comes from and runs from its 
   const result = page.getByRole('region', { name: 'Result' });
   await expect(result).toContainText('ok in');
   await expect(result).toContainText('PONG');
+  // The execution log names the server the call went to.
+  const runs = await rest('GET', '/runs?tool=tiny__ping');
+  expect(runs.json.runs[0].upstream).toBe('tiny');
+  await page.goto(`${env.url}/ui/runs`);
+  await expect(page.getByRole('row', { name: /tiny__ping/ }).first()).toContainText('tiny');
   expect((await rest('DELETE', '/servers/tiny')).status).toBe(204);
 });
 

@@ -158,6 +158,8 @@ export interface RunRecord {
   exit_code: number | null;
   truncated: boolean;
   started_at_ms: number;
+  /** The upstream MCP server the call went to (absent for toolsmith's own tools). */
+  upstream?: string;
 }
 
 export interface RunList {

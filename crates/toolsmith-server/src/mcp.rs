@@ -506,9 +506,12 @@ impl ServerHandler for McpServer {
                 }
             });
         }
-        self.state
-            .runs
-            .record(RunRecord::of(&result, &arguments, &self.options.caller));
+        self.state.runs.record(RunRecord::of_tool(
+            &tool.tool,
+            &result,
+            &arguments,
+            &self.options.caller,
+        ));
         Ok(to_mcp(&tool, &result).into())
     }
 

@@ -143,9 +143,27 @@ pub struct RunRecord {
     pub exit_code: Option<i32>,
     pub truncated: bool,
     pub started_at_ms: i64,
+    /// The upstream MCP server the call went to (absent for toolsmith's own tools).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
 }
 
 impl RunRecord {
+    /// The entry for a call of `tool`: [`RunRecord::of`], with the upstream server of an
+    /// MCP tool.
+    pub fn of_tool(
+        tool: &toolsmith_core::Tool,
+        result: &toolsmith_core::ToolResult,
+        arguments: &Value,
+        caller: &str,
+    ) -> Self {
+        let mut run = Self::of(result, arguments, caller);
+        if let toolsmith_core::model::Executor::Mcp(target) = &tool.executor {
+            run.upstream = Some(target.server.clone());
+        }
+        run
+    }
+
     /// The log entry for a finished call.
     pub fn of(result: &toolsmith_core::ToolResult, arguments: &Value, caller: &str) -> Self {
         let kind = match &result.error {
@@ -178,6 +196,7 @@ impl RunRecord {
             exit_code: result.meta.exit_code,
             truncated: result.meta.truncated.unwrap_or(false),
             started_at_ms: now_ms() - duration_ms as i64,
+            upstream: None,
         }
     }
 }

@@ -20,6 +20,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0004_generation.sql"),
     include_str!("../migrations/postgres/0005_sessions.sql"),
     include_str!("../migrations/postgres/0006_upstreams.sql"),
+    include_str!("../migrations/postgres/0007_run_upstream.sql"),
 ];
 
 /// An arbitrary constant naming toolsmith's migration lock.

@@ -62,6 +62,7 @@ where
     f64: Col<R>,
     bool: Col<R>,
     Option<i32>: Col<R>,
+    Option<String>: Col<R>,
 {
     Ok(RunRecord {
         id: row.try_get("id")?,
@@ -74,6 +75,7 @@ where
         exit_code: row.try_get("exit_code")?,
         truncated: row.try_get("truncated")?,
         started_at_ms: row.try_get("started_at")?,
+        upstream: row.try_get("upstream")?,
     })
 }
 

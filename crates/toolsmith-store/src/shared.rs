@@ -19,8 +19,8 @@ pub(crate) mod sql {
     pub const HISTORY: &str = "SELECT * FROM tool_versions WHERE name = $1 ORDER BY version";
     pub const DELETE: &str = "UPDATE tools SET deleted = TRUE, updated_at = $2, updated_by = $3 WHERE name = $1 AND NOT deleted";
     pub const GENERATION: &str = "SELECT generation FROM registry_generation WHERE id = 1";
-    pub const INSERT_RUN: &str = "INSERT INTO runs (tool, version, caller, arguments, kind, duration_ms, exit_code, truncated, started_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id";
+    pub const INSERT_RUN: &str = "INSERT INTO runs (tool, version, caller, arguments, kind, duration_ms, exit_code, truncated, started_at, upstream) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id";
     pub const PRUNE_RUNS: &str = "DELETE FROM runs WHERE id <= $1";
     pub const RUNS: &str = "SELECT * FROM runs WHERE id < $1 AND (CAST($2 AS TEXT) IS NULL OR tool = $2) \
          AND (CAST($3 AS TEXT) IS NULL OR kind = $3) AND (CAST($4 AS TEXT) IS NULL OR caller = $4) \
@@ -280,6 +280,7 @@ macro_rules! store_methods {
                     .bind(run.exit_code)
                     .bind(run.truncated)
                     .bind(run.started_at_ms)
+                    .bind(&run.upstream)
                     .fetch_one(&mut *tx)
                     .await?;
             }

@@ -26,6 +26,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0004_generation.sql"),
     include_str!("../migrations/sqlite/0005_sessions.sql"),
     include_str!("../migrations/sqlite/0006_upstreams.sql"),
+    include_str!("../migrations/sqlite/0007_run_upstream.sql"),
 ];
 
 /// The SQLite registry.

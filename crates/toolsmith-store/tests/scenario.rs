@@ -519,11 +519,14 @@ async fn execution_log(s: &impl Store) {
         } else {
             ToolResult::ok(json!({}), meta)
         };
-        batch.push(RunRecord::of(
+        let mut run = RunRecord::of(
             &result,
             &json!({"i": i}),
             if i < 100 { "alice" } else { "bob" },
-        ));
+        );
+        // Calls of upstream MCP tools name their server.
+        run.upstream = (i % 3 == 0).then(|| "github".to_owned());
+        batch.push(run);
         // Written in batches of various sizes, as the server's log writer does.
         if batch.len() as u64 == 1 + i % 7 {
             s.record_runs(&batch, 150).await.expect("record");
@@ -541,6 +544,8 @@ async fn execution_log(s: &impl Store) {
     let ids: Vec<i64> = newest.items.iter().map(|r| r.id).collect();
     assert_eq!(ids, [200, 199, 198], "newest first");
     assert_eq!(newest.items[0].arguments, json!({"i": 199}));
+    let upstreams: Vec<Option<&str>> = newest.items.iter().map(|r| r.upstream.as_deref()).collect();
+    assert_eq!(upstreams, [None, Some("github"), None], "199, 198, 197");
     let timeouts = s
         .runs(&RunQuery {
             kind: Some("timeout".into()),

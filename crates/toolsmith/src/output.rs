@@ -338,8 +338,13 @@ pub fn runs(runs: &[toolsmith_store::RunRecord], json: bool) {
         return;
     }
     for r in runs {
+        let upstream = r
+            .upstream
+            .as_ref()
+            .map(|u| format!("  (MCP server {u})"))
+            .unwrap_or_default();
         outln!(
-            "{}  {:<20} v{:<3} {:<18} {:>9.1} ms  {}",
+            "{}  {:<20} v{:<3} {:<18} {:>9.1} ms  {}{upstream}",
             utc(r.started_at_ms),
             r.tool,
             r.version,

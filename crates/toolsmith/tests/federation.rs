@@ -335,6 +335,19 @@ fn toolsmith_serves_another_toolsmith_and_fastmcp_side_by_side() {
     assert_eq!(text(&r), "5", "{r}");
     let r = call(&base, "fm__add", json!({"a": "two", "b": 3}));
     assert_eq!(error_kind(&r), "invalid_arguments", "{r}");
+    // The execution log has both calls, naming the server they went to.
+    let runs = get(&base, "/runs?tool=fm__add");
+    let runs = runs["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(
+        runs.iter()
+            .all(|r| r["upstream"] == "fm" && r["caller"] == "local"),
+        "{runs:?}"
+    );
+    assert_eq!(
+        (runs[0]["kind"].clone(), runs[1]["kind"].clone()),
+        (json!("invalid_arguments"), json!("ok"))
+    );
     // Exported for OpenAI's strict mode, a union it cannot take goes with `strict: false`,
     // and a header says why.
     let mut r = ureq::get(format!("{base}/export?format=openai&strict=true"))

@@ -70,6 +70,7 @@ export default function RunsPage() {
               <Descriptions.Item label="Outcome"><KindTag kind={r.kind} /></Descriptions.Item>
               <Descriptions.Item label="Duration">{duration(r.duration_ms)}</Descriptions.Item>
               <Descriptions.Item label="Exit code">{r.exit_code ?? '—'}</Descriptions.Item>
+              {r.upstream && <Descriptions.Item label="MCP server">{r.upstream}</Descriptions.Item>}
               <Descriptions.Item label="Version that ran">{r.version}</Descriptions.Item>
               <Descriptions.Item label="Output truncated">{r.truncated ? 'yes' : 'no'}</Descriptions.Item>
               <Descriptions.Item label="Try again">
@@ -83,6 +84,7 @@ export default function RunsPage() {
         columns={[
           { title: 'Time', dataIndex: 'started_at_ms', render: (ms: number) => new Date(ms).toLocaleString() },
           { title: 'Tool', dataIndex: 'tool', render: (n: string) => <Link to={`/tools/${encodeURIComponent(n)}`}>{n}</Link> },
+          { title: 'Upstream', dataIndex: 'upstream', render: (u?: string) => u ?? '—' },
           { title: 'Version', dataIndex: 'version' },
           { title: 'Caller', dataIndex: 'caller' },
           { title: 'Outcome', dataIndex: 'kind', render: (k: string) => <KindTag kind={k} /> },

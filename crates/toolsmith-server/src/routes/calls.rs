@@ -176,8 +176,12 @@ async fn call(
         }
     };
     unfinished.disarm();
-    s.runs
-        .record(RunRecord::of(&result, &arguments, &caller.name));
+    s.runs.record(RunRecord::of_tool(
+        &tool.tool,
+        &result,
+        &arguments,
+        &caller.name,
+    ));
     if result
         .error
         .as_ref()
@@ -224,8 +228,11 @@ impl Drop for LogIfDropped {
             Vec::new(),
             meta,
         );
-        self.state
-            .runs
-            .record(RunRecord::of(&result, &self.arguments, &self.caller));
+        self.state.runs.record(RunRecord::of_tool(
+            &self.tool.tool,
+            &result,
+            &self.arguments,
+            &self.caller,
+        ));
     }
 }
