@@ -461,3 +461,31 @@ impl CallCgroup {
         }
     }
 }
+
+/// Starts `cmd` (a long-lived process: a session's, an upstream MCP server's) in a cgroup
+/// slot of its own where `cgroups` has one, with `limits` and `niceness` applied right after
+/// the spawn; returns the child and its slot.
+pub(crate) async fn spawn_contained(
+    cmd: tokio::process::Command,
+    cgroups: Option<&Cgroups>,
+    limits: Limits,
+    niceness: i32,
+) -> Result<(std::io::Result<tokio::process::Child>, Option<CallCgroup>), String> {
+    let launch = move |mut cmd: tokio::process::Command, cgroup: Option<CallCgroup>| {
+        let child = cmd.spawn();
+        if let Ok(c) = &child {
+            let _ = apply_rlimits(c.id().unwrap_or(0), &limits, niceness);
+        }
+        (child, cgroup)
+    };
+    match cgroups.and_then(|c| c.create(limits.processes)) {
+        Some(cg) => cg
+            .spawn_inside(
+                move |cg| launch(cmd, Some(cg)),
+                |(c, _)| c.as_ref().ok().and_then(tokio::process::Child::id),
+            )
+            .await
+            .map_err(|_| "the spawning thread went away".to_string()),
+        None => Ok(launch(cmd, None)),
+    }
+}

@@ -216,24 +216,8 @@ pub async fn start(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Sta
         }
     };
     cmd.env_clear().envs(&spec.env).current_dir(spec.cwd);
-    let (limits, niceness) = (spec.limits, spec.niceness);
-    let launch = move |mut cmd: Command, cgroup: Option<CallCgroup>| {
-        let child = cmd.spawn();
-        if let Ok(c) = &child {
-            let _ = limits::apply_rlimits(c.id().unwrap_or(0), &limits, niceness);
-        }
-        (child, cgroup)
-    };
-    let (child, cgroup) = match cgroups.and_then(|c| c.create(limits.processes)) {
-        Some(cg) => cg
-            .spawn_inside(
-                move |cg| launch(cmd, Some(cg)),
-                |(c, _)| c.as_ref().ok().and_then(Child::id),
-            )
-            .await
-            .map_err(|_| "the spawning thread went away".to_string())?,
-        None => launch(cmd, None),
-    };
+    let (child, cgroup) =
+        limits::spawn_contained(cmd, cgroups.map(|c| &**c), spec.limits, spec.niceness).await?;
     let mut child = child.map_err(|e| format!("starting {program:?}: {e}"))?;
     let pid = child.id().unwrap_or(0);
     let mut records = None;

@@ -483,28 +483,13 @@ async fn spawn(def: &McpServer, spawning: &Spawning) -> Result<Spawned, String> 
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let (limits, niceness) = (spawning.limits, spawning.niceness);
-    let launch = move |mut cmd: Command, cgroup: Option<CallCgroup>| {
-        let child = cmd.spawn();
-        if let Ok(c) = &child {
-            let _ = limits::apply_rlimits(c.id().unwrap_or(0), &limits, niceness);
-        }
-        (child, cgroup)
-    };
-    let (child, cgroup) = match spawning
-        .cgroups
-        .as_ref()
-        .and_then(|c| c.create(limits.processes))
-    {
-        Some(cg) => cg
-            .spawn_inside(
-                move |cg| launch(cmd, Some(cg)),
-                |(c, _)| c.as_ref().ok().and_then(Child::id),
-            )
-            .await
-            .map_err(|_| "the spawning thread went away".to_string())?,
-        None => launch(cmd, None),
-    };
+    let (child, cgroup) = limits::spawn_contained(
+        cmd,
+        spawning.cgroups.as_deref(),
+        spawning.limits,
+        spawning.niceness,
+    )
+    .await?;
     let mut child = child.map_err(|e| format!("starting {program:?}: {e}"))?;
     let pid = child.id().unwrap_or(0);
     let stdin = child.stdin.take().ok_or("no stdin")?;
