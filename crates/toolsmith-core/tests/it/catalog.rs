@@ -675,3 +675,88 @@ fn json_catalogs_load_like_yaml() {
         err.0[0].message
     );
 }
+
+#[test]
+fn mcp_servers_report_every_problem_with_its_path() {
+    check(
+        r#"
+mcp_servers:
+  - name: a
+    comand: [x]
+  - name: "bad name"
+    url: ftp://x
+    on_change: maybe
+  - name: c
+    command: [x]
+    url: http://x/mcp
+    tools:
+      t: {danger: risky, nme: y}
+  - name: h
+    url: http://x/mcp
+    headers: {Authorization: "Bearer {missing}"}
+  - name: a
+    url: http://y/mcp
+"#,
+        expect![[r#"
+            mcp_servers[0].comand: unknown key; did you mean `command`?
+            mcp_servers[0]: no transport: give `command` (a program speaking MCP on stdio) or `url` (Streamable HTTP)
+            mcp_servers[1].name: invalid server name "bad name": 1 to 64 letters, digits, `_` or `-`
+            mcp_servers[1].url: "ftp://x" is not an http:// or https:// URL (Streamable HTTP; legacy SSE-only servers are not supported)
+            mcp_servers[1].on_change: unknown change policy "maybe" (expected one of hold, accept)
+            mcp_servers[2]: give either `command` (a program speaking MCP on stdio) or `url` (Streamable HTTP), not both
+            mcp_servers[2].tools.t.nme: unknown key; did you mean `name`?
+            mcp_servers[2].tools.t.danger: unknown danger level "risky" (expected one of safe, dangerous)
+            mcp_servers[3].headers.Authorization: {missing} names no config field (known: none)
+            mcp_servers[4].name: duplicate server name "a" (first declared at catalog.yaml: mcp_servers[0])
+        "#]],
+    );
+}
+
+#[test]
+fn an_mcp_server_round_trips_through_its_catalog_form() {
+    let source = MemSource::new(&[(
+        "c.yaml",
+        r#"
+mcp_servers:
+  - name: files
+    command: [npx, -y, server, /data]
+    env: {LOG: warn}
+    env_allowlist: [PATH]
+    working_dir: data
+    prefix: fs
+    include: ["read_*", list]
+    exclude: [read_secret]
+    on_change: accept
+    timeout_ms: 5000
+    idle_timeout_ms: 60000
+    tools:
+      read_file: {name: read_data, description: Read a data file., danger: safe, tags: [data], timeout_ms: 100}
+      list: {enabled: false}
+    config_schema: [{name: token, secret: true, env_name: API_TOKEN}]
+    config: {token: s3cret}
+  - name: web
+    url: https://mcp.example.com/mcp
+    headers: {Authorization: "Bearer {token}"}
+    config_schema: [{name: token, secret: true}]
+    config: {token: t0k}
+"#,
+    )]);
+    let catalog = catalog::load("c.yaml", &source).expect("loads");
+    assert_eq!(catalog.servers.len(), 2);
+    for server in &catalog.servers {
+        let form = server.to_catalog_value(Secrets::Keep);
+        let again = catalog::parse_server(&form, &source).expect("reads back");
+        assert_eq!(&again, server, "{form}");
+        let shown = server.to_catalog_value(Secrets::Redact).to_string();
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("t0k"),
+            "{shown}"
+        );
+    }
+    assert_eq!(catalog.servers[0].prefix(), "fs");
+    assert!(catalog.servers[0].serves("read_file") && !catalog.servers[0].serves("read_secret"));
+    assert_eq!(
+        catalog.servers[1].resolved_headers()["Authorization"],
+        "Bearer t0k"
+    );
+}
