@@ -115,11 +115,9 @@ pub struct CallOptions {
     pub caller: String,
     /// The caller may see and use every caller's sessions.
     pub admin: bool,
-    /// Where an upstream MCP tool's progress goes (a downstream client's progress token).
-    pub progress: Option<tokio::sync::mpsc::UnboundedSender<upstream::Progress>>,
-    /// Who answers an upstream MCP tool's questions (a downstream client that can ask its
-    /// user); without one they are declined.
-    pub elicit: Option<upstream::Elicitor>,
+    /// What an MCP client calling an upstream tool offers the upstream: its progress token,
+    /// a user to ask, answers to earlier questions.
+    pub downstream: upstream::Downstream,
 }
 
 impl CallOptions {
@@ -129,8 +127,7 @@ impl CallOptions {
             confirmed,
             caller: caller.into(),
             admin: false,
-            progress: None,
-            elicit: None,
+            downstream: upstream::Downstream::default(),
         }
     }
 }

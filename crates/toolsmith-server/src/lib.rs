@@ -10,6 +10,7 @@ pub mod error;
 pub mod federation;
 pub mod guard;
 pub mod mcp;
+pub mod mcp_ask;
 pub mod mcp_params;
 pub mod openapi;
 mod routes;

@@ -32,6 +32,8 @@ use toolsmith_store::{Query, RunRecord, StoreExt, decode_cursor, encode_cursor};
 use crate::{AppState, mcp_params};
 use toolsmith_exec::upstream::Elicitor;
 
+use crate::mcp_ask::{self, Next, Parking};
+
 /// Tools per `tools/list` page.
 pub const PAGE_SIZE: usize = 200;
 
@@ -60,6 +62,8 @@ pub struct McpServer {
     state: Arc<AppState>,
     options: Arc<McpOptions>,
     snapshot: Arc<Mutex<Option<Arc<Snapshot>>>>,
+    /// Upstream calls waiting for this server's clients to answer a question.
+    parking: Parking,
 }
 
 impl McpServer {
@@ -68,6 +72,7 @@ impl McpServer {
             state,
             options: Arc::new(options),
             snapshot: Arc::default(),
+            parking: Parking::default(),
         }
     }
 
@@ -185,10 +190,10 @@ impl McpServer {
         let upstream = matches!(tool.tool.executor, Executor::Mcp(_));
         let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
         if upstream && token.is_some() {
-            options.progress = Some(progress_tx);
+            options.downstream.progress = Some(progress_tx);
         }
         if upstream {
-            options.elicit = elicitor(ctx);
+            options.downstream.elicit = elicitor(ctx);
         }
         let call = self.state.engine.call(tool, arguments, options);
         tokio::pin!(call);
@@ -201,14 +206,7 @@ impl McpServer {
             let token = token.clone();
             async move {
                 if let Some(token) = token {
-                    let mut param = ProgressNotificationParam::new(token, p.progress);
-                    if let Some(total) = p.total {
-                        param = param.with_total(total);
-                    }
-                    if let Some(message) = p.message {
-                        param = param.with_message(message);
-                    }
-                    let _ = ctx.peer.notify_progress(param).await;
+                    let _ = ctx.peer.notify_progress(progress_param(&token, p)).await;
                 }
             }
         };
@@ -271,6 +269,31 @@ fn elicitor(ctx: &RequestContext<RoleServer>) -> Option<Elicitor> {
             serde_json::to_value(answer).map_err(|e| e.to_string())
         })
     })))
+}
+
+/// An upstream's progress under this client's token.
+fn progress_param(
+    token: &rmcp::model::ProgressToken,
+    p: toolsmith_exec::upstream::Progress,
+) -> ProgressNotificationParam {
+    let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
+    if let Some(total) = p.total {
+        param = param.with_total(total);
+    }
+    if let Some(message) = p.message {
+        param = param.with_message(message);
+    }
+    param
+}
+
+/// Whether an upstream's questions go to this client as "input required": a client on the
+/// 2026-07-28 protocol that can show a form.
+fn asks_back(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+        && ctx
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some())
 }
 
 /// The key of the confirmation in an input-required round trip.
@@ -484,6 +507,37 @@ impl ServerHandler for McpServer {
             Some(Value::String(text)) => Value::String(text.clone()),
             _ => Value::Object(request.arguments.clone().unwrap_or_default()),
         };
+        let upstream = matches!(tool.tool.executor, Executor::Mcp(_));
+        // The answer to an upstream's question asked of this client (protocol 2026-07-28):
+        // the parked call goes on.
+        if let Some(state) = request
+            .request_state
+            .as_deref()
+            .filter(|s| upstream && Parking::names_a_question(Some(s)))
+        {
+            let answer = request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get(mcp_ask::QUESTION_KEY))
+                .cloned()
+                .unwrap_or_else(|| json!({"action": "cancel"}));
+            let result = match self.parking.resume(state, answer).await {
+                Some(Next::Ask(asked)) => return Ok(CallToolResponse::InputRequired(asked)),
+                Some(Next::Done(result)) => result,
+                None => ToolResult::err(
+                    ErrorKind::Upstream,
+                    format!(
+                        "the question of `{}` this answers is no longer waiting (it waits {} minutes, \
+                         on the server that asked it); call the tool again",
+                        tool.tool.name,
+                        mcp_ask::KEEP.as_secs() / 60
+                    ),
+                    Vec::new(),
+                    tool.meta(Vec::new()),
+                ),
+            };
+            return Ok(self.finish(&tool, result, &arguments, false));
+        }
         let (confirmed, declined) = match self.confirmation(&tool, &arguments, &request, &ctx).await
         {
             Confirmation::Ask(ask) => return Ok(CallToolResponse::InputRequired(ask)),
@@ -491,28 +545,20 @@ impl ServerHandler for McpServer {
             Confirmation::Declined => (false, true),
             Confirmation::NotAsked => (false, false),
         };
-        let mut result = self.run(&tool, arguments.clone(), confirmed, &ctx).await;
-        if let Some(e) = result
-            .error
-            .as_mut()
-            .filter(|e| e.kind == ErrorKind::NeedsConfirmation)
-        {
-            e.message.push_str(match declined {
-                true => "; the user declined to run it",
-                false => {
-                    "; this client cannot ask the user to confirm, and this server runs dangerous \
-                          tools without asking only when started with --allow-dangerous. Tell the \
-                          user what you wanted to run instead"
-                }
-            });
-        }
-        self.state.runs.record(RunRecord::of_tool(
-            &tool.tool,
-            &result,
-            &arguments,
-            &self.options.caller,
-        ));
-        Ok(to_mcp(&tool, &result).into())
+        // An upstream's questions go to a 2026-07-28 client as "input required": the call is
+        // parked until the answer comes with the call sent again.
+        let result = if upstream && asks_back(&ctx) {
+            match self
+                .parked_run(&tool, arguments.clone(), confirmed, &ctx)
+                .await
+            {
+                Next::Ask(asked) => return Ok(CallToolResponse::InputRequired(asked)),
+                Next::Done(result) => result,
+            }
+        } else {
+            self.run(&tool, arguments.clone(), confirmed, &ctx).await
+        };
+        Ok(self.finish(&tool, result, &arguments, declined))
     }
 
     /// Protocol 2026-07-28 clients follow changes with `subscriptions/listen`.
@@ -553,5 +599,68 @@ impl ServerHandler for McpServer {
                 }
             }
         });
+    }
+}
+
+impl McpServer {
+    /// A finished call: a refused dangerous call says what to do, the call is logged, and
+    /// the result put in MCP's form.
+    fn finish(
+        &self,
+        tool: &CompiledTool,
+        mut result: ToolResult,
+        arguments: &Value,
+        declined: bool,
+    ) -> CallToolResponse {
+        if let Some(e) = result
+            .error
+            .as_mut()
+            .filter(|e| e.kind == ErrorKind::NeedsConfirmation)
+        {
+            e.message.push_str(match declined {
+                true => "; the user declined to run it",
+                false => {
+                    "; this client cannot ask the user to confirm, and this server runs dangerous \
+                          tools without asking only when started with --allow-dangerous. Tell the \
+                          user what you wanted to run instead"
+                }
+            });
+        }
+        self.state.runs.record(RunRecord::of_tool(
+            &tool.tool,
+            &result,
+            arguments,
+            &self.options.caller,
+        ));
+        to_mcp(tool, &result).into()
+    }
+
+    /// An upstream tool's call whose questions come back here ([`Parking`]), run until its
+    /// result or its first question; its progress goes to the client meanwhile.
+    async fn parked_run(
+        &self,
+        tool: &Arc<CompiledTool>,
+        arguments: Value,
+        confirmed: bool,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Next {
+        let mut options = self.call_options(confirmed, ctx);
+        if let Some(token) = ctx.meta.get_progress_token() {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            options.downstream.progress = Some(tx);
+            let peer = ctx.peer.clone();
+            tokio::spawn(async move {
+                while let Some(p) = rx.recv().await {
+                    let _ = peer.notify_progress(progress_param(&token, p)).await;
+                }
+            });
+        }
+        let (engine, tool) = (self.state.engine.clone(), tool.clone());
+        self.parking
+            .start(move |elicitor| {
+                options.downstream.elicit = Some(elicitor);
+                async move { engine.call(&tool, arguments, options).await }
+            })
+            .await
     }
 }

@@ -398,19 +398,21 @@ async def federation_stdio(bin, workspace, catalog, mark):
                                    cwd=workspace)
     async with Client(params) as client:
         await federation_checks(client, mark)
-    # An upstream's question (FastMCP's ctx.elicit) reaches a client that can ask its user,
-    # on the protocol where a server may ask during a call; the answer goes back upstream.
+    # An upstream's question (FastMCP's ctx.elicit) reaches a client that can ask its user —
+    # as a server request before protocol 2026-07-28, as "input required" with it — and the
+    # answer goes back upstream.
     asked = []
 
     async def answer(context, params):
         asked.append(params.message)
         return types.ElicitResult(action="accept", content={"value": "Ada"})
 
-    async with Client(params, mode="legacy", elicitation_callback=answer) as client:
-        await wait_for_tool(client, "fm__ask")
-        r = await client.call_tool("fm__ask", {})
-        assert not r.is_error and text(r) == "hello Ada", text(r)
-        assert asked == ["What is your name?"], asked
+    for mode in ["legacy", "auto"]:
+        async with Client(params, mode=mode, elicitation_callback=answer) as client:
+            await wait_for_tool(client, "fm__ask")
+            r = await client.call_tool("fm__ask", {})
+            assert not r.is_error and text(r) == "hello Ada", f"{mode} ({client.protocol_version}): {text(r)}"
+    assert asked == ["What is your name?"] * 2, asked
     # A client that cannot ask: the question is declined, the tool still answers.
     async with Client(params, mode="legacy") as client:
         await wait_for_tool(client, "fm__ask")
@@ -422,6 +424,19 @@ async def federation_stdio(bin, workspace, catalog, mark):
 async def federation_http(url, mark):
     async with Client(url) as client:
         await federation_checks(client, mark)
+    # Over stateless HTTP the question comes back as "input required", and the answer, sent
+    # with the call again, reaches the parked call on this server.
+    asked = []
+
+    async def answer(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"value": "Grace"})
+
+    async with Client(url, elicitation_callback=answer) as client:
+        r = await client.call_tool("fm__ask", {})
+        assert not r.is_error and text(r) == "hello Grace", f"{client.protocol_version}: {text(r)}"
+    assert asked == ["What is your name?"], asked
+    print("federation over HTTP: an upstream's question answered by this client's user")
 
 
 if __name__ == "__main__":

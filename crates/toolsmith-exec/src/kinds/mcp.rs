@@ -27,8 +27,7 @@ impl Engine {
                 &target.tool,
                 arguments,
                 timeout,
-                opts.progress.clone(),
-                opts.elicit.clone(),
+                &opts.downstream,
             )
             .await;
         match answer {

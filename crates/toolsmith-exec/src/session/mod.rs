@@ -208,7 +208,8 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-fn random_hex(bytes: usize) -> String {
+/// `bytes` random bytes as hex, from getrandom(2).
+pub fn random_hex(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
     // getrandom(2) fails only on kernels older than 3.17; the time is a weak fallback.
     if rustix::rand::getrandom(&mut buf, rustix::rand::GetRandomFlags::empty()).is_err() {

@@ -88,6 +88,15 @@ pub enum Event {
     Status { server: String },
 }
 
+/// What the caller of an upstream tool offers the upstream: where its progress goes, and
+/// who answers its questions during the call. The default offers nothing: questions are
+/// declined.
+#[derive(Debug, Clone, Default)]
+pub struct Downstream {
+    pub progress: Option<mpsc::UnboundedSender<Progress>>,
+    pub elicit: Option<Elicitor>,
+}
+
 /// How many times one call may answer "input required" before it is given up.
 const MAX_INPUT_ROUNDS: usize = 8;
 
@@ -323,8 +332,7 @@ impl Upstreams {
         tool: &str,
         arguments: Map<String, Value>,
         timeout: Duration,
-        progress: Option<mpsc::UnboundedSender<Progress>>,
-        elicit: Option<Elicitor>,
+        downstream: &Downstream,
     ) -> Result<Value, UpstreamError> {
         let up = self
             .get(server)
@@ -332,8 +340,10 @@ impl Upstreams {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = Some(arguments);
+        let (progress, elicit) = (&downstream.progress, &downstream.elicit);
         // An upstream on the 2026-07-28 protocol asks for input by answering "input
-        // required"; the call is sent again with the answers, a few rounds at most.
+        // required": answered here (asked through `elicit`, or declined) and the call sent
+        // again, a few rounds at most.
         for _ in 0..MAX_INPUT_ROUNDS {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             match self
