@@ -408,7 +408,11 @@ fn a_changed_upstream_definition_is_held_until_approved() {
         dir.path(),
         &fastmcp_entry(
             "fm",
-            &format!("    env: {{TS_DESCRIPTION: {}}}\n", description.display()),
+            &format!(
+                "    env: {{TS_DESCRIPTION: {}, TS_EXTRA: {}}}\n",
+                description.display(),
+                dir.path().join("extra").display()
+            ),
         ),
     );
     let db = registry_db(dir.path());
@@ -481,6 +485,35 @@ fn a_changed_upstream_definition_is_held_until_approved() {
     );
     assert_eq!(get(&base, "/servers/fm/changes")["changes"], json!([]));
 
+    // A tool the upstream adds is not served until approved.
+    std::fs::write(dir.path().join("extra"), "").expect("write");
+    let pid = get(&base, "/servers/fm")["status"]["pid"]
+        .as_u64()
+        .expect("pid");
+    Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("kill");
+    let changes = wait_for("the added tool held", 40, || {
+        let v = get(&base, "/servers/fm/changes");
+        let list = v["changes"].as_array()?.clone();
+        (list.len() == 1).then_some(list)
+    });
+    assert_eq!(
+        (changes[0]["tool"].clone(), changes[0]["kind"].clone()),
+        (json!("extra"), json!("added"))
+    );
+    let (status, _) = request("GET", &format!("{base}/tools/fm__extra"), None);
+    assert_eq!(status, 404, "an unapproved tool is served");
+    let (status, v) = request(
+        "POST",
+        &format!("{base}/servers/fm/approve"),
+        Some(json!({"tools": ["extra"]})),
+    );
+    assert_eq!((status, v["tools"].clone()), (200, json!(["extra"])), "{v}");
+    assert_eq!(text(&call(&base, "fm__extra", json!({}))), "extra");
+    std::fs::remove_file(dir.path().join("extra")).expect("remove");
+
     // The upstream stops offering it: disabled at once, its calls say why.
     std::fs::write(&description, "gone").expect("write");
     let pid = get(&base, "/servers/fm")["status"]["pid"]
@@ -490,12 +523,15 @@ fn a_changed_upstream_definition_is_held_until_approved() {
         .args(["-KILL", &pid.to_string()])
         .status()
         .expect("kill");
-    let changes = wait_for("the removal held", 40, || {
+    let changes = wait_for("the removals held", 40, || {
         let v = get(&base, "/servers/fm/changes");
         let list = v["changes"].as_array()?.clone();
-        (list.len() == 1).then_some(list)
+        (list.len() == 2).then_some(list)
     });
-    assert_eq!(changes[0]["kind"], "removed", "{changes:?}");
+    assert!(
+        changes.iter().all(|c| c["kind"] == "removed"),
+        "{changes:?}"
+    );
     let tool = get(&base, "/tools/fm__describe");
     assert_eq!(tool["definition"]["enabled"], false, "{tool}");
     let r = call(&base, "fm__describe", json!({"thing": "x"}));

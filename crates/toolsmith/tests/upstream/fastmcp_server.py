@@ -1,6 +1,7 @@
 """A FastMCP server the federation tests put behind toolsmith (stdio, or Streamable HTTP with
 --http PORT). Its behaviour is set by the test: the description of `describe` is read from
-the file in TS_DESCRIPTION (read at start; `gone` there: no such tool), TS_EXIT_AT_START makes it exit at once after a
+the file in TS_DESCRIPTION (read at start; `gone` there: no such tool), a tool `extra`
+exists when the file TS_EXTRA names exists, TS_EXIT_AT_START makes it exit at once after a
 line on stderr (which shows the secret in TS_SECRET, to see it redacted), TS_MARK names a file where `hang` notes that it was cancelled."""
 import asyncio
 import os
@@ -27,6 +28,15 @@ def describe(thing: str) -> str:
 
 if description != "gone":
     mcp.tool(description=description)(describe)
+
+
+def extra() -> str:
+    """A tool that appeared later."""
+    return "extra"
+
+
+if os.environ.get("TS_EXTRA") and os.path.exists(os.environ["TS_EXTRA"]):
+    mcp.tool(annotations={"readOnlyHint": True})(extra)
 
 
 @mcp.tool(annotations={"readOnlyHint": True})
