@@ -24,12 +24,26 @@ pub fn check_summary(file: &Path, catalog: &Catalog, json: bool) {
             "tools": catalog.tools.len(),
             "enabled": enabled,
             "by_executor": {"command": count("command"), "script": count("script"), "builtin": count("builtin")},
+            "mcp_servers": catalog.servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
         });
         outln!("{summary}");
         return;
     }
+    let servers = match catalog.servers.len() {
+        0 => String::new(),
+        n => format!(
+            " and {n} MCP server{} ({}; their tools are found when they run)",
+            if n == 1 { "" } else { "s" },
+            catalog
+                .servers
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     outln!(
-        "ok: {} — {} tool{} ({enabled} enabled; {} command, {} script, {} builtin) from {} file{}",
+        "ok: {} — {} tool{} ({enabled} enabled; {} command, {} script, {} builtin){servers} from {} file{}",
         file.display(),
         catalog.tools.len(),
         if catalog.tools.len() == 1 { "" } else { "s" },

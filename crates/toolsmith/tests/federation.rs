@@ -712,6 +712,21 @@ fn mcp_client_configs_are_imported_with_secrets_as_fields() {
         err.contains("\"old\" skipped") && err.contains("SSE"),
         "{err}"
     );
+    // What is printed is a catalog: it checks, once its variables are set.
+    let printed = dir.path().join("printed.yaml");
+    std::fs::write(&printed, &out).expect("write");
+    let mut check = Command::new(BIN);
+    check.args(["check", printed.to_str().expect("utf-8")]);
+    for var in out.split("${").skip(1).filter_map(|s| s.split('}').next()) {
+        check.env(var, "set-for-the-check");
+    }
+    let o = check.output().expect("check");
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && said.contains("2 MCP servers (files, remote"),
+        "{said}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 
     // Imported, they are secret config fields, stored and shown as ***.
     let (ok, out, err) = cli(&[
