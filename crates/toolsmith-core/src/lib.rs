@@ -8,6 +8,8 @@
 //!   problem at once with its path.
 //! - [`pipeline`] runs what a model sent through parse → coerce → defaults → validate, with a
 //!   JSON Schema compiled once per tool version ([`pipeline::CompiledTool`]).
+//! - [`http`] is the `http` executor's declaration and its pure rules (URL templates, header
+//!   names, refused addresses); `openapi` turns an OpenAPI document into `http` tools.
 //! - [`json_text`] reads JSON text exactly: duplicate keys and numbers that would change
 //!   are refused, with their JSON pointer.
 //! - [`plan`] turns validated arguments into the exact argv, stdin and environment of a
@@ -25,6 +27,7 @@ pub mod agent;
 pub mod builtin;
 pub mod catalog;
 mod form;
+pub mod http;
 pub mod json_text;
 pub mod model;
 pub mod pipeline;

@@ -325,6 +325,8 @@ pub enum Executor {
     Builtin(String),
     /// A tool of an upstream MCP server, called through toolsmith (SPEC §11).
     Mcp(McpTarget),
+    /// One HTTP request built from the arguments (SPEC §12).
+    Http(crate::http::HttpCall),
 }
 
 impl Executor {
@@ -334,6 +336,7 @@ impl Executor {
             Self::Script(_) => "script",
             Self::Builtin(_) => "builtin",
             Self::Mcp(_) => "mcp",
+            Self::Http(_) => "http",
         }
     }
 }
@@ -591,9 +594,13 @@ pub struct Injection {
     /// catalog otherwise refuses.
     #[serde(skip_serializing_if = "is_false")]
     pub allow_dangerous_env: bool,
+    /// For `http` tools: the name in the request (query key, header name, body property)
+    /// when it is not the parameter's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_name: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum InjectAs {
     #[default]
@@ -601,6 +608,14 @@ pub enum InjectAs {
     Option,
     Stdin,
     Env,
+    /// `http` tools: one path segment of the URL template, percent-encoded.
+    Path,
+    /// `http` tools: a query parameter.
+    Query,
+    /// `http` tools: a request header.
+    Header,
+    /// `http` tools: a property of the JSON body (or the whole body with `body: whole`).
+    Body,
 }
 
 impl InjectAs {

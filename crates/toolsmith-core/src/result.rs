@@ -30,6 +30,12 @@ pub enum ErrorKind {
     Upstream,
     /// An upstream MCP tool ran and reported a failure (`isError`); its result is the output.
     ToolError,
+    /// An HTTP API answered with a status of 400 or more; the message has the status and the
+    /// body's head, the output the whole body.
+    HttpStatus,
+    /// An HTTP request got no answer: a name that does not resolve, a refused or broken
+    /// connection, TLS, or a host or redirect toolsmith refuses.
+    Network,
     Internal,
 }
 
@@ -111,6 +117,9 @@ pub struct Meta {
     /// True when output was not valid UTF-8 and was shown with replacement characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lossy: Option<bool>,
+    /// For `http` tools: `{"status", "headers", "redirects"?}` of the response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

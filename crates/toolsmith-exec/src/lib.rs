@@ -18,6 +18,7 @@
 mod builtin;
 mod capture;
 mod folders;
+pub mod http;
 mod kinds;
 mod limits;
 mod process;
@@ -147,6 +148,8 @@ pub struct Engine {
     warm: Option<Arc<warm::Warm>>,
     sessions: session::Sessions,
     upstreams: upstream::Upstreams,
+    /// The one HTTP client of `http` tools and the `http_request` built-in.
+    http: http::HttpClient,
 }
 
 impl Engine {
@@ -186,6 +189,7 @@ impl Engine {
                 config.sessions_unavailable.clone(),
             ),
             upstreams,
+            http: http::HttpClient::new()?,
             workspace,
             config,
         })
@@ -332,6 +336,7 @@ impl Engine {
                 self.run_mcp(t, target, prepared.arguments, &opts, meta)
                     .await
             }
+            Executor::Http(call) => self.run_http(t, call, invocation, meta).await,
         }
     }
 

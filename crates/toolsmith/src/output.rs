@@ -130,6 +130,7 @@ pub fn show(tool: &Tool, json: bool) {
         toolsmith_core::model::Executor::Mcp(t) => {
             format!("mcp: tool `{}` of server `{}`", t.tool, t.server)
         }
+        toolsmith_core::model::Executor::Http(h) => format!("http: {} {}", h.method, h.url),
     };
     outln!("  executor:  {executor}");
     outln!(
@@ -191,6 +192,11 @@ fn parameter_line(p: &Parameter, tool: &Tool) -> String {
         }
         (toolsmith_core::model::Executor::Command(_), InjectAs::Stdin) => "  [stdin]".into(),
         (toolsmith_core::model::Executor::Command(_), InjectAs::Env) => "  [env]".into(),
+        (toolsmith_core::model::Executor::Http(_), place) => {
+            let wire = toolsmith_core::http::wire_name(p);
+            let place = serde_json::to_value(place).unwrap_or_default();
+            format!("  [{} {wire}]", place.as_str().unwrap_or("?"))
+        }
         _ => String::new(),
     };
     let desc = p

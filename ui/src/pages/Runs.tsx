@@ -11,7 +11,7 @@ import { useDebounced } from './Tools';
 import { Pill } from '../Pill';
 import { Pager } from '../Pager';
 
-const KINDS = ['ok', 'invalid_arguments', 'unknown_tool', 'disabled', 'needs_confirmation', 'timeout', 'exit_status', 'output_limit', 'spawn_failed', 'bad_output', 'cancelled', 'session', 'upstream', 'tool_error', 'internal'];
+const KINDS = ['ok', 'invalid_arguments', 'unknown_tool', 'disabled', 'needs_confirmation', 'timeout', 'exit_status', 'output_limit', 'spawn_failed', 'bad_output', 'cancelled', 'session', 'upstream', 'tool_error', 'http_status', 'network', 'internal'];
 
 export function KindTag({ kind }: { kind: string }) {
   return <Pill tone={kind === 'ok' ? 'ok' : kind === 'needs_confirmation' ? 'warn' : 'danger'}>{kind}</Pill>;

@@ -155,6 +155,7 @@ const TOOL_KEYS: &[&str] = &[
     "script",
     "builtin",
     "mcp",
+    "http",
     "executor",
     "input_schema",
     "env",
@@ -163,7 +164,7 @@ const TOOL_KEYS: &[&str] = &[
     "limits",
     "output",
 ];
-const EXECUTORS: [&str; 4] = ["command", "script", "builtin", "mcp"];
+const EXECUTORS: [&str; 5] = ["command", "script", "builtin", "mcp", "http"];
 
 impl Loader<'_> {
     fn tool(
@@ -289,7 +290,7 @@ impl Loader<'_> {
             .get("parameters")
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
-        let parameters = match (f.list("parameters", e), spec) {
+        let mut parameters = match (f.list("parameters", e), spec) {
             (Some(_), Some(s)) => {
                 e.push(
                     &f.at("parameters"),
@@ -336,6 +337,11 @@ impl Loader<'_> {
             (None, None) => Vec::new(),
         };
         let config = self.config(&f, &config_schema, e);
+        if let Some(Executor::Http(call)) = &executor
+            && parameters.len() == declared
+        {
+            executor::settle_http(call, &mut parameters, &config_schema, &f, e);
+        }
 
         let output_schema = f.get("output_schema").cloned();
         if let Some(schema) = &output_schema {

@@ -45,6 +45,7 @@ const KEYS: &[&str] = &[
     "allow_dangerous_env",
     "secret",
     "workspace_path",
+    "http_name",
 ];
 
 const INJECTION_KEYS: &[&str] = &[
@@ -55,6 +56,7 @@ const INJECTION_KEYS: &[&str] = &[
     "array_style",
     "separator",
     "allow_dangerous_env",
+    "http_name",
 ];
 
 /// String formats the validator asserts; anything else would silently pass, so it is refused.
@@ -87,6 +89,8 @@ pub(crate) enum Place {
     CommandArgument,
     /// A top-level argument of a script or built-in tool (arrives as JSON).
     JsonArgument,
+    /// A top-level argument of an `http` tool: path, query, header or body.
+    HttpArgument,
     /// A field of `config_schema`: `secret` and `env_name` allowed.
     Config,
     /// An array's items or an object's property.
@@ -441,6 +445,9 @@ fn parse_constraints(f: &Fields<'_>, p: &mut Parameter, e: &mut Errs) {
 }
 
 fn parse_injection(f: &Fields<'_>, p: &mut Parameter, place: Place, e: &mut Errs) {
+    if place == Place::HttpArgument {
+        return parse_http_injection(f, p, e);
+    }
     if place != Place::CommandArgument {
         let why = match place {
             Place::JsonArgument => "script and built-in tools receive their arguments as JSON",
@@ -451,10 +458,11 @@ fn parse_injection(f: &Fields<'_>, p: &mut Parameter, place: Place, e: &mut Errs
         };
         for key in INJECTION_KEYS {
             if f.has(key) {
-                e.push(
-                    &f.at(key),
-                    format!("`{key}` applies to top-level parameters of command tools; {why}"),
-                );
+                let message = match *key {
+                    "http_name" => "`http_name` applies to top-level parameters of http tools".into(),
+                    _ => format!("`{key}` applies to top-level parameters of command tools; {why}"),
+                };
+                e.push(&f.at(key), message);
             }
         }
         if f.has("env_name") && place != Place::Config {
@@ -467,6 +475,9 @@ fn parse_injection(f: &Fields<'_>, p: &mut Parameter, place: Place, e: &mut Errs
             p.injection.env_name = env_name(f, e);
         }
         return;
+    }
+    if f.has("http_name") {
+        e.push(&f.at("http_name"), "`http_name` applies to parameters of http tools");
     }
     let mut inj = Injection::default();
     let names = ["argument", "option", "stdin", "env"];
@@ -630,4 +641,73 @@ fn env_name(f: &Fields<'_>, e: &mut Errs) -> Option<String> {
         e.push(&f.at("env_name"), format!("invalid environment variable name {name:?}: use letters, digits and `_`, not starting with a digit"));
     }
     Some(name)
+}
+
+/// An `http` tool's parameter: where it goes in the request (`inject_as` path, query, header
+/// or body; not given: decided by the tool's method once the tool is read), its name there,
+/// and for arrays in a query or header, repeated or joined.
+fn parse_http_injection(f: &Fields<'_>, p: &mut Parameter, e: &mut Errs) {
+    for key in [
+        "option_name",
+        "option_style",
+        "boolean_style",
+        "env_name",
+        "allow_dangerous_env",
+    ] {
+        if f.has(key) {
+            e.push(
+                &f.at(key),
+                format!("`{key}` applies to command tools; an http tool's parameters go into the request (`inject_as`: path, query, header or body)"),
+            );
+        }
+    }
+    let mut inj = Injection::default();
+    if let Some(place) = f.choice(
+        "inject_as",
+        "place in the request",
+        &["path", "query", "header", "body"],
+        |s| match s {
+            "path" => Some(InjectAs::Path),
+            "query" => Some(InjectAs::Query),
+            "header" => Some(InjectAs::Header),
+            "body" => Some(InjectAs::Body),
+            _ => None,
+        },
+        e,
+    ) {
+        inj.inject_as = place;
+    }
+    inj.http_name = f.string("http_name", e);
+    if let Some(name) = &inj.http_name
+        && (name.is_empty() || name.chars().any(char::is_control))
+    {
+        e.push(
+            &f.at("http_name"),
+            format!("invalid name {name:?}: not empty, no control characters"),
+        );
+    }
+    if let Some(style) = f.choice(
+        "array_style",
+        "array style",
+        &["repeat", "join"],
+        |s| match s {
+            "repeat" => Some(ArrayStyle::Repeat),
+            "join" => Some(ArrayStyle::Join),
+            _ => None,
+        },
+        e,
+    ) {
+        if p.ty != ParamType::Array {
+            e.push(
+                &f.at("array_style"),
+                format!("`array_style` applies to array parameters, not {}", p.ty.as_str()),
+            );
+        }
+        inj.array_style = Some(style);
+    }
+    inj.separator = f.string("separator", e);
+    if inj.separator.is_some() && inj.array_style != Some(ArrayStyle::Join) {
+        e.push(&f.at("separator"), "`separator` applies with `array_style: join`");
+    }
+    p.injection = inj;
 }

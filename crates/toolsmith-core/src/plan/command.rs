@@ -32,6 +32,8 @@ pub(super) fn plan(
         let first_new_arg = argv.len();
         let inj = &p.injection;
         match inj.inject_as {
+            // The catalog keeps these to http tools.
+            InjectAs::Path | InjectAs::Query | InjectAs::Header | InjectAs::Body => continue,
             InjectAs::Argument => {
                 let values = match value {
                     Value::Array(items) => match inj.array_style {
@@ -143,6 +145,7 @@ pub(super) fn plan(
             stdin,
             env,
             stdin_shown: None,
+            http: None,
         })
     } else {
         Err(problems)
@@ -190,10 +193,3 @@ fn check_os_string(s: &str, prefix: usize, at: &str, what: &str, problems: &mut 
     }
 }
 
-fn join(items: &[Value], separator: Option<&str>) -> String {
-    items
-        .iter()
-        .map(text)
-        .collect::<Vec<_>>()
-        .join(separator.unwrap_or(","))
-}

@@ -1,5 +1,5 @@
 //! Injection planning (SPEC §5.2): validated arguments → the exact argv, stdin and environment
-//! of a command, or the JSON stdin of a script.
+//! of a command, the JSON stdin of a script, or the request of an `http` tool.
 //!
 //! One fixed rule per type and injection, applied in declaration order; absent optional
 //! parameters (and nulls) inject nothing. Values that a program could misread as options, NUL
@@ -16,14 +16,17 @@ use crate::pipeline::CompiledTool;
 use crate::result::{Problem, ToolResult};
 
 mod command;
+mod http;
 mod script;
+
+pub use http::{Header, HttpRequest};
 
 /// Linux's `MAX_ARG_STRLEN` (128 KiB): the most one argument or one `NAME=value` environment
 /// string may take, its terminating NUL included.
 pub const MAX_ARG_BYTES: usize = 128 * 1024;
 
 /// What a call will run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Invocation {
     /// Program then arguments; empty for built-ins.
     pub argv: Vec<String>,
@@ -34,6 +37,8 @@ pub struct Invocation {
     /// What views show as stdin when it holds secrets (a script's `config`): the same with
     /// secret values as `***`.
     pub stdin_shown: Option<String>,
+    /// For `http` tools: the request, instead of a process.
+    pub http: Option<HttpRequest>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,8 +50,12 @@ pub struct EnvVar {
 }
 
 impl Invocation {
-    /// The dry-run view: `{"argv", "stdin", "env"}` with secret values redacted.
+    /// The dry-run view: `{"argv", "stdin", "env"}` with secret values redacted (for an
+    /// `http` tool `{"http": {"method", "url", "headers", "body"}}`).
     pub fn to_json(&self) -> Value {
+        if let Some(request) = &self.http {
+            return json!({ "http": request.to_json() });
+        }
         let env: Map<String, Value> = self
             .env
             .iter()
@@ -68,13 +77,12 @@ pub fn plan(tool: &Tool, args: &Map<String, Value>) -> Result<Invocation, Vec<Pr
     match &tool.executor {
         Executor::Command(base) => command::plan(tool, base, args),
         Executor::Script(script) => Ok(script::plan(tool, script, args)),
-        // Built-ins and upstream tools receive the arguments as they are.
-        Executor::Builtin(_) | Executor::Mcp(_) => Ok(Invocation {
-            argv: Vec::new(),
-            stdin: None,
-            env: Vec::new(),
-            stdin_shown: None,
+        Executor::Http(call) => Ok(Invocation {
+            http: Some(http::plan(tool, call, args)?),
+            ..Invocation::default()
         }),
+        // Built-ins and upstream tools receive the arguments as they are.
+        Executor::Builtin(_) | Executor::Mcp(_) => Ok(Invocation::default()),
     }
 }
 
@@ -127,6 +135,15 @@ pub fn text(v: &Value) -> String {
         Value::Null => String::new(),
         other => other.to_string(),
     }
+}
+
+/// Array items as text, joined by `separator` (`,` when not given).
+fn join(items: &[Value], separator: Option<&str>) -> String {
+    items
+        .iter()
+        .map(text)
+        .collect::<Vec<_>>()
+        .join(separator.unwrap_or(","))
 }
 
 fn number_text(n: &serde_json::Number) -> String {

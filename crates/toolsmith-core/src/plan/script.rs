@@ -28,5 +28,6 @@ pub(super) fn plan(tool: &Tool, script: &Script, args: &Map<String, Value>) -> I
         stdin: Some(stdin),
         env: Vec::new(),
         stdin_shown,
+        http: None,
     }
 }

@@ -1,12 +1,14 @@
-//! Which executor a tool has — `command`, `script` or `builtin`, in the short or the rich
+//! Which executor a tool has — `command`, `script`, `builtin`, `mcp` or `http`, in the short or the rich
 //! (`executor: {kind: ...}`) form — and the rules of each kind, one module per kind.
 
 mod builtin;
 mod command;
+mod http;
 mod mcp;
 mod script;
 
 pub(super) use command::{check_injection_layout, read as read_command};
+pub(super) use http::settle as settle_http;
 
 use super::*;
 
@@ -34,6 +36,7 @@ pub(super) fn rules(executor: Option<&Executor>) -> Rules {
         Some(Executor::Script(_)) => script::RULES,
         Some(Executor::Builtin(_)) => builtin::RULES,
         Some(Executor::Mcp(_)) => mcp::RULES,
+        Some(Executor::Http(_)) => http::RULES,
     }
 }
 
@@ -48,7 +51,7 @@ impl Loader<'_> {
             [] => {
                 e.push(
                     &f.path,
-                    "no executor: give exactly one of `command`, `script` or `builtin`",
+                    "no executor: give exactly one of `command`, `script`, `builtin` or `http`",
                 );
                 return None;
             }
@@ -90,6 +93,13 @@ impl Loader<'_> {
                     |s| EXECUTORS.contains(&s).then(|| s.to_owned()),
                     e,
                 )?;
+                if kind == "http" {
+                    e.push(
+                        &ef.at("kind"),
+                        "an http tool is written `http: {method, url, ...}`, not in the `executor:` form",
+                    );
+                    return None;
+                }
                 (ef, kind)
             }
             None => {
@@ -135,6 +145,7 @@ impl Loader<'_> {
             "command" => command::read(v, at, e),
             "script" => script::read(v, at, file, self.src, e),
             "mcp" => mcp::read(v, at, e),
+            "http" => http::read(v, at, e),
             _ => builtin::read(v, at, e),
         }
     }

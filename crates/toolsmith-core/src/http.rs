@@ -1,0 +1,222 @@
+//! HTTP tools (SPEC §12): what an `http` executor declares — method, URL template, fixed
+//! headers, auth from config fields, body mode, response cap, allowed hosts — and the pure
+//! rules around it (URL placeholders, header names, which addresses are refused).
+//! Reading it from a catalog is in `catalog::executor::http`, the request a call makes in
+//! `plan::http`, sending it in `toolsmith_exec`.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use serde::Serialize;
+
+/// The methods an `http` tool may use.
+pub const METHODS: [&str; 7] = ["GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"];
+
+/// The response body an `http` tool keeps unless it says otherwise (1 MiB).
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 1024 * 1024;
+
+/// Redirects followed at most.
+pub const MAX_REDIRECTS: usize = 5;
+
+/// Headers a tool cannot set: the client owns them.
+pub const RESERVED_HEADERS: [&str; 5] = [
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "upgrade",
+];
+
+/// An `http` tool's request, as declared (`http:` in the catalog).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HttpCall {
+    /// Upper case, one of [`METHODS`].
+    pub method: String,
+    /// `http(s)://host/path/{param}...`: placeholders only in the path.
+    pub url: String,
+    /// Fixed headers sent with every call.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth: Option<HttpAuth>,
+    /// `whole`: the one `inject_as: body` parameter is the entire body; otherwise the body
+    /// parameters form a JSON object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<BodyMode>,
+    /// Bytes of response body kept; a longer body fails the call (`output_limit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_response_bytes: Option<u64>,
+    /// When not empty, the only hosts the tool may reach (its URL's, and redirects').
+    /// A link-local or metadata address is reached only when named here literally.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow_hosts: Vec<String>,
+}
+
+impl HttpCall {
+    pub fn max_response_bytes(&self) -> u64 {
+        self.max_response_bytes
+            .unwrap_or(DEFAULT_MAX_RESPONSE_BYTES)
+    }
+}
+
+/// Whether `host` (a name or an address) may be reached under `allow` (empty: any host):
+/// `api.example.com` matches itself, `*.example.com` any name under it.
+pub fn host_allowed(allow: &[String], host: &str) -> bool {
+    allow.is_empty() || allow.iter().any(|h| host_matches(h, host))
+}
+
+/// Whether `allow` names `host` literally (what a link-local or metadata address needs).
+pub fn names_host(allow: &[String], host: &str) -> bool {
+    allow
+        .iter()
+        .any(|h| h.trim_matches(['[', ']']).eq_ignore_ascii_case(host.trim_matches(['[', ']'])))
+}
+
+fn host_matches(pattern: &str, host: &str) -> bool {
+    let pattern = pattern.trim_matches(['[', ']']).to_ascii_lowercase();
+    let host = host.trim_matches(['[', ']']).to_ascii_lowercase();
+    match pattern.strip_prefix("*.") {
+        Some(suffix) => host.len() > suffix.len() && host.ends_with(&format!(".{suffix}")),
+        None => pattern == host,
+    }
+}
+
+/// Where an `http` tool's credentials come from: names of its config fields.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HttpAuth {
+    /// `Authorization: Bearer <field>`.
+    Bearer(String),
+    /// `Authorization: Basic base64(<user field>:<password field>)`.
+    Basic(String, String),
+    /// A header `name` whose value is the field `value`.
+    Header { name: String, value: String },
+    /// A query parameter `name` whose value is the field `value`.
+    Query { name: String, value: String },
+}
+
+impl HttpAuth {
+    /// The config fields it reads.
+    pub fn fields(&self) -> Vec<&str> {
+        match self {
+            Self::Bearer(f) => vec![f],
+            Self::Basic(u, p) => vec![u, p],
+            Self::Header { value, .. } | Self::Query { value, .. } => vec![value],
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BodyMode {
+    Whole,
+}
+
+/// A parameter's name in the request: its `http_name`, or its own.
+pub fn wire_name(p: &crate::model::Parameter) -> &str {
+    p.injection.http_name.as_deref().unwrap_or(&p.name)
+}
+
+/// GET, HEAD and OPTIONS change nothing; an imported operation with another method is
+/// dangerous unless the operator says otherwise.
+pub fn is_safe_method(method: &str) -> bool {
+    matches!(method, "GET" | "HEAD" | "OPTIONS")
+}
+
+/// Whether a request of `method` carries a body built from parameters.
+pub fn method_has_body(method: &str) -> bool {
+    matches!(method, "POST" | "PUT" | "PATCH" | "DELETE")
+}
+
+/// The `{name}` placeholders of a URL template, in order. An unmatched `{` or `}`, an empty
+/// or nested placeholder is an error.
+pub fn placeholders(template: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find(['{', '}']) {
+        if rest[open..].starts_with('}') {
+            return Err(format!("a `}}` without its `{{` in {template:?}"));
+        }
+        let after = &rest[open + 1..];
+        let close = after
+            .find(['{', '}'])
+            .filter(|&i| after[i..].starts_with('}'))
+            .ok_or_else(|| format!("a `{{` without its `}}` in {template:?}"))?;
+        let name = &after[..close];
+        if name.is_empty() {
+            return Err(format!("an empty `{{}}` in {template:?}"));
+        }
+        out.push(name.to_owned());
+        rest = &after[close + 1..];
+    }
+    Ok(out)
+}
+
+/// Whether `name` is an HTTP header name (RFC 9110 token characters).
+pub fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+        })
+}
+
+/// Whether `value` may be sent as a header value: no CR, LF or NUL (which would end the
+/// header and start another), no other control characters but tab.
+pub fn is_header_value(value: &str) -> bool {
+    !value.chars().any(|c| c.is_control() && c != '\t')
+}
+
+/// Link-local (169.254.0.0/16, fe80::/10) and cloud metadata addresses (fd00:ec2::254):
+/// refused unless a tool names them in `allow_hosts`.
+pub fn is_link_local_or_metadata(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_link_local(),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return v4.is_link_local();
+            }
+            let s = v6.segments();
+            (s[0] & 0xffc0) == 0xfe80 || v6 == std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_read_in_order_and_broken_ones_refused() {
+        assert_eq!(
+            placeholders("https://x/repos/{owner}/{repo}/issues/{number}").unwrap(),
+            ["owner", "repo", "number"]
+        );
+        assert!(placeholders("https://x/{a").is_err());
+        assert!(placeholders("https://x/a}").is_err());
+        assert!(placeholders("https://x/{}").is_err());
+        assert!(placeholders("https://x/{a{b}}").is_err());
+    }
+
+    #[test]
+    fn link_local_and_metadata_addresses_are_recognised() {
+        for bad in ["169.254.169.254", "fe80::1", "fd00:ec2::254", "::ffff:169.254.1.1"] {
+            assert!(is_link_local_or_metadata(bad.parse().unwrap()), "{bad}");
+        }
+        for good in ["127.0.0.1", "10.0.0.1", "::1", "2001:db8::1"] {
+            assert!(!is_link_local_or_metadata(good.parse().unwrap()), "{good}");
+        }
+    }
+
+    #[test]
+    fn allowed_hosts_match_names_and_wildcards() {
+        let allow = ["api.example.com".to_owned(), "*.cdn.example.com".to_owned()];
+        assert!(host_allowed(&allow, "api.example.com"));
+        assert!(host_allowed(&allow, "API.example.com"));
+        assert!(host_allowed(&allow, "a.cdn.example.com"));
+        assert!(!host_allowed(&allow, "cdn.example.com"));
+        assert!(!host_allowed(&allow, "evil.com"));
+        assert!(!host_allowed(&allow, "api.example.com.evil.com"));
+        assert!(host_allowed(&[], "anything"));
+        assert!(names_host(&["[fd00:ec2::254]".to_owned()], "fd00:ec2::254"));
+    }
+}
