@@ -29,6 +29,7 @@ pub mod catalog;
 mod form;
 pub mod http;
 pub mod json_text;
+pub mod openapi;
 pub mod model;
 pub mod pipeline;
 pub mod plan;

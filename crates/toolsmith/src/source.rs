@@ -57,3 +57,16 @@ pub fn load_catalog(path: &Path) -> Result<Catalog> {
     catalog::load(&entry, &src)
         .map_err(|errors| anyhow::anyhow!("{}", errors.to_string().trim_end()))
 }
+
+/// The process environment and no files: for definitions made in memory (an OpenAPI import).
+pub struct EnvSource;
+
+impl CatalogSource for EnvSource {
+    fn read(&self, path: &str) -> Result<String, String> {
+        Err(format!("this definition reads no files ({path})"))
+    }
+
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+}

@@ -1,6 +1,6 @@
 //! The subcommands and their flags (clap), and the dispatcher; each group's work is in a
 //! file of its own: [`serve`] (serve, mcp), [`catalog`], [`registry`], [`call`], [`runtime`],
-//! [`servers`] (upstream MCP servers, and `import --mcp-config`).
+//! [`servers`] (upstream MCP servers, and `import --mcp-config`), [`openapi`] (`import --openapi`).
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -22,6 +22,7 @@ use toolsmith_store::{Change, RunQuery, Store, StoreExt};
 
 mod call;
 mod catalog;
+mod openapi;
 mod registry;
 mod runtime;
 mod serve;
@@ -97,16 +98,23 @@ pub enum Command {
     /// version, unchanged ones keep theirs.
     Import {
         /// The catalog file (its tools and its `mcp_servers`).
-        #[arg(required_unless_present = "mcp_config")]
+        #[arg(required_unless_present_any = ["mcp_config", "openapi"])]
         file: Option<PathBuf>,
         /// Instead of a catalog, the MCP servers of an MCP client's configuration: Claude
         /// Desktop's claude_desktop_config.json, a .mcp.json (Claude Code, Cursor) or VS Code's
         /// mcp.json. Secret-looking values become secret config fields.
-        #[arg(long, value_name = "FILE", conflicts_with_all = ["file", "prune"])]
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["file", "prune", "openapi"])]
         mcp_config: Option<PathBuf>,
-        /// With --mcp-config: print the equivalent catalog YAML instead of importing (secrets
-        /// as `${VAR}` references).
-        #[arg(long, requires = "mcp_config")]
+        /// Instead of a catalog, an OpenAPI 3.0/3.1 document (JSON or YAML; a file or an
+        /// http(s) URL): each operation becomes an `http` tool. What is not imported is
+        /// listed with its reason.
+        #[arg(long, value_name = "SPEC", conflicts_with_all = ["file", "prune"])]
+        openapi: Option<String>,
+        #[command(flatten)]
+        openapi_args: openapi::OpenapiArgs,
+        /// With --mcp-config or --openapi: print the equivalent catalog YAML instead of
+        /// importing (secrets as `${VAR}` references; with --openapi the report goes to stderr).
+        #[arg(long)]
         print: bool,
         #[command(flatten)]
         db: DbArg,
@@ -398,14 +406,20 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Import {
             file,
             mcp_config,
+            openapi,
+            openapi_args,
             print,
             db,
             prune,
             json,
-        } => match (file, mcp_config) {
-            (_, Some(config)) => servers::import_config(&config, print, &db, json),
-            (Some(file), None) => registry::import(file, &db, prune, json),
-            (None, None) => bail!("name a catalog file, or --mcp-config FILE"),
+        } => match (file, mcp_config, openapi) {
+            (_, Some(config), _) => servers::import_config(&config, print, &db, json),
+            (_, None, Some(spec)) => openapi::import(&spec, &openapi_args, print, &db, json),
+            (Some(_), None, None) if print => {
+                bail!("--print applies to --mcp-config and --openapi (a catalog is already YAML)")
+            }
+            (Some(file), None, None) => registry::import(file, &db, prune, json),
+            (None, None, None) => bail!("name a catalog file, --mcp-config FILE or --openapi SPEC"),
         },
         Command::Servers { command, args } => servers::run(command, args),
         Command::History { name, db, json } => registry::history(name, &db, json),
