@@ -67,9 +67,10 @@ pub fn host_allowed(allow: &[String], host: &str) -> bool {
 
 /// Whether `allow` names `host` literally (what a link-local or metadata address needs).
 pub fn names_host(allow: &[String], host: &str) -> bool {
-    allow
-        .iter()
-        .any(|h| h.trim_matches(['[', ']']).eq_ignore_ascii_case(host.trim_matches(['[', ']'])))
+    allow.iter().any(|h| {
+        h.trim_matches(['[', ']'])
+            .eq_ignore_ascii_case(host.trim_matches(['[', ']']))
+    })
 }
 
 fn host_matches(pattern: &str, host: &str) -> bool {
@@ -155,9 +156,9 @@ pub fn placeholders(template: &str) -> Result<Vec<String>, String> {
 /// Whether `name` is an HTTP header name (RFC 9110 token characters).
 pub fn is_header_name(name: &str) -> bool {
     !name.is_empty()
-        && name.bytes().all(|b| {
-            b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-        })
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// Whether `value` may be sent as a header value: no CR, LF or NUL (which would end the
@@ -176,7 +177,8 @@ pub fn is_link_local_or_metadata(ip: IpAddr) -> bool {
                 return v4.is_link_local();
             }
             let s = v6.segments();
-            (s[0] & 0xffc0) == 0xfe80 || v6 == std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
+            (s[0] & 0xffc0) == 0xfe80
+                || v6 == std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
         }
     }
 }
@@ -199,7 +201,12 @@ mod tests {
 
     #[test]
     fn link_local_and_metadata_addresses_are_recognised() {
-        for bad in ["169.254.169.254", "fe80::1", "fd00:ec2::254", "::ffff:169.254.1.1"] {
+        for bad in [
+            "169.254.169.254",
+            "fe80::1",
+            "fd00:ec2::254",
+            "::ffff:169.254.1.1",
+        ] {
             assert!(is_link_local_or_metadata(bad.parse().unwrap()), "{bad}");
         }
         for good in ["127.0.0.1", "10.0.0.1", "::1", "2001:db8::1"] {

@@ -43,7 +43,9 @@ pub enum Failure {
     Network(String),
     Timeout,
     /// The body is longer than the cap.
-    TooLarge { limit: u64 },
+    TooLarge {
+        limit: u64,
+    },
 }
 
 /// A response, its body read whole.
@@ -92,7 +94,10 @@ impl HttpClient {
         let deadline = Instant::now() + req.timeout;
         let mut url = reqwest::Url::parse(req.url)
             .map_err(|e| Failure::Refused(format!("{}: not a URL ({e})", req.url_shown)))?;
-        let first_host = (url.host_str().map(str::to_owned), url.port_or_known_default());
+        let first_host = (
+            url.host_str().map(str::to_owned),
+            url.port_or_known_default(),
+        );
         let mut method = req.method.to_owned();
         let mut body = req.body;
         let mut headers: Vec<Header> = req.headers.to_vec();
@@ -139,7 +144,10 @@ impl HttpClient {
                         "{method} {shown}: redirected from https to {next}; toolsmith never leaves https"
                     )));
                 }
-                if (next.host_str().map(str::to_owned), next.port_or_known_default()) != first_host
+                if (
+                    next.host_str().map(str::to_owned),
+                    next.port_or_known_default(),
+                ) != first_host
                 {
                     headers.retain(|h| !h.secret);
                 }
@@ -263,9 +271,7 @@ impl Resolve for Guard {
     fn resolve(&self, name: Name) -> Resolving {
         let host = name.as_str().to_owned();
         Box::pin(async move {
-            let all: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .collect();
+            let all: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             let kept: Vec<SocketAddr> = all
                 .iter()
                 .copied()

@@ -18,7 +18,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{BIN, Serve, processes_with, repo, serve, serve_contained};
+use common::{
+    BIN, Serve, call, error_kind, get, processes_with, repo, request, serve, serve_contained,
+};
 use serde_json::{Value, json};
 
 /// `server-everything`'s entry point, installed by `npm ci` in `tests/upstream`.
@@ -56,44 +58,6 @@ fn fastmcp_entry(name: &str, extra: &str) -> String {
     format!("  - name: {name}\n    command: [{python}, {script}]\n{extra}")
 }
 
-fn request(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(60)))
-        .build()
-        .into();
-    let req = ureq::http::Request::builder()
-        .method(method)
-        .uri(url)
-        .header("content-type", "application/json")
-        .body(body.map(|b| b.to_string()).unwrap_or_default().into_bytes())
-        .expect("request");
-    let mut resp = agent.run(req).expect("send");
-    let status = resp.status().as_u16();
-    let text = resp.body_mut().read_to_string().unwrap_or_default();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
-fn get(base: &str, path: &str) -> Value {
-    let (status, v) = request("GET", &format!("{base}{path}"), None);
-    assert_eq!(status, 200, "GET {path}: {v}");
-    v
-}
-
-/// Calls `tool` (confirmed) over REST; returns the ToolResult.
-fn call(base: &str, tool: &str, arguments: Value) -> Value {
-    let (status, v) = request(
-        "POST",
-        &format!("{base}/tools/{tool}/call"),
-        Some(json!({"arguments": arguments, "confirm": true})),
-    );
-    assert_eq!(status, 200, "{tool}: {v}");
-    v
-}
-
 /// The text blocks of a passed-through result.
 fn text(r: &Value) -> String {
     assert_eq!(r["success"], true, "{r}");
@@ -103,11 +67,6 @@ fn text(r: &Value) -> String {
         .flatten()
         .filter_map(|c| c["text"].as_str())
         .collect()
-}
-
-fn error_kind(r: &Value) -> String {
-    assert_eq!(r["success"], false, "{r}");
-    r["error"]["kind"].as_str().unwrap_or_default().to_owned()
 }
 
 /// Polls `f` every 100 ms until it gives a value, for at most `secs`.

@@ -439,9 +439,35 @@ async def federation_http(url, mark):
     print("federation over HTTP: an upstream's question answered by this client's user")
 
 
+async def http_api(url):
+    """Tools imported from the FastAPI test application's OpenAPI description, called by an
+    MCP client: arguments a model might send (numbers as strings) repaired, the request as
+    the spec says, an HTTP error reported as a tool error with its message."""
+    async with Client(url) as client:
+        tools, _ = await list_all(client)
+        by = {t.name: t for t in tools}
+        issue = by["get_issue"]
+        assert issue.input_schema["required"] == ["owner", "repo", "number"], issue.input_schema
+        assert issue.annotations.read_only_hint is True, issue.annotations
+        assert by["create_item"].annotations.destructive_hint is not False, by["create_item"].annotations
+        r = await client.call_tool("get_issue", {"owner": "octo", "repo": "hello", "number": "12", "labels": ["x"]})
+        assert not r.is_error, text(r)
+        got = r.structured_content or json.loads(text(r))
+        assert got["number"] == 12 and got["seen"]["raw_path"] == "/repos/octo/hello/issues/12", got
+        assert got["seen"]["query"] == "labels=x", got
+        r = await client.call_tool("get_issue", {"owner": "o", "repo": "r", "number": 404})
+        assert r.is_error and "404" in text(r) and "not found" in text(r), text(r)
+        r = await client.call_tool("search", {"q": "nuts", "limit": "3"})
+        assert not r.is_error, text(r)
+        got = r.structured_content or json.loads(text(r))
+        assert got["limit"] == 3 and got["seen"]["query"] == "q=nuts&limit=3", got
+    print("http tools over MCP: repaired, sent as the spec says, errors reported")
+
+
 if __name__ == "__main__":
     kind, args = sys.argv[1], sys.argv[2:]
     anyio.run({"stdio": stdio, "http": http, "replicas": replicas,
                "sessions-stdio": sessions_stdio, "sessions-http": sessions_http,
-               "federation-stdio": federation_stdio, "federation-http": federation_http}[kind], *args)
+               "federation-stdio": federation_stdio, "federation-http": federation_http,
+               "http-api": http_api}[kind], *args)
     print("ok")

@@ -459,7 +459,9 @@ fn parse_injection(f: &Fields<'_>, p: &mut Parameter, place: Place, e: &mut Errs
         for key in INJECTION_KEYS {
             if f.has(key) {
                 let message = match *key {
-                    "http_name" => "`http_name` applies to top-level parameters of http tools".into(),
+                    "http_name" => {
+                        "`http_name` applies to top-level parameters of http tools".into()
+                    }
                     _ => format!("`{key}` applies to top-level parameters of command tools; {why}"),
                 };
                 e.push(&f.at(key), message);
@@ -477,7 +479,10 @@ fn parse_injection(f: &Fields<'_>, p: &mut Parameter, place: Place, e: &mut Errs
         return;
     }
     if f.has("http_name") {
-        e.push(&f.at("http_name"), "`http_name` applies to parameters of http tools");
+        e.push(
+            &f.at("http_name"),
+            "`http_name` applies to parameters of http tools",
+        );
     }
     let mut inj = Injection::default();
     let names = ["argument", "option", "stdin", "env"];
@@ -700,14 +705,20 @@ fn parse_http_injection(f: &Fields<'_>, p: &mut Parameter, e: &mut Errs) {
         if p.ty != ParamType::Array {
             e.push(
                 &f.at("array_style"),
-                format!("`array_style` applies to array parameters, not {}", p.ty.as_str()),
+                format!(
+                    "`array_style` applies to array parameters, not {}",
+                    p.ty.as_str()
+                ),
             );
         }
         inj.array_style = Some(style);
     }
     inj.separator = f.string("separator", e);
     if inj.separator.is_some() && inj.array_style != Some(ArrayStyle::Join) {
-        e.push(&f.at("separator"), "`separator` applies with `array_style: join`");
+        e.push(
+            &f.at("separator"),
+            "`separator` applies with `array_style: join`",
+        );
     }
     p.injection = inj;
 }

@@ -29,7 +29,9 @@ use schema::{Reader, cut, required_set, valid_name};
 /// Characters of a tool description kept (the docs URL comes after).
 const DESCRIPTION_MAX: usize = 1000;
 
-const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+const METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
 
 /// What to import and how.
 #[derive(Debug, Clone, Default)]
@@ -120,7 +122,10 @@ pub fn import(doc: &Value, opts: &Options, src: &dyn CatalogSource) -> Result<Im
     let base = base_url(doc, opts)?;
     let mut out = Imported {
         title: doc["info"]["title"].as_str().unwrap_or_default().to_owned(),
-        version: doc["info"]["version"].as_str().unwrap_or_default().to_owned(),
+        version: doc["info"]["version"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
         ..Imported::default()
     };
     let mut names: HashMap<String, usize> = HashMap::new();
@@ -147,12 +152,14 @@ pub fn import(doc: &Value, opts: &Options, src: &dyn CatalogSource) -> Result<Im
                 continue;
             }
             if method == "trace" {
-                out.skipped.push(skip("TRACE is not offered as a tool".into()));
+                out.skipped
+                    .push(skip("TRACE is not offered as a tool".into()));
                 continue;
             }
             if op.get("deprecated") == Some(&Value::Bool(true)) && !opts.include_deprecated {
-                out.skipped
-                    .push(skip("deprecated (import with deprecated operations to include it)".into()));
+                out.skipped.push(skip(
+                    "deprecated (import with deprecated operations to include it)".into(),
+                ));
                 continue;
             }
             let wanted = sanitize(&opts.prefix, id.as_deref(), method, path);
@@ -201,19 +208,27 @@ pub fn tools(imported: &Imported, src: &dyn CatalogSource) -> Result<Vec<Tool>, 
 
 /// The tool passes the catalog's rules; a default that fails its own schema is left out
 /// and tried again (noted); anything else skips the operation.
-fn check(mut tool: Value, src: &dyn CatalogSource, notes: &mut Vec<String>) -> Result<Value, String> {
+fn check(
+    mut tool: Value,
+    src: &dyn CatalogSource,
+    notes: &mut Vec<String>,
+) -> Result<Value, String> {
     if parse_tool(&tool, src).is_ok() {
         return Ok(tool);
     }
     if strip_defaults(&mut tool) {
         if parse_tool(&tool, src).is_ok() {
-            notes.push("defaults the document gives that fail their own schema were left out".into());
+            notes.push(
+                "defaults the document gives that fail their own schema were left out".into(),
+            );
             return Ok(tool);
         }
     }
     match parse_tool(&tool, src) {
         Ok(_) => Ok(tool),
-        Err(e) => Err(format!("the definition made of it does not pass the catalog's checks: {e}")),
+        Err(e) => Err(format!(
+            "the definition made of it does not pass the catalog's checks: {e}"
+        )),
     }
 }
 
@@ -256,7 +271,9 @@ fn base_url(doc: &Value, opts: &Options) -> Result<String, String> {
             let Some(server) = server else {
                 return match &opts.source_url {
                     Some(src) => origin(src),
-                    None => Err("the document names no server: give the base URL (--base-url)".into()),
+                    None => {
+                        Err("the document names no server: give the base URL (--base-url)".into())
+                    }
                 };
             };
             let mut url = server["url"].as_str().unwrap_or("/").to_owned();
@@ -309,7 +326,8 @@ fn selected(opts: &Options, op: &Value, id: Option<&str>, path: &str) -> bool {
     let by_id = |list: &[String]| id.is_some_and(|id| list.iter().any(|o| o == id));
     let by_path = |list: &[String]| list.iter().any(|g| glob(g, path));
     let any_filter = !(opts.tags.is_empty() && opts.operations.is_empty() && opts.paths.is_empty());
-    let included = !any_filter || by_tag(&opts.tags) || by_id(&opts.operations) || by_path(&opts.paths);
+    let included =
+        !any_filter || by_tag(&opts.tags) || by_id(&opts.operations) || by_path(&opts.paths);
     included
         && !by_tag(&opts.exclude_tags)
         && !by_id(&opts.exclude_operations)
@@ -477,7 +495,9 @@ fn operation(
         out.append(&mut r.parameter(&schema, &what, 0));
         if out["type"] == "object" {
             if required {
-                return Err(format!("{what} is an object, which toolsmith does not send in the {place}"));
+                return Err(format!(
+                    "{what} is an object, which toolsmith does not send in the {place}"
+                ));
             }
             r.notes.push(format!("{what} is an object and is not sent"));
             continue;
@@ -490,7 +510,10 @@ fn operation(
             out.insert("http_name".into(), json!(wire));
         }
         if out["type"] == "array" {
-            let style = p["style"].as_str().unwrap_or(if place == "query" { "form" } else { "simple" });
+            let style =
+                p["style"]
+                    .as_str()
+                    .unwrap_or(if place == "query" { "form" } else { "simple" });
             let explode = p["explode"].as_bool().unwrap_or(style == "form");
             match (style, explode) {
                 ("form", true) => {}
@@ -507,14 +530,19 @@ fn operation(
                 }
                 (other, _) => {
                     if required {
-                        return Err(format!("{what} uses style `{other}`, which toolsmith does not write"));
+                        return Err(format!(
+                            "{what} uses style `{other}`, which toolsmith does not write"
+                        ));
                     }
-                    r.notes.push(format!("{what} uses style `{other}` and is not sent"));
+                    r.notes
+                        .push(format!("{what} uses style `{other}` and is not sent"));
                     continue;
                 }
             }
             if place == "path" {
-                return Err(format!("{what} is a list in the path, which toolsmith does not write"));
+                return Err(format!(
+                    "{what} is a list in the path, which toolsmith does not write"
+                ));
             }
         }
         if required {
@@ -547,7 +575,13 @@ fn operation(
 fn param_name(wire: &str, taken: &mut HashSet<String>) -> String {
     let mut name: String = wire
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
         name.insert(0, '_');
@@ -588,16 +622,27 @@ fn body(
         })
     });
     let Some((media, entry)) = json_media else {
-        let kinds: Vec<&str> = content.map(|c| c.keys().map(String::as_str).collect()).unwrap_or_default();
-        let what = if kinds.is_empty() { "no media type".to_owned() } else { kinds.join(", ") };
+        let kinds: Vec<&str> = content
+            .map(|c| c.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let what = if kinds.is_empty() {
+            "no media type".to_owned()
+        } else {
+            kinds.join(", ")
+        };
         if required {
-            return Err(format!("its request body is {what}; toolsmith sends JSON bodies only"));
+            return Err(format!(
+                "its request body is {what}; toolsmith sends JSON bodies only"
+            ));
         }
-        r.notes.push(format!("the optional request body ({what}) is not sent: toolsmith sends JSON bodies only"));
+        r.notes.push(format!(
+            "the optional request body ({what}) is not sent: toolsmith sends JSON bodies only"
+        ));
         return Ok(());
     };
     if !crate::http::method_has_body(method) {
-        r.notes.push(format!("a {method} request's body is not sent"));
+        r.notes
+            .push(format!("a {method} request's body is not sent"));
         return Ok(());
     }
     let schema = entry.get("schema").cloned().unwrap_or(json!({}));
@@ -611,7 +656,8 @@ fn body(
         Some(props) if is_object && !props.is_empty() => {
             let needed = required_set(&flat);
             for (wire, s) in &props {
-                let Some(mut p) = r.property(wire, s, required && needed.contains(wire), "body", 0) else {
+                let Some(mut p) = r.property(wire, s, required && needed.contains(wire), "body", 0)
+                else {
                     continue;
                 };
                 let pname = param_name(wire, taken);
@@ -622,8 +668,12 @@ fn body(
                 p.insert("inject_as".into(), json!("body"));
                 params.push(Value::Object(p));
             }
-            if flat.get("additionalProperties").is_some_and(|a| a != &Value::Bool(false)) {
-                r.notes.push("the body's additional properties are not offered".into());
+            if flat
+                .get("additionalProperties")
+                .is_some_and(|a| a != &Value::Bool(false))
+            {
+                r.notes
+                    .push("the body's additional properties are not offered".into());
             }
         }
         _ => {
@@ -695,10 +745,15 @@ fn security(
         let Some(env) = opts.auth.get(scheme_name) else {
             continue;
         };
-        let field = |n: &str| {
-            json!({"name": n, "secret": true, "description": format!("credential for the security scheme {scheme_name}")})
-        };
-        let auth = match (scheme["type"].as_str(), scheme["scheme"].as_str().map(str::to_ascii_lowercase).as_deref(), scheme["in"].as_str()) {
+        let field = |n: &str| json!({"name": n, "secret": true, "description": format!("credential for the security scheme {scheme_name}")});
+        let auth = match (
+            scheme["type"].as_str(),
+            scheme["scheme"]
+                .as_str()
+                .map(str::to_ascii_lowercase)
+                .as_deref(),
+            scheme["in"].as_str(),
+        ) {
             (Some("http"), Some("bearer"), _) | (Some("oauth2" | "openIdConnect"), _, _) => {
                 config_schema.push(field("token"));
                 config.insert("token".into(), json!(format!("${{{env}}}")));
@@ -770,9 +825,18 @@ mod tests {
 
     #[test]
     fn names_are_made_portable() {
-        assert_eq!(sanitize("", Some("repos/get-issue"), "get", "/x"), "repos_get_issue");
-        assert_eq!(sanitize("gh_", Some("repos/get"), "get", "/x"), "gh_repos_get");
-        assert_eq!(sanitize("", None, "get", "/repos/{owner}/items"), "get_repos_owner_items");
+        assert_eq!(
+            sanitize("", Some("repos/get-issue"), "get", "/x"),
+            "repos_get_issue"
+        );
+        assert_eq!(
+            sanitize("gh_", Some("repos/get"), "get", "/x"),
+            "gh_repos_get"
+        );
+        assert_eq!(
+            sanitize("", None, "get", "/repos/{owner}/items"),
+            "get_repos_owner_items"
+        );
         assert_eq!(sanitize("", Some("1st"), "get", "/"), "op_1st");
         assert_eq!(sanitize("", Some(&"a".repeat(80)), "get", "/").len(), 64);
         assert_eq!(suffixed(&"a".repeat(64), 2).len(), 64);

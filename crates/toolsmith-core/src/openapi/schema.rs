@@ -178,7 +178,9 @@ impl<'d> Reader<'d> {
                                 out.insert(to.into(), v);
                             }
                         }
-                        Some(n) if n.is_number() && (ty == "number" || n.is_i64() || n.is_u64()) => {
+                        Some(n)
+                            if n.is_number() && (ty == "number" || n.is_i64() || n.is_u64()) =>
+                        {
                             out.insert(to.into(), n.clone());
                         }
                         _ => {}
@@ -321,7 +323,12 @@ impl<'d> Reader<'d> {
                     // Objects of several shapes: every property offered, none required.
                     let mut props = Map::new();
                     for a in many {
-                        for (k, v) in a.get("properties").and_then(Value::as_object).into_iter().flatten() {
+                        for (k, v) in a
+                            .get("properties")
+                            .and_then(Value::as_object)
+                            .into_iter()
+                            .flatten()
+                        {
                             props.entry(k.clone()).or_insert_with(|| v.clone());
                         }
                     }

@@ -192,4 +192,3 @@ fn check_os_string(s: &str, prefix: usize, at: &str, what: &str, problems: &mut 
         )));
     }
 }
-

@@ -117,7 +117,9 @@ pub(super) fn plan(
             InjectAs::Header => {
                 let value = match value {
                     Value::Null => continue,
-                    Value::Array(items) => join(items, Some(inj.separator.as_deref().unwrap_or(","))),
+                    Value::Array(items) => {
+                        join(items, Some(inj.separator.as_deref().unwrap_or(",")))
+                    }
                     v => text(v),
                 };
                 if !is_header_value(&value) {
@@ -205,7 +207,10 @@ pub(super) fn plan(
     }
     let with_query = |pairs: &[(String, String)]| -> Result<String, Vec<Problem>> {
         let mut u = url::Url::parse(&url).map_err(|e| {
-            vec![Problem::new("", format!("the URL {url:?} does not parse: {e}"))]
+            vec![Problem::new(
+                "",
+                format!("the URL {url:?} does not parse: {e}"),
+            )]
         })?;
         if !pairs.is_empty() {
             u.query_pairs_mut().extend_pairs(pairs);

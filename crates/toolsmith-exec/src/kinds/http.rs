@@ -69,7 +69,9 @@ impl Engine {
             Err(Failure::TooLarge { limit }) => {
                 return ToolResult::err(
                     ErrorKind::OutputLimit,
-                    format!("{what}: the response body is over the tool's {limit} bytes (max_response_bytes)"),
+                    format!(
+                        "{what}: the response body is over the tool's {limit} bytes (max_response_bytes)"
+                    ),
                     Vec::new(),
                     meta,
                 );

@@ -120,8 +120,8 @@ async fn validate(
 }
 
 /// What a call would run, without running it (the CLI's `call --dry-run`): the pipeline, then
-/// the plan. `data` is `{"arguments", "argv", "stdin", "env"}` (`"builtin"` for built-ins;
-/// secret values as `***`), `meta.coerced` the repairs; a problem is an `invalid_arguments`
+/// the plan. `data` is `{"arguments", "argv", "stdin", "env"}` (`"builtin"` for built-ins,
+/// `"http": {"method", "url", "headers", "body"}` for http tools; secret values as `***`), `meta.coerced` the repairs; a problem is an `invalid_arguments`
 /// result, a disabled tool `disabled`. Dangerous tools are planned too: nothing runs.
 #[utoipa::path(post, path = "/v1/tools/{name}/plan", tag = "calls", params(("name" = String, Path, description = "The tool's name")), request_body = CallBody,
     responses((status = 200, body = ToolResult), (status = 404, body = ErrorBody)))]

@@ -209,7 +209,10 @@ fn report(
         ));
     }
     for s in &i.skipped {
-        say(format!("  skipped {} ({} {}): {}", s.operation, s.method, s.path, s.reason));
+        say(format!(
+            "  skipped {} ({} {}): {}",
+            s.operation, s.method, s.path, s.reason
+        ));
     }
     for n in &i.notes {
         say(format!("  note {}: {}", n.tool, n.message));

@@ -5,6 +5,9 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_toolsmith");
 
@@ -101,4 +104,49 @@ pub fn processes_with(marker: &str) -> Vec<u32> {
         }
     }
     out
+}
+
+/// One REST request; the status and the body (JSON, or the text as a string).
+pub fn request(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into();
+    let req = ureq::http::Request::builder()
+        .method(method)
+        .uri(url)
+        .header("content-type", "application/json")
+        .body(body.map(|b| b.to_string()).unwrap_or_default().into_bytes())
+        .expect("request");
+    let mut resp = agent.run(req).expect("send");
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+pub fn get(base: &str, path: &str) -> Value {
+    let (status, v) = request("GET", &format!("{base}{path}"), None);
+    assert_eq!(status, 200, "GET {path}: {v}");
+    v
+}
+
+/// Calls `tool` (confirmed) over REST; returns the ToolResult.
+pub fn call(base: &str, tool: &str, arguments: Value) -> Value {
+    let (status, v) = request(
+        "POST",
+        &format!("{base}/tools/{tool}/call"),
+        Some(json!({"arguments": arguments, "confirm": true})),
+    );
+    assert_eq!(status, 200, "{tool}: {v}");
+    v
+}
+
+/// The kind of a failed ToolResult.
+pub fn error_kind(r: &Value) -> String {
+    assert_eq!(r["success"], false, "{r}");
+    r["error"]["kind"].as_str().unwrap_or_default().to_owned()
 }

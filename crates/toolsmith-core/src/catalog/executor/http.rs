@@ -77,7 +77,10 @@ pub(super) fn read(v: &Value, at: &str, e: &mut Errs) -> Option<Executor> {
                     headers.insert(name.clone(), text);
                 }
             }
-            _ => e.push(&f.at("headers"), "expected a mapping of header names to values"),
+            _ => e.push(
+                &f.at("headers"),
+                "expected a mapping of header names to values",
+            ),
         }
     }
     let auth = f.get("auth").and_then(|v| read_auth(v, &f.at("auth"), e));
@@ -101,7 +104,9 @@ pub(super) fn read(v: &Value, at: &str, e: &mut Errs) -> Option<Executor> {
         if h.is_empty() || h.contains(['/', ':', ' ']) && !h.starts_with('[') {
             e.push(
                 &format!("{}[{i}]", f.at("allow_hosts")),
-                format!("{h:?} is not a host: a name (`api.example.com`, `*.example.com`) or an address"),
+                format!(
+                    "{h:?} is not a host: a name (`api.example.com`, `*.example.com`) or an address"
+                ),
             );
         }
     }
@@ -136,13 +141,13 @@ fn check_url(url: &str, at: &str, e: &mut Errs) {
         Err(err) => return e.push(at, format!("not a URL ({err}): {url:?}")),
     };
     if !matches!(parsed.scheme(), "http" | "https") {
-        e.push(
-            at,
-            format!("{url:?}: only http and https URLs are allowed"),
-        );
+        e.push(at, format!("{url:?}: only http and https URLs are allowed"));
     }
     if parsed.fragment().is_some() {
-        e.push(at, format!("{url:?}: a URL sent to a server has no `#fragment`"));
+        e.push(
+            at,
+            format!("{url:?}: a URL sent to a server has no `#fragment`"),
+        );
     }
     if !parsed.username().is_empty() || parsed.password().is_some() {
         e.push(
@@ -169,7 +174,10 @@ fn check_header(name: &str, value: &str, at: &str, e: &mut Errs) {
     if !is_header_name(name) {
         e.push(at, format!("{name:?} is not a header name"));
     } else if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
-        e.push(at, format!("`{name}` is set by the HTTP client, not the tool"));
+        e.push(
+            at,
+            format!("`{name}` is set by the HTTP client, not the tool"),
+        );
     }
     if !is_header_value(value) {
         e.push(
@@ -199,7 +207,10 @@ fn read_auth(v: &Value, at: &str, e: &mut Errs) -> Option<HttpAuth> {
         let name = g.string("name", e);
         let value = g.string("value", e);
         if name.is_none() || value.is_none() {
-            e.push(&f.at(key), "needs `name` (in the request) and `value` (a config field)");
+            e.push(
+                &f.at(key),
+                "needs `name` (in the request) and `value` (a config field)",
+            );
         }
         Some((name?, value?))
     };
@@ -304,14 +315,19 @@ pub(in crate::catalog) fn settle(
         if !declared {
             e.push(
                 &f.at("http"),
-                format!("the URL's `{{{name}}}` has no parameter: declare one with `inject_as: path`"),
+                format!(
+                    "the URL's `{{{name}}}` has no parameter: declare one with `inject_as: path`"
+                ),
             );
         }
     }
     if !body.is_empty() && !method_has_body(&call.method) {
         e.push(
             &at(body[0], "inject_as"),
-            format!("a {} request has no body: use `inject_as: query`", call.method),
+            format!(
+                "a {} request has no body: use `inject_as: query`",
+                call.method
+            ),
         );
     }
     if call.body == Some(BodyMode::Whole) && body.len() != 1 {
