@@ -27,8 +27,10 @@ pub struct Outbound<'a> {
     pub url_shown: &'a str,
     pub headers: &'a [Header],
     pub body: Option<String>,
-    /// Bytes of body read at most; more is [`Failure::TooLarge`].
+    /// Bytes of body read at most; more is [`Failure::TooLarge`], or with `truncate` the
+    /// body cut there.
     pub max_bytes: u64,
+    pub truncate: bool,
     pub timeout: Duration,
     /// Hosts allowed (empty: any); an address listed here may be link-local.
     pub allow_hosts: &'a [String],
@@ -57,6 +59,8 @@ pub struct Response {
     pub body: Vec<u8>,
     /// Redirects followed.
     pub redirects: usize,
+    /// The body was cut at the cap (`truncate`).
+    pub truncated: bool,
 }
 
 impl Response {
@@ -173,27 +177,40 @@ impl HttpClient {
                     )
                 })
                 .collect();
-            let body = read_capped(response, req.max_bytes, deadline, &method, &shown).await?;
+            let cap = Cap {
+                max: req.max_bytes,
+                truncate: req.truncate,
+            };
+            let (body, truncated) = read_capped(response, cap, deadline, &method, &shown).await?;
             return Ok(Response {
                 status: status.as_u16(),
                 reason,
                 headers: kept,
                 body,
                 redirects: hop,
+                truncated,
             });
         }
         unreachable!("the loop returns by its last hop")
     }
 }
 
+/// How much of a body is read, and what happens past it.
+struct Cap {
+    max: u64,
+    truncate: bool,
+}
+
+/// The body, and whether it was cut at the cap.
 async fn read_capped(
     mut response: reqwest::Response,
-    max: u64,
+    cap: Cap,
     deadline: Instant,
     method: &str,
     shown: &str,
-) -> Result<Vec<u8>, Failure> {
-    if response.content_length().is_some_and(|n| n > max) {
+) -> Result<(Vec<u8>, bool), Failure> {
+    let max = cap.max;
+    if !cap.truncate && response.content_length().is_some_and(|n| n > max) {
         return Err(Failure::TooLarge { limit: max });
     }
     let mut body = Vec::new();
@@ -202,10 +219,15 @@ async fn read_capped(
         match tokio::time::timeout(left, response.chunk()).await {
             Err(_) => return Err(Failure::Timeout),
             Ok(Err(e)) => return Err(Failure::Network(describe(e, method, shown))),
-            Ok(Ok(None)) => return Ok(body),
+            Ok(Ok(None)) => return Ok((body, false)),
             Ok(Ok(Some(chunk))) => {
                 if (body.len() + chunk.len()) as u64 > max {
-                    return Err(Failure::TooLarge { limit: max });
+                    if !cap.truncate {
+                        return Err(Failure::TooLarge { limit: max });
+                    }
+                    let room = max as usize - body.len();
+                    body.extend_from_slice(&chunk[..room]);
+                    return Ok((body, true));
                 }
                 body.extend_from_slice(&chunk);
             }

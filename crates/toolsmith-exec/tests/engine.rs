@@ -677,7 +677,17 @@ async fn http_request_talks_to_a_local_server() {
     assert_eq!(data["status"], 201);
     assert_eq!(data["body"], "{\"saw_header\": true}");
     let r = f.call(&t, json!({"url": "file:///etc/passwd"})).await;
-    assert!(!r.success);
+    assert_eq!(r.error.map(|e| e.kind), Some(ErrorKind::InvalidArguments));
+    // The engine's one HTTP client refuses metadata addresses for the built-in too.
+    let r = f
+        .call(
+            &t,
+            json!({"url": "http://169.254.169.254/latest/meta-data"}),
+        )
+        .await;
+    let e = r.error.expect("refused");
+    assert_eq!(e.kind, ErrorKind::Network);
+    assert!(e.message.contains("metadata"), "{}", e.message);
 }
 
 #[tokio::test]

@@ -2,7 +2,7 @@
 //! Their interfaces are in `toolsmith_core::builtin`; this is what they do.
 
 mod files;
-mod http;
+pub(crate) mod http;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,7 +58,6 @@ pub fn run(
         "write_file" => files::write_file(args, ws),
         "list_dir" => files::list_dir(args, ws, stop),
         "glob" => files::glob(args, config, ws, stop),
-        "http_request" => http::request(args, config),
         other => Err(format!("unknown built-in {other:?}").into()),
     }
 }

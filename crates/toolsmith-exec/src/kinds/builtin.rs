@@ -11,6 +11,9 @@ impl Engine {
         args: serde_json::Map<String, Value>,
         meta: Meta,
     ) -> ToolResult {
+        if name == "http_request" {
+            return self.http_request(t, &args, meta).await;
+        }
         let ws = self.workspace.clone();
         let config = t.config.clone();
         let name_owned = name.to_owned();
@@ -38,6 +41,35 @@ impl Engine {
             Err(_) => ToolResult::err(
                 ErrorKind::Timeout,
                 format!("{name} did not finish within {} ms", t.timeout_ms),
+                Vec::new(),
+                meta,
+            ),
+        }
+    }
+
+    /// `http_request`: on the engine's HTTP client, not a blocking thread.
+    async fn http_request(
+        &self,
+        t: &Tool,
+        args: &serde_json::Map<String, Value>,
+        meta: Meta,
+    ) -> ToolResult {
+        let deadline = Duration::from_millis(t.timeout_ms);
+        let sent = tokio::time::timeout(
+            deadline,
+            crate::builtin::http::request(&self.http, args, &t.config),
+        );
+        match sent.await {
+            Ok(Ok(data)) => ToolResult::ok(data, meta),
+            Ok(Err(e)) => ToolResult::err(
+                e.kind,
+                format!("http_request: {}", e.message),
+                Vec::new(),
+                meta,
+            ),
+            Err(_) => ToolResult::err(
+                ErrorKind::Timeout,
+                format!("http_request did not finish within {} ms", t.timeout_ms),
                 Vec::new(),
                 meta,
             ),

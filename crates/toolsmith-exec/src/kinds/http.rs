@@ -51,6 +51,7 @@ impl Engine {
                 headers: &req.headers,
                 body: req.body,
                 max_bytes: call.max_response_bytes(),
+                truncate: false,
                 timeout: Duration::from_millis(t.timeout_ms),
                 allow_hosts: &call.allow_hosts,
             })
