@@ -23,8 +23,9 @@ pub fn check_summary(file: &Path, catalog: &Catalog, json: bool) {
             "files": catalog.files,
             "tools": catalog.tools.len(),
             "enabled": enabled,
-            "by_executor": {"command": count("command"), "script": count("script"), "builtin": count("builtin")},
+            "by_executor": {"command": count("command"), "script": count("script"), "builtin": count("builtin"), "http": count("http")},
             "mcp_servers": catalog.servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            "notes": catalog.notes,
         });
         outln!("{summary}");
         return;
@@ -43,16 +44,20 @@ pub fn check_summary(file: &Path, catalog: &Catalog, json: bool) {
         ),
     };
     outln!(
-        "ok: {} — {} tool{} ({enabled} enabled; {} command, {} script, {} builtin){servers} from {} file{}",
+        "ok: {} — {} tool{} ({enabled} enabled; {} command, {} script, {} builtin, {} http){servers} from {} file{}",
         file.display(),
         catalog.tools.len(),
         if catalog.tools.len() == 1 { "" } else { "s" },
         count("command"),
         count("script"),
         count("builtin"),
+        count("http"),
         catalog.files.len(),
         if catalog.files.len() == 1 { "" } else { "s" }
     );
+    for note in &catalog.notes {
+        outln!("  note: {note}");
+    }
 }
 
 pub fn list(catalog: &Catalog, json: bool) {

@@ -39,7 +39,7 @@ fn check_succeeds_on_every_example_with_a_summary() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "ok: examples/catalog.yaml — 13 tools (13 enabled; 6 command, 2 script, 5 builtin) from 2 files\n"
+        "ok: examples/catalog.yaml — 13 tools (13 enabled; 6 command, 2 script, 5 builtin, 0 http) from 2 files\n"
     );
     for f in ["examples/delta.yaml", "examples/minimal.json"] {
         assert_eq!(toolsmith(&["check", f]).status.code(), Some(0), "{f}");

@@ -55,14 +55,22 @@ impl Loader<'_> {
                     }
                 }
             }
-            None if !top.has("tools") && !top.has("imports") && !top.has("mcp_servers") => e.push(
-                "",
-                "a catalog needs `tools:` (a list of tools), `mcp_servers:` or `imports:`",
-            ),
+            None if !["tools", "imports", "mcp_servers", "openapi"]
+                .iter()
+                .any(|k| top.has(k)) =>
+            {
+                e.push(
+                    "",
+                    "a catalog needs `tools:` (a list of tools), `mcp_servers:`, `openapi:` or `imports:`",
+                )
+            }
             None => {}
         }
         if let Some(servers) = top.list("mcp_servers", &mut e) {
             self.servers(servers, rel, &mut e);
+        }
+        if let Some(specs) = top.list("openapi", &mut e) {
+            self.openapi(specs, rel, &defaults, &mut e);
         }
         let imports: Vec<(String, String)> = top
             .strings("imports", &mut e)

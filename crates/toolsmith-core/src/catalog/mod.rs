@@ -10,6 +10,7 @@ mod defaults;
 mod env;
 mod executor;
 mod files;
+mod openapi;
 mod servers;
 mod settings;
 
@@ -56,6 +57,9 @@ pub struct Catalog {
     pub files: Vec<String>,
     /// Upstream MCP servers (`mcp_servers:`), in file order.
     pub servers: Vec<McpServer>,
+    /// What loading left out or simplified without it being an error: operations of an
+    /// `openapi:` entry skipped, and their simplifications, each with its reason.
+    pub notes: Vec<String>,
 }
 
 impl Catalog {
@@ -66,15 +70,7 @@ impl Catalog {
 
 /// Loads the catalog file `entry` and everything it imports.
 pub fn load(entry: &str, src: &dyn CatalogSource) -> Result<Catalog, CatalogErrors> {
-    let mut loader = Loader {
-        src,
-        errors: Vec::new(),
-        tools: Vec::new(),
-        names: Vec::new(),
-        files: Vec::new(),
-        servers: Vec::new(),
-        server_names: Vec::new(),
-    };
+    let mut loader = Loader::new(src);
     let entry = entry.replace('\\', "/");
     loader.file(&entry, &Defaults::default(), &mut Vec::new());
     loader.check_names();
@@ -84,6 +80,7 @@ pub fn load(entry: &str, src: &dyn CatalogSource) -> Result<Catalog, CatalogErro
             tools: loader.tools,
             files: loader.files,
             servers: loader.servers,
+            notes: loader.notes,
         })
     } else {
         Err(CatalogErrors(loader.errors))
@@ -94,15 +91,7 @@ pub fn load(entry: &str, src: &dyn CatalogSource) -> Result<Catalog, CatalogErro
 /// in). Script tools must carry their `source` inline; imports do not apply.
 pub fn parse_tool(value: &Value, src: &dyn CatalogSource) -> Result<Tool, CatalogErrors> {
     let mut e = Errs::new("tool");
-    let mut loader = Loader {
-        src,
-        errors: Vec::new(),
-        tools: Vec::new(),
-        names: Vec::new(),
-        files: Vec::new(),
-        servers: Vec::new(),
-        server_names: Vec::new(),
-    };
+    let mut loader = Loader::new(src);
     let tool = loader.tool(value, "", "", &Defaults::default(), &mut e);
     match tool {
         Some(t) if e.list.is_empty() => Ok(t),
@@ -130,9 +119,25 @@ struct Loader<'s> {
     servers: Vec<McpServer>,
     /// Every server name with the file and path it was declared at.
     server_names: Vec<(String, String, String)>,
+    notes: Vec<String>,
 }
 
-const TOP_KEYS: &[&str] = &["tools", "defaults", "imports", "mcp_servers"];
+impl<'s> Loader<'s> {
+    fn new(src: &'s dyn CatalogSource) -> Self {
+        Self {
+            src,
+            errors: Vec::new(),
+            tools: Vec::new(),
+            names: Vec::new(),
+            files: Vec::new(),
+            servers: Vec::new(),
+            server_names: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+}
+
+const TOP_KEYS: &[&str] = &["tools", "defaults", "imports", "mcp_servers", "openapi"];
 const DEFAULT_KEYS: &[&str] = &["timeout_ms", "env_allowlist", "tool_names", "limits"];
 const TOOL_KEYS: &[&str] = &[
     "name",
@@ -265,7 +270,7 @@ impl Loader<'_> {
 
         // With no usable executor, read parameters as command parameters (the most permissive)
         // so one mistake does not cascade into many.
-        let kind = executor::rules(executor.as_ref());
+        let kind = executor::declared_rules(executor.as_ref(), &f);
         let is_command = kind.command_keys;
         let end_of_options = f.choice(
             "end_of_options",

@@ -46,15 +46,7 @@ pub(crate) fn valid_server_name(name: &str) -> bool {
 /// way in); `${VAR}` config values are read through `src`.
 pub fn parse_server(value: &Value, src: &dyn CatalogSource) -> Result<McpServer, CatalogErrors> {
     let mut e = Errs::new("server");
-    let loader = Loader {
-        src,
-        errors: Vec::new(),
-        tools: Vec::new(),
-        names: Vec::new(),
-        files: Vec::new(),
-        servers: Vec::new(),
-        server_names: Vec::new(),
-    };
+    let loader = Loader::new(src);
     match loader.server(value, "", &mut e) {
         Some(s) if e.list.is_empty() => Ok(s),
         _ => Err(CatalogErrors(e.list)),

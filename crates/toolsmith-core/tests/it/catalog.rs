@@ -119,7 +119,7 @@ tools:
   - {name: rich, description: d, executor: {kind: shell, command: [ls]}}
 "#,
         expect![[r#"
-            tools[0]: no executor: give exactly one of `command`, `script` or `builtin`
+            tools[0]: no executor: give exactly one of `command`, `script`, `builtin` or `http`
             tools[1].command: `command` is empty: name the program to run
             tools[2].command: `command` is a list: the program, then fixed arguments, e.g. [git, status]
             tools[3].script: give either `source` or `path`, not both
@@ -128,7 +128,7 @@ tools:
             tools[6].danger: the built-in `write_file` is dangerous and cannot be declared safe
             tools[7].end_of_options: `end_of_options` applies to command tools
             tools[8].parameters[0].name: script tools reserve `config` for their config values; rename the parameter
-            tools[9].executor.kind: unknown executor kind "shell" (expected one of command, script, builtin, mcp)
+            tools[9].executor.kind: unknown executor kind "shell" (expected one of command, script, builtin, mcp, http)
         "#]],
     );
 }
@@ -350,7 +350,7 @@ fn file_level_problems() {
     check(
         "defaults: {}\n",
         expect![[r#"
-            : a catalog needs `tools:` (a list of tools), `mcp_servers:` or `imports:`
+            : a catalog needs `tools:` (a list of tools), `mcp_servers:`, `openapi:` or `imports:`
         "#]],
     );
     check(
@@ -759,4 +759,163 @@ mcp_servers:
         catalog.servers[1].resolved_headers()["Authorization"],
         "Bearer t0k"
     );
+}
+
+#[test]
+fn http_tools_tie_their_request_to_their_parameters() {
+    check(
+        r#"
+tools:
+  - name: t
+    description: d
+    http:
+      method: GET
+      url: "https://{tenant}.example.com/items/{id}?x={y}#frag"
+      headers: {"Bad Name": x, X-Ok: "a\r\nb", Host: evil}
+      auth: {bearer: token}
+    parameters:
+      - {name: id, type: object, inject_as: path}
+      - {name: q, inject_as: body}
+      - {name: h, inject_as: header, http_name: "X Bad"}
+      - {name: o, option_name: --o}
+  - name: u
+    description: d
+    http: {method: FETCH, url: "ftp://x/{a}"}
+  - name: v
+    description: d
+    http:
+      method: POST
+      url: "https://api.example.com/items/{id}"
+      body: whole
+    parameters:
+      - {name: a}
+      - {name: b}
+  - name: w
+    description: d
+    http:
+      url: "https://api.example.com/{id}/{other}"
+      auth: {basic: [user, pass]}
+    parameters:
+      - {name: id, type: object, inject_as: path, required: false}
+      - {name: q, inject_as: body}
+      - {name: h, inject_as: header, http_name: "X Bad"}
+      - {name: f, type: object, inject_as: query}
+      - {name: other, inject_as: path}
+      - {name: dup, inject_as: query, http_name: f}
+    config_schema: [{name: user, type: integer}]
+"#,
+        expect![[r#"
+            tools[0].http.url: "https://{tenant}.example.com/items/{id}?x={y}#frag": a URL sent to a server has no `#fragment`
+            tools[0].http.url: "https://{tenant}.example.com/items/{id}?x={y}#frag": placeholders belong in the path; the host and the query are fixed (query parameters are declared with `inject_as: query`)
+            tools[0].http.headers.Bad Name: "Bad Name" is not a header name
+            tools[0].http.headers.X-Ok: a header value cannot hold line breaks or control characters
+            tools[0].http.headers.Host: `Host` is set by the HTTP client, not the tool
+            tools[0].parameters[3].option_name: `option_name` applies to command tools; an http tool's parameters go into the request (`inject_as`: path, query, header or body)
+            tools[1].http.method: unknown method "FETCH": one of GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE
+            tools[1].http.url: "ftp://x/{a}": only http and https URLs are allowed
+            tools[2].http: the URL's `{id}` has no parameter: declare one with `inject_as: path`
+            tools[2].http.body: `body: whole` sends one parameter as the entire body; 2 parameters have `inject_as: body`
+            tools[3].config.user: missing required config field "user"
+            tools[3].parameters[0].type: a path parameter is one segment: a string, number, boolean or enum, not object
+            tools[3].parameters[0].required: a path parameter cannot be left out: make it required or give a default
+            tools[3].parameters[2].http_name: "X Bad" is not a header name
+            tools[3].parameters[3].type: an object cannot go in the query; send it in the body
+            tools[3].parameters[5].name: two parameters send "f" in the query
+            tools[3].parameters[1].inject_as: a GET request has no body: use `inject_as: query`
+            tools[3].http.auth: config field "user" is integer; credentials are strings
+            tools[3].http.auth: no config field "pass": declare it in `config_schema` (with `secret: true`)
+        "#]],
+    );
+}
+
+#[test]
+fn an_openapi_entry_imports_its_document_and_notes_what_it_left_out() {
+    let c = example_catalogs()
+        .into_iter()
+        .find(|(n, _)| n == "http.yaml")
+        .expect("examples/http.yaml")
+        .1;
+    let names: Vec<&str> = c.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["forecast", "pet_listPets", "pet_addPet", "pet_getPet"]
+    );
+    let notes = c.notes.join("\n");
+    assert!(
+        notes.contains("skipped deletePet") && notes.contains("deprecated"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("skipped uploadPhoto") && notes.contains("multipart/form-data"),
+        "{notes}"
+    );
+
+    let add = c.get("pet_addPet").expect("pet_addPet");
+    assert_eq!(add.danger, toolsmith_core::model::Danger::Dangerous);
+    let Executor::Http(call) = &add.executor else {
+        panic!("an http tool")
+    };
+    assert_eq!(call.url, "http://127.0.0.1:8080/api/v3/pets");
+    // allOf merged; the read-only `id` left out; `nullable` kept; `name` required.
+    let params: Vec<(&str, bool, bool)> = add
+        .parameters
+        .iter()
+        .map(|p| (p.name.as_str(), p.required, p.nullable))
+        .collect();
+    assert_eq!(
+        params,
+        [
+            ("name", true, false),
+            ("category", false, false),
+            ("tag", false, true)
+        ]
+    );
+    assert!(
+        add.parameters
+            .iter()
+            .all(|p| p.injection.inject_as == InjectAs::Body)
+    );
+
+    let get = c.get("pet_getPet").expect("pet_getPet");
+    assert_eq!(get.danger, toolsmith_core::model::Danger::Safe);
+    assert!(
+        get.description
+            .ends_with("Docs: https://example.com/docs/pets#get"),
+        "{}",
+        get.description
+    );
+    let pet_id = &get.parameters[0];
+    assert_eq!(
+        (pet_id.name.as_str(), pet_id.injection.inject_as),
+        ("petId", InjectAs::Path)
+    );
+    assert_eq!(
+        pet_id.constraints.minimum.as_ref().and_then(|n| n.as_i64()),
+        Some(1)
+    );
+
+    let list = c.get("pet_listPets").expect("pet_listPets");
+    let tags = list
+        .parameters
+        .iter()
+        .find(|p| p.name == "tags")
+        .expect("tags");
+    assert_eq!(
+        tags.injection.array_style,
+        Some(toolsmith_core::model::ArrayStyle::Join)
+    );
+    let status = list
+        .parameters
+        .iter()
+        .find(|p| p.name == "status")
+        .expect("status");
+    assert_eq!(
+        status.values,
+        vec![
+            serde_json::json!("available"),
+            serde_json::json!("pending"),
+            serde_json::json!("sold")
+        ]
+    );
+    assert_eq!(status.default, Some(serde_json::json!("available")));
 }

@@ -40,6 +40,16 @@ pub(super) fn rules(executor: Option<&Executor>) -> Rules {
     }
 }
 
+/// The rules of the kind a tool declares, even when its executor did not parse (so an
+/// `http` tool with a bad URL still has its parameters read as an http tool's).
+pub(super) fn declared_rules(executor: Option<&Executor>, f: &Fields<'_>) -> Rules {
+    match executor {
+        None if f.has("http") => http::RULES,
+        None if f.has("mcp") => mcp::RULES,
+        _ => rules(executor),
+    }
+}
+
 impl Loader<'_> {
     pub(super) fn executor(&self, f: &Fields<'_>, file: &str, e: &mut Errs) -> Option<Executor> {
         let mut given: Vec<&str> = EXECUTORS.into_iter().filter(|k| f.has(k)).collect();
