@@ -1774,3 +1774,145 @@ async fn upstream_servers_are_admin_writes_with_secrets_kept_inside() {
     let (_, list) = req("GET", url("/servers"), reader, &[], None).await;
     assert_eq!(list["servers"], json!([]));
 }
+
+#[tokio::test]
+async fn openapi_documents_import_as_http_tools_with_a_dry_run_first() {
+    const SECRET: &str = "API-key-4417";
+    let s = start(&["reader:read=read-secret-1", "boss=admin-secret-1"]).await;
+    let url = |p: &str| format!("{}{p}", s.base);
+    let (reader, admin) = (Some("read-secret-1"), Some("admin-secret-1"));
+    let (_, api_doc) = req("GET", url("/openapi.json"), reader, &[], None).await;
+    let spec = |summary: &str| {
+        json!({
+            "openapi": "3.1.0",
+            "info": {"title": "Inventory", "version": "2"},
+            "servers": [{"url": "https://inventory.example.com/v2"}],
+            "components": {"securitySchemes": {"key": {"type": "apiKey", "in": "header", "name": "X-Key"}}},
+            "security": [{"key": []}],
+            "paths": {
+                "/items/{id}": {"get": {"operationId": "getItem", "summary": summary,
+                    "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}]}},
+                "/items": {"post": {"operationId": "addItem",
+                    "requestBody": {"required": true, "content": {"multipart/form-data": {"schema": {"type": "object"}}}}}}
+            }
+        })
+    };
+    let body = |summary: &str, dry_run: bool| {
+        json!({"spec": spec(summary), "prefix": "inv_", "credentials": {"key": SECRET}, "dry_run": dry_run}).to_string()
+    };
+
+    // A reader cannot import, even a dry run.
+    let (st, v) = req(
+        "POST",
+        url("/openapi/import"),
+        reader,
+        &[],
+        Some(body("Get one item", true)),
+    )
+    .await;
+    assert_eq!(
+        (st, v["error"]["code"].clone()),
+        (403, json!("forbidden")),
+        "{v}"
+    );
+
+    // The dry run says what would be created and what is left out, and writes nothing.
+    let (st, v) = req(
+        "POST",
+        url("/openapi/import"),
+        admin,
+        &[],
+        Some(body("Get one item", true)),
+    )
+    .await;
+    assert_eq!(st, 200, "{v}");
+    conforms(&api_doc, "post", "/v1/openapi/import", st, &v);
+    assert_eq!(v["created"], json!(["inv_getItem"]), "{v}");
+    assert_eq!(v["skipped"][0]["operation"], "addItem");
+    assert!(
+        v["skipped"][0]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("multipart/form-data"),
+        "{v}"
+    );
+    assert_eq!(v["tools"][0]["config"]["api_key"], "***");
+    assert!(!v.to_string().contains(SECRET), "{v}");
+    let (st, _) = req("GET", url("/tools/inv_getItem"), reader, &[], None).await;
+    assert_eq!(st, 404, "a dry run wrote a tool");
+
+    // The import writes; the same document again changes nothing; a changed one is a new
+    // version.
+    let (st, v) = req(
+        "POST",
+        url("/openapi/import"),
+        admin,
+        &[],
+        Some(body("Get one item", false)),
+    )
+    .await;
+    assert_eq!(
+        (st, v["created"].clone()),
+        (200, json!(["inv_getItem"])),
+        "{v}"
+    );
+    let (_, v) = req(
+        "POST",
+        url("/openapi/import"),
+        admin,
+        &[],
+        Some(body("Get one item", true)),
+    )
+    .await;
+    assert_eq!(v["unchanged"], json!(["inv_getItem"]), "{v}");
+    let (_, v) = req(
+        "POST",
+        url("/openapi/import"),
+        admin,
+        &[],
+        Some(body("Get one item by id", false)),
+    )
+    .await;
+    assert_eq!(v["updated"], json!(["inv_getItem"]), "{v}");
+    let (st, t) = req("GET", url("/tools/inv_getItem"), reader, &[], None).await;
+    assert_eq!((st, t["version"].clone()), (200, json!(2)), "{t}");
+    assert_eq!(
+        t["definition"]["http"]["auth"],
+        json!({"header": {"name": "X-Key", "value": "api_key"}})
+    );
+    assert!(!t.to_string().contains(SECRET), "{t}");
+
+    // The plan of a call shows the request, the key as ***.
+    let (st, plan) = req(
+        "POST",
+        url("/tools/inv_getItem/plan"),
+        reader,
+        &[],
+        Some(json!({"arguments": {"id": "7"}}).to_string()),
+    )
+    .await;
+    assert_eq!(st, 200, "{plan}");
+    assert_eq!(
+        plan["data"]["http"]["url"],
+        "https://inventory.example.com/v2/items/7"
+    );
+    assert_eq!(plan["data"]["http"]["headers"]["x-key"], "***", "{plan}");
+
+    // A document that is not OpenAPI 3 is refused with the reason.
+    let (st, v) = req(
+        "POST",
+        url("/openapi/import"),
+        admin,
+        &[],
+        Some(json!({"spec": {"swagger": "2.0", "paths": {}}}).to_string()),
+    )
+    .await;
+    assert_eq!(st, 422, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Swagger 2.0"),
+        "{v}"
+    );
+}

@@ -2,11 +2,12 @@
 //! the one [`OpenApiRouter`] so that the routes and the OpenAPI document come from the same
 //! list: [`server`] (health, whoami, events), [`tools`], [`versions`], [`calls`] (validate,
 //! plan, call), [`drafts`] (definitions from requests, `/v1/check`), [`export`], [`runs`],
-//! [`servers`] (upstream MCP servers, their changes and logs).
+//! [`servers`] (upstream MCP servers, their changes and logs), [`imports`] (OpenAPI import).
 
 mod calls;
 mod drafts;
 mod export;
+mod imports;
 mod runs;
 mod server;
 mod servers;
@@ -57,6 +58,7 @@ pub fn router() -> Router<Arc<AppState>> {
     let api = drafts::routes(api);
     let api = export::routes(api);
     let api = servers::routes(api);
+    let api = imports::routes(api);
     let (router, api) = runs::routes(api).split_for_parts();
     let served = axum::body::Bytes::from(
         serde_json::to_vec(&crate::openapi::finish(api)).unwrap_or_default(),
