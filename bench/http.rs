@@ -47,7 +47,9 @@ async fn serve(listener: tokio::net::TcpListener) {
             let mut buf = vec![0u8; 8192];
             let mut have = Vec::new();
             loop {
-                let Ok(n) = sock.read(&mut buf).await else { return };
+                let Ok(n) = sock.read(&mut buf).await else {
+                    return;
+                };
                 if n == 0 {
                     return;
                 }
@@ -135,11 +137,15 @@ fn main() {
         );
     });
 
-    let spec = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../toolsmith/tests/upstream/node_modules/@octokit/openapi/generated/api.github.com.json");
+    let spec = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../toolsmith/tests/upstream/node_modules/@octokit/openapi/generated/api.github.com.json",
+    );
     println!("## 2. Importing GitHub's OpenAPI description\n");
     let Ok(text) = std::fs::read_to_string(&spec) else {
-        println!("(skipped: {} is missing; run `npm ci` in crates/toolsmith/tests/upstream)", spec.display());
+        println!(
+            "(skipped: {} is missing; run `npm ci` in crates/toolsmith/tests/upstream)",
+            spec.display()
+        );
         return;
     };
     let mut best = Duration::MAX;
@@ -147,8 +153,9 @@ fn main() {
     for _ in 0..3 {
         let t = Instant::now();
         let doc = toolsmith_core::openapi::parse_document(&text).expect("parse");
-        let imported = toolsmith_core::openapi::import(&doc, &Default::default(), &Text(String::new()))
-            .expect("import");
+        let imported =
+            toolsmith_core::openapi::import(&doc, &Default::default(), &Text(String::new()))
+                .expect("import");
         best = best.min(t.elapsed());
         last = Some(imported);
     }

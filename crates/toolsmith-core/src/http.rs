@@ -190,7 +190,7 @@ mod tests {
     #[test]
     fn placeholders_are_read_in_order_and_broken_ones_refused() {
         assert_eq!(
-            placeholders("https://x/repos/{owner}/{repo}/issues/{number}").unwrap(),
+            placeholders("https://x/repos/{owner}/{repo}/issues/{number}").expect("placeholders"),
             ["owner", "repo", "number"]
         );
         assert!(placeholders("https://x/{a").is_err());
@@ -207,10 +207,16 @@ mod tests {
             "fd00:ec2::254",
             "::ffff:169.254.1.1",
         ] {
-            assert!(is_link_local_or_metadata(bad.parse().unwrap()), "{bad}");
+            assert!(
+                is_link_local_or_metadata(bad.parse().expect("address")),
+                "{bad}"
+            );
         }
         for good in ["127.0.0.1", "10.0.0.1", "::1", "2001:db8::1"] {
-            assert!(!is_link_local_or_metadata(good.parse().unwrap()), "{good}");
+            assert!(
+                !is_link_local_or_metadata(good.parse().expect("address")),
+                "{good}"
+            );
         }
     }
 

@@ -523,7 +523,7 @@ impl ServerHandler for McpServer {
                 .unwrap_or_else(|| json!({"action": "cancel"}));
             let result = match self.parking.resume(state, answer).await {
                 Some(Next::Ask(asked)) => return Ok(CallToolResponse::InputRequired(asked)),
-                Some(Next::Done(result)) => result,
+                Some(Next::Done(result)) => *result,
                 None => ToolResult::err(
                     ErrorKind::Upstream,
                     format!(
@@ -553,7 +553,7 @@ impl ServerHandler for McpServer {
                 .await
             {
                 Next::Ask(asked) => return Ok(CallToolResponse::InputRequired(asked)),
-                Next::Done(result) => result,
+                Next::Done(result) => *result,
             }
         } else {
             self.run(&tool, arguments.clone(), confirmed, &ctx).await

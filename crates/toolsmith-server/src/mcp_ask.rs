@@ -53,7 +53,7 @@ impl Drop for AbortOnDrop {
 
 /// The end of a step: the call's result, or a question for the client.
 pub enum Next {
-    Done(ToolResult),
+    Done(Box<ToolResult>),
     Ask(InputRequiredResult),
 }
 
@@ -109,7 +109,7 @@ impl Parking {
 
     async fn next(&self, mut steps: mpsc::UnboundedReceiver<Step>, call: AbortOnDrop) -> Next {
         match steps.recv().await {
-            Some(Step::Done(result)) => Next::Done(*result),
+            Some(Step::Done(result)) => Next::Done(result),
             Some(Step::Ask { params, reply }) => {
                 let state = format!("{STATE_PREFIX}{}", toolsmith_exec::session::random_hex(16));
                 let ask = json!({"method": "elicitation/create", "params": params});
@@ -138,12 +138,12 @@ impl Parking {
                 asked.request_state = Some(state);
                 Next::Ask(asked)
             }
-            None => Next::Done(ToolResult::err(
+            None => Next::Done(Box::new(ToolResult::err(
                 toolsmith_core::result::ErrorKind::Internal,
                 "the call ended without a result",
                 Vec::new(),
                 toolsmith_core::result::Meta::default(),
-            )),
+            ))),
         }
     }
 }

@@ -216,16 +216,16 @@ fn check(
     if parse_tool(&tool, src).is_ok() {
         return Ok(tool);
     }
-    if strip_defaults(&mut tool) {
-        if parse_tool(&tool, src).is_ok() {
-            notes.push(
-                "defaults the document gives that fail their own schema were left out".into(),
-            );
-            return Ok(tool);
-        }
-    }
+    let stripped = strip_defaults(&mut tool);
     match parse_tool(&tool, src) {
-        Ok(_) => Ok(tool),
+        Ok(_) => {
+            if stripped {
+                notes.push(
+                    "defaults the document gives that fail their own schema were left out".into(),
+                );
+            }
+            Ok(tool)
+        }
         Err(e) => Err(format!(
             "the definition made of it does not pass the catalog's checks: {e}"
         )),
