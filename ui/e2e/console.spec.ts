@@ -212,6 +212,32 @@ test("an upstream MCP server's tool shows where it comes from and runs from its 
   expect((await rest('DELETE', '/servers/tiny')).status).toBe(204);
 });
 
+test("an http tool shows its request, runs from its form, and is edited in its source", async ({ page }) => {
+  // An http tool that asks this very server for its health.
+  const created = await rest('POST', '/tools', {
+    name: 'self_health',
+    description: 'The health of this toolsmith.',
+    http: { method: 'GET', url: `${env.url}/v1/health` },
+    parameters: [{ name: 'probe', required: false, inject_as: 'query' }],
+  });
+  expect(created.status).toBe(201);
+  await page.goto(`${env.url}/ui/tools/self_health`);
+  await expect(page.getByText(`GET ${env.url}/v1/health`)).toBeVisible();
+  await expect(page.getByText('query probe')).toBeVisible();
+  await accessible(page, 'an http tool');
+  await shot(page, 'http-tool');
+  await page.getByRole('tab', { name: 'Test', exact: true }).click();
+  await page.getByRole('button', { name: 'Run' }).click();
+  const result = page.getByRole('region', { name: 'Result' });
+  await expect(result).toContainText('ok in');
+  await expect(result).toContainText('status: "ok"');
+  // The form editor does not know http tools: the editor opens on the source.
+  await page.goto(`${env.url}/ui/tools/self_health/edit`);
+  await expect(page.getByRole('tab', { name: /Form/ })).toBeDisabled();
+  await expect(page.getByRole('tab', { name: 'Source', exact: true })).toHaveAttribute('aria-selected', 'true');
+  expect((await rest('DELETE', '/tools/self_health')).status).toBe(204);
+});
+
 test.describe('with tokens', () => {
   test('asks for a token, refuses a wrong one, and hides what a read token cannot do', async ({ page }) => {
     await page.goto(`${env.lockedUrl}/ui/tools`);

@@ -39,6 +39,8 @@ export interface ParameterDef {
   properties?: ParameterDef[];
   additional_properties?: boolean;
   inject_as?: string;
+  /** http tools: the name in the request, when not the parameter's. */
+  http_name?: string;
   option_name?: string;
   option_style?: string;
   boolean_style?: string;
@@ -65,6 +67,8 @@ export interface Definition {
   builtin?: string;
   /** An upstream MCP server's tool: the server and the tool's name there. */
   mcp?: { server: string; tool: string };
+  /** An HTTP API's operation: the request, built from the parameters. */
+  http?: { method?: string; url: string; headers?: Record<string, string>; auth?: Record<string, unknown>; body?: 'whole'; max_response_bytes?: number; allow_hosts?: string[] };
   /** An upstream tool's JSON Schema, as the upstream gave it. */
   input_schema?: JsonSchema;
   parameters?: ParameterDef[];

@@ -124,15 +124,7 @@ fn registry_db(dir: &Path) -> String {
 }
 
 fn cli(args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("run toolsmith");
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    common::toolsmith(args, &[], None)
 }
 
 fn free_port() -> u16 {

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{BIN, call, error_kind, get, repo, serve};
+use common::{call, error_kind, get, repo, serve};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "tok-s3cret-bearer";
@@ -72,20 +72,12 @@ fn wait_for_port(port: u16, secs: u64) {
     }
 }
 
-/// `toolsmith` with `args`, the credentials in its environment; stdout as text, and
-/// whether it succeeded.
+/// `toolsmith` with `args` in `dir`, the credentials in its environment.
 fn toolsmith(args: &[&str], dir: &Path) -> (bool, String, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .env("TS_TEST_TOKEN", TOKEN)
-        .env("TS_TEST_KEY", KEY)
-        .current_dir(dir)
-        .output()
-        .expect("run toolsmith");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+    common::toolsmith(
+        args,
+        &[("TS_TEST_TOKEN", TOKEN), ("TS_TEST_KEY", KEY)],
+        Some(dir),
     )
 }
 

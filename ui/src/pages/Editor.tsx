@@ -166,6 +166,8 @@ function Editor({ name, start }: { name: string | undefined; start: { version: n
   };
 
   const kind = executorKind(draft);
+  // An http tool has no form: its tab stays on the source.
+  const [tab, setTab] = useState('form');
   const set = useCallback((k: string, v: unknown) => setDraft((d) => ({ ...d, [k]: v })), []);
 
   return (
@@ -189,10 +191,15 @@ function Editor({ name, start }: { name: string | undefined; start: { version: n
       <Row gutter={16}>
         <Col xs={24} xl={15}>
           <Tabs
+            activeKey={draft.http ? 'source' : tab}
+            onChange={setTab}
             items={[
               {
                 key: 'form',
-                label: 'Form',
+                // The form knows command, script and built-in tools; an http tool is edited
+                // in its source.
+                disabled: draft.http !== undefined,
+                label: draft.http ? 'Form (http tools: use Source)' : 'Form',
                 children: <DefinitionForm draft={draft} set={set} setDraft={setDraft} at={at} problems={problems} isNew={isNew} kind={kind} dark={dark} onSave={() => void saveRef.current()} />,
               },
               {

@@ -36,6 +36,7 @@ function constraintsOf(p: ParameterDef): string {
 
 function injectionOf(p: ParameterDef, executor: string): string {
   if (executor === 'mcp') return 'JSON, sent to the MCP server';
+  if (executor === 'http') return `${p.inject_as ?? 'query or body'} ${p.http_name ?? p.name ?? ''}${p.array_style ? ` (${p.array_style})` : ''}`;
   if (executor !== 'command') return 'JSON (stdin of the script, or the built-in)';
   const how = p.inject_as ?? 'argument';
   switch (how) {
@@ -49,7 +50,7 @@ function injectionOf(p: ParameterDef, executor: string): string {
 }
 
 function executorOf(d: Definition): string {
-  return d.command ? 'command' : d.script ? 'script' : d.builtin ? 'builtin' : d.mcp ? 'mcp' : 'unknown';
+  return d.command ? 'command' : d.script ? 'script' : d.builtin ? 'builtin' : d.mcp ? 'mcp' : d.http ? 'http' : 'unknown';
 }
 
 function Definition({ d, schema }: { d: Definition; schema: JsonSchema }) {
@@ -65,6 +66,13 @@ function Definition({ d, schema }: { d: Definition; schema: JsonSchema }) {
         <Descriptions.Item label="Executor">
           {executor === 'command' && <pre style={code}>{(d.command ?? []).join(' ')}</pre>}
           {executor === 'builtin' && <span>built-in {d.builtin}</span>}
+          {executor === 'http' && (
+            <div>
+              <pre style={code}>{`${d.http?.method ?? 'GET'} ${d.http?.url ?? ''}`}</pre>
+              {d.http?.auth && <div>credentials: {Object.keys(d.http.auth).join(', ')} (from secret config fields)</div>}
+              {d.http?.allow_hosts && <div>may reach only: {d.http.allow_hosts.join(', ')}</div>}
+            </div>
+          )}
           {executor === 'mcp' && (
             <span>
               tool <Typography.Text code>{d.mcp?.tool}</Typography.Text> of the MCP server{' '}

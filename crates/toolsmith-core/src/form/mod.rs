@@ -11,7 +11,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::pipeline::type_phrase;
 pub use param::FORMATS;
-pub(crate) use param::{Place, parse_list};
+pub(crate) use param::{Place, is_parameter_name, parse_list};
 
 /// Problems found in one file.
 pub(crate) struct Errs {

@@ -118,17 +118,20 @@ pub(crate) fn parse_list(list: &[Value], path: &str, place: Place, e: &mut Errs)
     out
 }
 
-/// Parameter names are JSON property names every provider accepts.
-fn check_name(name: &str) -> Result<(), String> {
-    let ok = name.len() <= 64
+/// Whether `name` is a parameter name: a JSON property name every provider accepts.
+pub(crate) fn is_parameter_name(name: &str) -> bool {
+    name.len() <= 64
         && name
             .chars()
             .next()
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if ok {
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    if is_parameter_name(name) {
         Ok(())
     } else {
         Err(format!(

@@ -443,16 +443,7 @@ fn copy_uint(s: &Value, from: &str, to: &str, out: &mut Map<String, Value>) {
 }
 
 /// A parameter name every provider accepts (the catalog's rule).
-pub(super) fn valid_name(name: &str) -> bool {
-    name.len() <= 64
-        && name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-}
+pub(super) use crate::form::is_parameter_name as valid_name;
 
 /// `text` cut to at most `max` characters, at a sentence or word end when there is one.
 pub(super) fn cut(text: &str, max: usize) -> String {

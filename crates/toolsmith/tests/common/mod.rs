@@ -150,3 +150,23 @@ pub fn error_kind(r: &Value) -> String {
     assert_eq!(r["success"], false, "{r}");
     r["error"]["kind"].as_str().unwrap_or_default().to_owned()
 }
+
+/// Runs `toolsmith args` with `env` added (in `dir` if given): whether it succeeded, its
+/// stdout and its stderr.
+pub fn toolsmith(
+    args: &[&str],
+    env: &[(&str, &str)],
+    dir: Option<&Path>,
+) -> (bool, String, String) {
+    let mut command = Command::new(BIN);
+    command.args(args).envs(env.iter().copied());
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    let o = command.output().expect("run toolsmith");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
