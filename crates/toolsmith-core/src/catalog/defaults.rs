@@ -1,4 +1,5 @@
-//! The `defaults:` of a catalog file: timeout, environment allowlist, naming rule and limits,
+//! The `defaults:` of a catalog file: timeout, environment allowlist, naming rule, limits and
+//! the hosts its http tools may reach,
 //! inherited by the files it imports.
 
 use super::*;
@@ -25,6 +26,9 @@ pub(super) fn read_defaults(v: &Value, inherited: &Defaults, e: &mut Errs) -> De
             Some(v) => read_limits(v, &f.at("limits"), e).or(inherited.limits),
             None => inherited.limits,
         },
+        http_allow_hosts: f
+            .strings("http_allow_hosts", e)
+            .unwrap_or_else(|| inherited.http_allow_hosts.clone()),
     }
 }
 

@@ -106,6 +106,8 @@ struct Defaults {
     limits: Limits,
     env_allowlist: Vec<String>,
     tool_names: NameRule,
+    /// `allow_hosts` of the file's http tools that do not give their own.
+    http_allow_hosts: Vec<String>,
 }
 
 struct Loader<'s> {
@@ -138,7 +140,13 @@ impl<'s> Loader<'s> {
 }
 
 const TOP_KEYS: &[&str] = &["tools", "defaults", "imports", "mcp_servers", "openapi"];
-const DEFAULT_KEYS: &[&str] = &["timeout_ms", "env_allowlist", "tool_names", "limits"];
+const DEFAULT_KEYS: &[&str] = &[
+    "timeout_ms",
+    "env_allowlist",
+    "tool_names",
+    "limits",
+    "http_allow_hosts",
+];
 const TOOL_KEYS: &[&str] = &[
     "name",
     "title",
@@ -465,7 +473,13 @@ impl Loader<'_> {
             input_schema,
             output_schema,
             formats,
-            executor: executor?,
+            executor: match executor? {
+                Executor::Http(mut call) if call.allow_hosts.is_empty() => {
+                    call.allow_hosts = defaults.http_allow_hosts.clone();
+                    Executor::Http(call)
+                }
+                other => other,
+            },
         })
     }
 }

@@ -919,3 +919,22 @@ fn an_openapi_entry_imports_its_document_and_notes_what_it_left_out() {
     );
     assert_eq!(status.default, Some(serde_json::json!("available")));
 }
+
+#[test]
+fn a_files_http_allow_hosts_apply_to_its_http_tools_that_name_none() {
+    let c = load(
+        r#"
+defaults: {http_allow_hosts: [api.example.com]}
+tools:
+  - {name: a, description: d, http: {url: "https://api.example.com/a"}}
+  - {name: b, description: d, http: {url: "https://b.example.com/b", allow_hosts: [b.example.com]}}
+  - {name: c, description: d, command: ["true"]}
+"#,
+    );
+    let hosts = |name: &str| match &c.get(name).expect("tool").executor {
+        Executor::Http(call) => call.allow_hosts.clone(),
+        _ => Vec::new(),
+    };
+    assert_eq!(hosts("a"), ["api.example.com"]);
+    assert_eq!(hosts("b"), ["b.example.com"]);
+}
