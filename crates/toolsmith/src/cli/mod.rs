@@ -94,8 +94,9 @@ pub enum Command {
     },
     /// Call a tool: run the arguments through the pipeline, run the tool, print the result.
     Call(CallArgs),
-    /// Import a catalog into the registry: new tools are created, changed ones get a new
-    /// version, unchanged ones keep theirs.
+    /// Import a catalog (or an MCP client's configuration, or an OpenAPI document) into the
+    /// registry: new tools are created, changed ones get a new version, unchanged ones keep
+    /// theirs.
     Import {
         /// The catalog file (its tools and its `mcp_servers`).
         #[arg(required_unless_present_any = ["mcp_config", "openapi"])]
