@@ -1882,6 +1882,106 @@ async fn openapi_documents_import_as_http_tools_with_a_dry_run_first() {
     );
     assert!(!t.to_string().contains(SECRET), "{t}");
 
+    // Under `on_change: hold` a changed operation waits: the served version stays, the
+    // change is listed with its diff, and approving it saves it as the next version.
+    let hold = |summary: &str| {
+        json!({"spec": spec(summary), "prefix": "inv_", "credentials": {"key": SECRET}, "on_change": "hold"}).to_string()
+    };
+    let (st, v) = req(
+        "POST",
+        url("/openapi/import"),
+        admin,
+        &[],
+        Some(hold("Get an item")),
+    )
+    .await;
+    assert_eq!(
+        (st, v["held"].clone(), v["source"].clone()),
+        (200, json!(["inv_getItem"]), json!("openapi:inv")),
+        "{v}"
+    );
+    conforms(&api_doc, "post", "/v1/openapi/import", st, &v);
+    let (_, t) = req("GET", url("/tools/inv_getItem"), reader, &[], None).await;
+    assert_eq!(t["version"], 2, "a held change was saved: {t}");
+    let (st, changes) = req(
+        "GET",
+        url("/openapi/openapi:inv/changes"),
+        reader,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(st, 200, "{changes}");
+    conforms(
+        &api_doc,
+        "get",
+        "/v1/openapi/{source}/changes",
+        st,
+        &changes,
+    );
+    let diff = changes["changes"][0]["diff"].to_string();
+    assert!(
+        diff.contains("Get one item by id") && diff.contains("Get an item"),
+        "{diff}"
+    );
+    assert!(!changes.to_string().contains(SECRET), "{changes}");
+    let (st, v) = req(
+        "POST",
+        url("/openapi/inv/approve"),
+        reader,
+        &[],
+        Some("{}".into()),
+    )
+    .await;
+    assert_eq!(st, 403, "a reader approved: {v}");
+    let (st, v) = req(
+        "POST",
+        url("/openapi/inv/approve"),
+        admin,
+        &[],
+        Some("{}".into()),
+    )
+    .await;
+    assert_eq!(
+        (st, v["tools"].clone()),
+        (200, json!(["inv_getItem"])),
+        "{v}"
+    );
+    let (_, t) = req("GET", url("/tools/inv_getItem"), reader, &[], None).await;
+    assert_eq!(t["version"], 3, "{t}");
+    assert_eq!(t["definition"]["description"], "Get an item");
+    // A rejected change stays out, also when the same document is imported again.
+    req(
+        "POST",
+        url("/openapi/import"),
+        admin,
+        &[],
+        Some(hold("Get it")),
+    )
+    .await;
+    let (_, v) = req("POST", url("/openapi/inv/reject"), admin, &[], None).await;
+    assert_eq!(v["tools"], json!(["inv_getItem"]), "{v}");
+    let (_, v) = req(
+        "POST",
+        url("/openapi/import"),
+        admin,
+        &[],
+        Some(hold("Get it")),
+    )
+    .await;
+    assert_eq!(v["held"], json!(["inv_getItem"]), "{v}");
+    let (_, changes) = req(
+        "GET",
+        url("/openapi/openapi:inv/changes"),
+        reader,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(changes["changes"][0]["status"], "rejected", "{changes}");
+    let (_, t) = req("GET", url("/tools/inv_getItem"), reader, &[], None).await;
+    assert_eq!(t["version"], 3, "{t}");
+
     // The plan of a call shows the request, the key as ***.
     let (st, plan) = req(
         "POST",

@@ -18,6 +18,7 @@
 //! `diff` compares definitions.
 
 mod diff;
+pub mod held;
 pub mod postgres;
 mod registry;
 mod rows;
@@ -455,31 +456,44 @@ pub trait StoreExt: Store {
                 report.extend(self.sync(batch, change).await?);
             }
             if prune {
-                let everything = Query {
-                    include_disabled: true,
-                    ..Query::default()
-                };
-                for record in self.search_all(everything).await? {
-                    // Upstream tools belong to their servers, not to catalogs.
-                    let upstream = matches!(
-                        record.tool.executor,
-                        toolsmith_core::model::Executor::Mcp(_)
-                    );
-                    if !upstream && !tools.iter().any(|t| t.name == record.tool.name) {
-                        let name = record.tool.name.to_string();
-                        self.delete(
-                            &name,
-                            Change {
-                                author,
-                                summary: "not in the catalog (pruned)",
-                            },
-                        )
-                        .await?;
-                        report.deleted.push(name);
-                    }
-                }
+                report.deleted = self.prune(tools, author).await?;
             }
             Ok(report)
+        }
+    }
+
+    /// Deletes (softly) the live tools `keep` does not name, upstream tools excepted (they
+    /// belong to their servers, not to catalogs); returns their names.
+    fn prune(
+        &self,
+        keep: &[Tool],
+        author: &str,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send {
+        async move {
+            let everything = Query {
+                include_disabled: true,
+                ..Query::default()
+            };
+            let mut deleted = Vec::new();
+            for record in self.search_all(everything).await? {
+                let upstream = matches!(
+                    record.tool.executor,
+                    toolsmith_core::model::Executor::Mcp(_)
+                );
+                if !upstream && !keep.iter().any(|t| t.name == record.tool.name) {
+                    let name = record.tool.name.to_string();
+                    self.delete(
+                        &name,
+                        Change {
+                            author,
+                            summary: "not in the catalog (pruned)",
+                        },
+                    )
+                    .await?;
+                    deleted.push(name);
+                }
+            }
+            Ok(deleted)
         }
     }
 }

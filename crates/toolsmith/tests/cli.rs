@@ -1289,3 +1289,77 @@ fn mcp_reads_arguments_sent_as_json_text() {
     answers.insert(1, Value::Null);
     check(&answers);
 }
+
+#[test]
+fn a_held_openapi_entry_keeps_the_served_version_until_its_change_is_approved() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec =
+        std::fs::read_to_string(repo().join("examples/more/petstore.openapi.yaml")).expect("spec");
+    std::fs::write(dir.path().join("pets.yaml"), &spec).expect("spec copy");
+    std::fs::write(
+        dir.path().join("catalog.yaml"),
+        "openapi:\n  - {spec: pets.yaml, prefix: pet_, on_change: hold}\n",
+    )
+    .expect("catalog");
+    let db = dir.path().join("registry.db").display().to_string();
+    let run = |args: &[&str]| toolsmith_in(dir.path(), args, &[]);
+    let o = run(&["import", "catalog.yaml", "--db", &db]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("3 created"), "{}", stdout(&o));
+
+    // The document changes a description: the import holds it.
+    std::fs::write(
+        dir.path().join("pets.yaml"),
+        spec.replace("summary: List pets", "summary: List every pet"),
+    )
+    .expect("edit");
+    let o = run(&["import", "catalog.yaml", "--db", &db]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("held 1 change(s) of openapi:pet until approved: pet_listPets"),
+        "{out}"
+    );
+    let versions = |name: &str| {
+        json_out(&run(&["history", name, "--db", &db, "--json"]))
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    assert_eq!(versions("pet_listPets"), 1, "a held change was saved");
+
+    let changes = json_out(&run(&[
+        "servers",
+        "changes",
+        "openapi:pet",
+        "--db",
+        &db,
+        "--json",
+    ]));
+    let diff = changes[0]["diff"].to_string();
+    assert!(diff.contains("List every pet"), "{changes}");
+    let o = run(&["servers", "approve", "openapi:pet", "--db", &db]);
+    assert!(
+        o.status.success() && stdout(&o).contains("approved 1 change(s): pet_listPets"),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    assert_eq!(versions("pet_listPets"), 2);
+    let history = json_out(&run(&["history", "pet_listPets", "--db", &db, "--json"]));
+    assert!(
+        history[1].to_string().contains("List every pet"),
+        "{history}"
+    );
+    assert!(
+        !history[0].to_string().contains("List every pet"),
+        "{history}"
+    );
+    // Nothing waits any more; the next import of the same document changes nothing.
+    let o = run(&["import", "catalog.yaml", "--db", &db]);
+    assert!(
+        stdout(&o).contains("0 created, 0 updated, 3 unchanged"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!stdout(&o).contains("held"), "{}", stdout(&o));
+}

@@ -60,6 +60,9 @@ pub struct Catalog {
     /// What loading left out or simplified without it being an error: operations of an
     /// `openapi:` entry skipped, and their simplifications, each with its reason.
     pub notes: Vec<String>,
+    /// `openapi:` entries with `on_change: hold`: each source (`openapi:<name>`) and the
+    /// names of its tools, whose changes a re-import holds for approval.
+    pub holds: Vec<(String, Vec<String>)>,
 }
 
 impl Catalog {
@@ -81,6 +84,7 @@ pub fn load(entry: &str, src: &dyn CatalogSource) -> Result<Catalog, CatalogErro
             files: loader.files,
             servers: loader.servers,
             notes: loader.notes,
+            holds: loader.holds,
         })
     } else {
         Err(CatalogErrors(loader.errors))
@@ -122,6 +126,7 @@ struct Loader<'s> {
     /// Every server name with the file and path it was declared at.
     server_names: Vec<(String, String, String)>,
     notes: Vec<String>,
+    holds: Vec<(String, Vec<String>)>,
 }
 
 impl<'s> Loader<'s> {
@@ -135,6 +140,7 @@ impl<'s> Loader<'s> {
             servers: Vec::new(),
             server_names: Vec::new(),
             notes: Vec::new(),
+            holds: Vec::new(),
         }
     }
 }

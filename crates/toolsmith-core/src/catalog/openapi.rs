@@ -1,6 +1,8 @@
 //! A catalog's `openapi:` entries (SPEC §12): each names an OpenAPI document beside the
 //! catalog and how to import it; its operations become `http` tools of this file (with its
-//! `defaults`), and what was skipped or simplified becomes the catalog's notes.
+//! `defaults`), and what was skipped or simplified becomes the catalog's notes. With
+//! `on_change: hold`, its tools are listed in the catalog's `holds` under their source
+//! (`openapi:<name>`): a re-import holds their changes instead of saving them.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +20,8 @@ const KEYS: &[&str] = &[
     "safe",
     "dangerous",
     "include_deprecated",
+    "on_change",
+    "name",
 ];
 
 impl Loader<'_> {
@@ -94,6 +98,7 @@ impl Loader<'_> {
                     "a mapping of the document's security schemes to environment variables",
                 ),
             }
+            let opts_prefix = f.string("prefix", e).unwrap_or_default();
             let opts = Options {
                 base_url: f.string("base_url", e),
                 source_url: None,
@@ -103,7 +108,7 @@ impl Loader<'_> {
                 exclude_tags,
                 exclude_operations,
                 exclude_paths,
-                prefix: f.string("prefix", e).unwrap_or_default(),
+                prefix: opts_prefix.clone(),
                 include_deprecated: f.boolean("include_deprecated", e).unwrap_or(false),
                 auth,
                 safe: f.strings("safe", e).unwrap_or_default(),
@@ -116,12 +121,31 @@ impl Loader<'_> {
                     continue;
                 }
             };
+            let hold = f
+                .choice(
+                    "on_change",
+                    "on_change",
+                    &["accept", "hold"],
+                    |s| matches!(s, "accept" | "hold").then(|| s == "hold"),
+                    e,
+                )
+                .unwrap_or(false);
+            let mut names = Vec::new();
             for tool in &imported.tools {
                 let name = tool["name"].as_str().unwrap_or_default();
                 let here = format!("{at}.{name}");
                 if let Some(t) = self.tool(tool, &here, rel, defaults, e) {
+                    names.push(t.name.to_string());
                     self.tools.push(t);
                 }
+            }
+            if hold {
+                let source = openapi::source_for(
+                    f.string("name", e).as_deref(),
+                    &opts_prefix,
+                    &imported.title,
+                );
+                self.holds.push((source, names));
             }
             for s in &imported.skipped {
                 self.notes.push(format!(

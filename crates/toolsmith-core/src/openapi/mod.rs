@@ -89,6 +89,45 @@ pub struct Note {
     pub message: String,
 }
 
+/// What every OpenAPI source's key starts with: held changes of an import are kept under
+/// `openapi:<name>`, beside upstream servers' changes.
+pub const OPENAPI_SOURCE: &str = "openapi:";
+
+/// The key of the OpenAPI source `name`.
+pub fn openapi_source(name: &str) -> String {
+    format!("{OPENAPI_SOURCE}{name}")
+}
+
+/// Whether `key` names an OpenAPI source rather than an upstream MCP server.
+pub fn is_openapi_source(key: &str) -> bool {
+    key.starts_with(OPENAPI_SOURCE)
+}
+
+/// The source of an import: the name given, else the tool-name prefix without its trailing
+/// `_`, else the document's title made a word.
+pub fn source_for(given: Option<&str>, prefix: &str, title: &str) -> String {
+    let name = given
+        .map(str::to_owned)
+        .or_else(|| {
+            Some(prefix.trim_end_matches(['_', '-', '.']).to_owned()).filter(|p| !p.is_empty())
+        })
+        .unwrap_or_else(|| {
+            title
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() {
+                        c.to_ascii_lowercase()
+                    } else {
+                        '-'
+                    }
+                })
+                .collect::<String>()
+                .trim_matches('-')
+                .to_owned()
+        });
+    openapi_source(&name)
+}
+
 /// Reads a document given as JSON or YAML text.
 pub fn parse_document(text: &str) -> Result<Value, String> {
     let trimmed = text.trim_start();

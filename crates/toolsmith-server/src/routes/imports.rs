@@ -13,6 +13,9 @@ use super::*;
 /// Registers this file's handlers.
 pub(super) fn routes(api: Api) -> Api {
     api.routes(routes!(import_openapi))
+        .routes(routes!(held_changes))
+        .routes(routes!(approve_held))
+        .routes(routes!(reject_held))
 }
 
 /// Which operations, as in the catalog's `openapi:` entry.
@@ -54,6 +57,22 @@ struct ImportBody {
     /// Say what would happen; write nothing.
     #[serde(default)]
     dry_run: bool,
+    /// `accept` (default): a changed operation's tool gets a new version; `hold`: the change
+    /// waits under `openapi:<source>` until approved.
+    #[serde(default)]
+    on_change: OnChange,
+    /// The name held changes are kept under (default: `prefix` without its trailing `_`, else
+    /// the document's title).
+    #[serde(default)]
+    source: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema, Default, PartialEq, Eq, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum OnChange {
+    #[default]
+    Accept,
+    Hold,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -74,6 +93,10 @@ struct ImportAnswer {
     notes: Vec<Note>,
     /// Operations the filters left out.
     filtered: usize,
+    /// With `on_change: hold`: the tools whose changes wait, and the source they wait under.
+    held: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<String>,
 }
 
 /// Credentials by the placeholder variable names the import writes (`${TS_CREDENTIAL_n}`).
@@ -128,6 +151,7 @@ async fn import_openapi(
             }
         }
     }
+    let opts_prefix = body.prefix.clone();
     let opts = Options {
         base_url: body.base_url,
         source_url: None,
@@ -150,6 +174,11 @@ async fn import_openapi(
         .iter()
         .map(|t| t.to_catalog_value(Secrets::Redact))
         .collect();
+    let hold = body.on_change == OnChange::Hold;
+    let source = hold.then(|| {
+        toolsmith_store::held::source_for(body.source.as_deref(), &opts_prefix, &imported.title)
+    });
+    let mut held = Vec::new();
     let (created, updated, unchanged) = if body.dry_run {
         let mut created = Vec::new();
         let mut updated = Vec::new();
@@ -163,10 +192,22 @@ async fn import_openapi(
             }
         }
         (created, updated, unchanged)
+    } else if let Some(source) = &source {
+        let r =
+            toolsmith_store::held::import_holding(&s.store, &tools, source, &caller.name).await?;
+        s.changed();
+        held = r.held;
+        held.extend(r.rejected);
+        (r.created, Vec::new(), r.unchanged)
     } else {
         let r = s.store.import(&tools, false, &caller.name).await?;
         s.changed();
         (r.created, r.updated, r.unchanged)
+    };
+    // A dry run under `hold` says which changes would wait rather than be saved.
+    let (updated, held) = match (body.dry_run, hold) {
+        (true, true) => (Vec::new(), updated),
+        _ => (updated, held),
     };
     Ok(Json(ImportAnswer {
         title: imported.title,
@@ -179,5 +220,86 @@ async fn import_openapi(
         skipped: imported.skipped,
         notes: imported.notes,
         filtered: imported.filtered,
+        held,
+        source,
     }))
+}
+
+/// The held changes of an OpenAPI source (`openapi:<name>`), with what differs from the
+/// served definition (secrets `***`).
+#[utoipa::path(get, path = "/v1/openapi/{source}/changes", tag = "tools", params(("source" = String, Path, description = "The source, `openapi:<name>`")),
+    responses((status = 200, body = super::servers::ChangeList), (status = 404, body = ErrorBody)))]
+async fn held_changes(
+    State(s): Shared,
+    Path(source): Path<String>,
+) -> ApiResult<Json<super::servers::ChangeList>> {
+    let source = held_source(&source)?;
+    let mut changes = Vec::new();
+    for c in toolsmith_store::UpstreamStore::changes(&s.store, Some(&source)).await? {
+        let before = match s.store.get(&c.tool).await {
+            Ok(r) => r.tool.to_catalog_value(Secrets::Redact),
+            Err(_) => Value::Null,
+        };
+        let after = c
+            .pinned
+            .as_ref()
+            .and_then(|d| definition_to_tool(d).ok())
+            .map(|t| t.to_catalog_value(Secrets::Redact));
+        changes.push(super::servers::ChangeView {
+            diff: toolsmith_store::diff(&before, after.as_ref().unwrap_or(&Value::Null)),
+            tool: c.tool,
+            kind: c.kind,
+            status: c.status,
+            detected_at_ms: c.detected_at_ms,
+            now: after,
+        });
+    }
+    Ok(Json(super::servers::ChangeList { changes }))
+}
+
+/// Approves held changes (all, or `{"tools": [...]}`): each held definition becomes its
+/// tool's next version.
+#[utoipa::path(post, path = "/v1/openapi/{source}/approve", tag = "tools", params(("source" = String, Path, description = "The source, `openapi:<name>`")),
+    request_body(content = super::servers::Decision, description = "Which changes (all when empty)"),
+    responses((status = 200, body = super::servers::Decided), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn approve_held(
+    State(s): Shared,
+    Extension(caller): Extension<Caller>,
+    Path(source): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult<Json<super::servers::Decided>> {
+    let source = held_source(&source)?;
+    let tools = super::servers::decision(&body)?.tools;
+    let tools =
+        toolsmith_store::held::approve_held(&s.store, &source, &tools, &caller.name).await?;
+    s.changed();
+    Ok(Json(super::servers::Decided { tools }))
+}
+
+/// Rejects held changes: the served versions stay, and these changes stay out until the
+/// document changes the tools again.
+#[utoipa::path(post, path = "/v1/openapi/{source}/reject", tag = "tools", params(("source" = String, Path, description = "The source, `openapi:<name>`")),
+    request_body(content = super::servers::Decision, description = "Which changes (all when empty)"),
+    responses((status = 200, body = super::servers::Decided), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn reject_held(
+    State(s): Shared,
+    Path(source): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult<Json<super::servers::Decided>> {
+    let source = held_source(&source)?;
+    let tools = super::servers::decision(&body)?.tools;
+    let tools = toolsmith_store::held::reject_held(&s.store, &source, &tools).await?;
+    s.changed();
+    Ok(Json(super::servers::Decided { tools }))
+}
+
+/// `openapi:<name>` as given, or the name with `openapi:` put before it.
+fn held_source(given: &str) -> ApiResult<String> {
+    if given.is_empty() {
+        return Err(ApiError::bad_request("name the source: openapi:<name>"));
+    }
+    Ok(match toolsmith_store::held::is_openapi_source(given) {
+        true => given.to_owned(),
+        false => toolsmith_store::held::openapi_source(given),
+    })
 }

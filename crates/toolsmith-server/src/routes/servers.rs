@@ -293,26 +293,26 @@ async fn refresh_server(State(s): Shared, Path(name): Path<String>) -> ApiResult
 
 /// One change an upstream made to a tool, waiting for a decision.
 #[derive(Serialize, ToSchema)]
-struct ChangeView {
+pub(super) struct ChangeView {
     /// The upstream's name of the tool.
-    tool: String,
+    pub(super) tool: String,
     /// `added`, `changed` or `removed`.
-    kind: String,
+    pub(super) kind: String,
     /// `pending`, or `rejected` (kept out until the upstream changes again).
-    status: String,
-    detected_at_ms: i64,
+    pub(super) status: String,
+    pub(super) detected_at_ms: i64,
     /// What differs from the approved definition, path by path (`description`,
     /// `inputSchema.properties.q.type`, …); a whole tool for `added` and `removed`.
-    diff: Vec<Difference>,
+    pub(super) diff: Vec<Difference>,
     /// What the upstream says now (absent when it removed the tool).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
-    now: Option<Value>,
+    pub(super) now: Option<Value>,
 }
 
 #[derive(Serialize, ToSchema)]
-struct ChangeList {
-    changes: Vec<ChangeView>,
+pub(super) struct ChangeList {
+    pub(super) changes: Vec<ChangeView>,
 }
 
 /// The changes of a server waiting for a decision (and those rejected), with their diffs.
@@ -351,14 +351,14 @@ async fn server_changes(State(s): Shared, Path(name): Path<String>) -> ApiResult
 /// Which pending changes a decision is about.
 #[derive(Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields)]
-struct Decision {
+pub(super) struct Decision {
     /// The upstream tool names; absent or empty: every pending change of the server.
     #[serde(default)]
-    tools: Vec<String>,
+    pub(super) tools: Vec<String>,
 }
 
 /// The decision's body: empty (every pending change) or `{"tools": [...]}`.
-fn decision(body: &[u8]) -> ApiResult<Decision> {
+pub(super) fn decision(body: &[u8]) -> ApiResult<Decision> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Decision::default());
     }
@@ -371,9 +371,9 @@ fn decision(body: &[u8]) -> ApiResult<Decision> {
 
 /// What a decision applied to.
 #[derive(Serialize, ToSchema)]
-struct Decided {
+pub(super) struct Decided {
     /// The upstream tool names whose changes were approved or rejected.
-    tools: Vec<String>,
+    pub(super) tools: Vec<String>,
 }
 
 /// Approves pending changes: the upstream's definitions become new versions of the tools

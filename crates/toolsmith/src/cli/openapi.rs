@@ -53,6 +53,15 @@ pub struct OpenapiArgs {
     /// Declare this operation dangerous whatever its method (repeatable).
     #[arg(long = "dangerous", value_name = "ID", requires = "openapi")]
     pub dangerous: Vec<String>,
+    /// What a changed operation does to its tool on a re-import: `accept` saves it as the
+    /// next version; `hold` keeps the served version and holds the change until approved
+    /// (`toolsmith servers changes|approve|reject openapi:SOURCE`).
+    #[arg(long, value_name = "accept|hold", default_value = "accept", value_parser = ["accept", "hold"], requires = "openapi")]
+    pub on_change: String,
+    /// The name held changes are kept under (`openapi:SOURCE`); default: the prefix without
+    /// its trailing `_`, else the document's title.
+    #[arg(long, value_name = "SOURCE", requires = "openapi")]
+    pub source: Option<String>,
 }
 
 impl OpenapiArgs {
@@ -152,9 +161,46 @@ pub(super) fn import(
     }
     let tools = openapi::tools(&imported, src).map_err(|e| anyhow::anyhow!("{spec}: {e}"))?;
     let spec = spec.to_owned();
+    let hold = args.on_change == "hold";
+    let source =
+        toolsmith_store::held::source_for(args.source.as_deref(), &args.prefix, &imported.title);
     registry(db, |store, author| async move {
+        if hold {
+            let r = toolsmith_store::held::import_holding(&store, &tools, &source, &author).await?;
+            let stored = json!({"source": source, "created": r.created, "unchanged": r.unchanged, "held": r.held, "rejected": r.rejected});
+            report(
+                &spec,
+                &imported,
+                Some(stored),
+                started.elapsed(),
+                json,
+                false,
+            );
+            if !json {
+                outln!(
+                    "  registry: {} created, {} unchanged, {} held as {source} (see `toolsmith servers changes {source}`){}",
+                    r.created.len(),
+                    r.unchanged.len(),
+                    r.held.len(),
+                    if r.rejected.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", {} still rejected", r.rejected.len())
+                    }
+                );
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         let r = store.import(&tools, false, &author).await?;
-        report(&spec, &imported, Some(&r), started.elapsed(), json, false);
+        let stored = serde_json::to_value(&r).unwrap_or_default();
+        report(
+            &spec,
+            &imported,
+            Some(stored),
+            started.elapsed(),
+            json,
+            false,
+        );
         Ok(ExitCode::SUCCESS)
     })
 }
@@ -164,7 +210,7 @@ pub(super) fn import(
 fn report(
     spec: &str,
     i: &Imported,
-    stored: Option<&toolsmith_store::ImportReport>,
+    stored: Option<serde_json::Value>,
     took: std::time::Duration,
     json: bool,
     to_stderr: bool,
@@ -200,12 +246,13 @@ fn report(
         i.filtered,
         took.as_secs_f64()
     ));
-    if let Some(r) = stored {
+    if let Some(r) = stored.filter(|r| r.get("updated").is_some()) {
+        let n = |k: &str| r[k].as_array().map_or(0, Vec::len);
         say(format!(
             "  registry: {} created, {} updated, {} unchanged",
-            r.created.len(),
-            r.updated.len(),
-            r.unchanged.len()
+            n("created"),
+            n("updated"),
+            n("unchanged")
         ));
     }
     for s in &i.skipped {

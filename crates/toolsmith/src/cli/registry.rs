@@ -5,9 +5,13 @@ use super::*;
 pub(super) fn import(file: PathBuf, db: &DbArg, prune: bool, json: bool) -> Result<ExitCode> {
     registry(db, |store, author| async move {
         let catalog = load_catalog(&file)?;
-        let report = store.import(&catalog.tools, prune, &author).await?;
+        let (report, held) =
+            toolsmith_store::held::import_catalog(&store, &catalog, prune, &author).await?;
         let servers = toolsmith_store::import_servers(&store, &catalog.servers, &author).await?;
         output::import_report(&file, &report, json);
+        if !json {
+            say_held(&held, false);
+        }
         if !catalog.servers.is_empty() && !json {
             outln!(
                 "MCP servers: {} created, {} updated, {} unchanged",
@@ -18,6 +22,22 @@ pub(super) fn import(file: PathBuf, db: &DbArg, prune: bool, json: bool) -> Resu
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The changes an import held for approval, per OpenAPI source (on stderr for servers).
+pub(super) fn say_held(held: &[(String, toolsmith_store::held::HeldReport)], stderr: bool) {
+    for (source, r) in held.iter().filter(|(_, r)| !r.held.is_empty()) {
+        let line = format!(
+            "held {} change(s) of {source} until approved: {} (toolsmith servers changes {source})",
+            r.held.len(),
+            r.held.join(", ")
+        );
+        if stderr {
+            eprintln!("toolsmith: {line}");
+        } else {
+            outln!("  {line}");
+        }
+    }
 }
 
 pub(super) fn history(name: String, db: &DbArg, json: bool) -> Result<ExitCode> {

@@ -42,7 +42,8 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
     rt.block_on(async move {
         let store = args.db.open().await?;
         if let Some((file, catalog)) = catalog {
-            let r = store.import(&catalog.tools, args.prune, &author).await?;
+            let (r, held) =
+                toolsmith_store::held::import_catalog(&store, &catalog, args.prune, &author).await?;
             eprintln!(
                 "toolsmith: imported {}: {} created, {} updated, {} unchanged, {} deleted",
                 file.display(),
@@ -51,6 +52,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                 r.unchanged.len(),
                 r.deleted.len()
             );
+            super::registry::say_held(&held, true);
             if !catalog.servers.is_empty() {
                 let r = toolsmith_store::import_servers(&store, &catalog.servers, &author).await?;
                 eprintln!(
@@ -158,7 +160,9 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
             .with_context(|| format!("opening the registry {}", redact_url(&address)))?;
         if let Some((file, catalog)) = &catalog {
             toolsmith_store::import_servers(&store, &catalog.servers, &author).await?;
-            let r = store.import(&catalog.tools, false, &author).await?;
+            let (r, held) =
+                toolsmith_store::held::import_catalog(&store, catalog, false, &author).await?;
+            super::registry::say_held(&held, true);
             tracing::info!(
                 "imported {}: {} created, {} updated, {} unchanged",
                 file.display(),

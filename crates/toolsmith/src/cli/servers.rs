@@ -10,7 +10,7 @@ use clap::Args;
 use serde_json::json;
 use toolsmith_core::model::Secrets;
 use toolsmith_core::upstream::{McpServer, Transport, from_mcp_config};
-use toolsmith_store::{UpstreamStore, import_servers};
+use toolsmith_store::{Store, UpstreamStore, held, import_servers};
 
 use super::registry::registry;
 use super::*;
@@ -35,8 +35,9 @@ pub enum ServersCommand {
         #[command(flatten)]
         args: ServersArgs,
     },
-    /// Approve pending changes of a server (all, or those of the named upstream tools): the
-    /// upstream's definitions become new versions and are served.
+    /// Approve pending changes of a server, or of an OpenAPI source (`openapi:NAME`: changes
+    /// an import held) — all, or those of the named tools: the new definitions become new
+    /// versions and are served.
     Approve {
         name: String,
         /// Upstream tool names (all pending when none).
@@ -289,8 +290,14 @@ fn changes(name: Option<String>, args: ServersArgs) -> Result<ExitCode> {
                     p.into_iter().map(|p| (p.tool, p.pinned)).collect(),
                 );
             }
-            let before = pins[&c.server].get(&c.tool).cloned().unwrap_or(Value::Null);
-            let after = c.pinned.clone().unwrap_or(Value::Null);
+            let (before, after) = match held::is_openapi_source(&c.server) {
+                // A held OpenAPI change: the served definition against the document's.
+                true => held_sides(&store, c).await,
+                false => (
+                    pins[&c.server].get(&c.tool).cloned().unwrap_or(Value::Null),
+                    c.pinned.clone().unwrap_or(Value::Null),
+                ),
+            };
             out.push(json!({
                 "server": c.server, "tool": c.tool, "kind": c.kind, "status": c.status,
                 "detected_at_ms": c.detected_at_ms,
@@ -325,14 +332,37 @@ fn changes(name: Option<String>, args: ServersArgs) -> Result<ExitCode> {
     })
 }
 
+/// The served definition and the held one, secrets as `***`.
+async fn held_sides(
+    store: &toolsmith_store::Registry,
+    c: &toolsmith_store::UpstreamChange,
+) -> (Value, Value) {
+    let before = match store.get(&c.tool).await {
+        Ok(r) => r.tool.to_catalog_value(Secrets::Redact),
+        Err(_) => Value::Null,
+    };
+    let after = c
+        .pinned
+        .as_ref()
+        .and_then(|d| toolsmith_store::definition_to_tool(d).ok())
+        .map_or(Value::Null, |t| t.to_catalog_value(Secrets::Redact));
+    (before, after)
+}
+
 fn decide(name: String, tools: Vec<String>, args: ServersArgs, approve: bool) -> Result<ExitCode> {
     let json = args.json;
     registry(&args.db, |store, author| async move {
-        let done = match approve {
-            true => toolsmith_server::federation::approve(&store, &name, &tools, &author).await,
-            false => toolsmith_server::federation::reject(&store, &name, &tools).await,
-        }
-        .map_err(anyhow::Error::msg)?;
+        // An OpenAPI source's held changes (`openapi:NAME`), or an upstream server's.
+        let done = match (held::is_openapi_source(&name), approve) {
+            (true, true) => held::approve_held(&store, &name, &tools, &author).await?,
+            (true, false) => held::reject_held(&store, &name, &tools).await?,
+            (false, true) => toolsmith_server::federation::approve(&store, &name, &tools, &author)
+                .await
+                .map_err(anyhow::Error::msg)?,
+            (false, false) => toolsmith_server::federation::reject(&store, &name, &tools)
+                .await
+                .map_err(anyhow::Error::msg)?,
+        };
         let verb = if approve { "approved" } else { "rejected" };
         if json {
             outln!("{}", json!({ verb: done }));

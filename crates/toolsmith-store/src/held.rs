@@ -1,0 +1,199 @@
+//! Held re-imports (SPEC §12 under §11's pinning rule): an OpenAPI import with
+//! `on_change: hold` creates new tools and keeps unchanged ones, but a tool whose definition
+//! the document changed is not saved: the new definition waits as a pending change of its
+//! source (`openapi:<name>`, in the same table as upstream servers' changes) until an
+//! operator approves it (saved as the tool's next version) or rejects it.
+
+use serde::Serialize;
+use serde_json::Value;
+use toolsmith_core::model::Secrets;
+use toolsmith_core::{Catalog, Tool};
+
+use crate::upstreams::{UpstreamChange, UpstreamStore};
+use crate::{Change, Result, Store, StoreError, definition_to_tool, now_ms, same_definition};
+
+pub use toolsmith_core::openapi::{is_openapi_source, openapi_source, source_for};
+
+/// What a held import did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct HeldReport {
+    pub created: Vec<String>,
+    pub unchanged: Vec<String>,
+    /// Changed by the document, waiting for a decision.
+    pub held: Vec<String>,
+    /// Changed by the document as in a change already rejected: still not served.
+    pub rejected: Vec<String>,
+}
+
+/// Imports `tools` from `source`: new ones created, the same ones kept, changed ones held.
+pub async fn import_holding<S: Store + UpstreamStore>(
+    store: &S,
+    tools: &[Tool],
+    source: &str,
+    author: &str,
+) -> Result<HeldReport> {
+    let mut report = HeldReport::default();
+    let known = store.changes(Some(source)).await?;
+    for tool in tools {
+        let name = tool.name.to_string();
+        match store.get(&name).await {
+            Err(StoreError::NotFound(_)) => {
+                store
+                    .create(
+                        tool,
+                        Change {
+                            author,
+                            summary: "imported from an OpenAPI document",
+                        },
+                    )
+                    .await?;
+                report.created.push(name);
+            }
+            Err(e) => return Err(e),
+            Ok(current) if same_definition(&current.tool, tool) => {
+                // The document went back to what is served: nothing waits any more.
+                store.drop_change(source, &name).await?;
+                report.unchanged.push(name);
+            }
+            Ok(_) => {
+                let said = tool.to_catalog_value(Secrets::Keep);
+                // A change already rejected stays rejected until the document changes again.
+                let rejected = known.iter().any(|c| {
+                    c.tool == name && c.status == "rejected" && c.pinned.as_ref() == Some(&said)
+                });
+                if rejected {
+                    report.rejected.push(name);
+                    continue;
+                }
+                store
+                    .put_change(&UpstreamChange {
+                        server: source.to_owned(),
+                        tool: name.clone(),
+                        kind: "changed".into(),
+                        pinned: Some(said),
+                        status: "pending".into(),
+                        detected_at_ms: now_ms(),
+                    })
+                    .await?;
+                report.held.push(name);
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// The pending changes of `source` among `names` (all when empty).
+async fn pending<S: UpstreamStore>(
+    store: &S,
+    source: &str,
+    names: &[String],
+) -> Result<Vec<UpstreamChange>> {
+    Ok(store
+        .changes(Some(source))
+        .await?
+        .into_iter()
+        .filter(|c| c.status == "pending" && (names.is_empty() || names.contains(&c.tool)))
+        .collect())
+}
+
+/// Saves the held definitions of `source` (all, or those of `names`) as their tools' next
+/// versions; returns the tools saved.
+pub async fn approve_held<S: Store + UpstreamStore>(
+    store: &S,
+    source: &str,
+    names: &[String],
+    by: &str,
+) -> Result<Vec<String>> {
+    let mut done = Vec::new();
+    for c in pending(store, source, names).await? {
+        let definition = c.pinned.clone().unwrap_or(Value::Null);
+        let tool = definition_to_tool(&definition)?;
+        let summary = format!("held change of {source} approved by {by}");
+        match store.get(&c.tool).await {
+            Ok(current) => {
+                store
+                    .update(
+                        &tool,
+                        current.version,
+                        Change {
+                            author: by,
+                            summary: &summary,
+                        },
+                    )
+                    .await?;
+            }
+            Err(StoreError::NotFound(_)) => {
+                store
+                    .create(
+                        &tool,
+                        Change {
+                            author: by,
+                            summary: &summary,
+                        },
+                    )
+                    .await?;
+            }
+            Err(e) => return Err(e),
+        }
+        store.drop_change(source, &c.tool).await?;
+        done.push(c.tool);
+    }
+    Ok(done)
+}
+
+/// Marks the held changes of `source` (all, or those of `names`) rejected: they stay out of
+/// service, and are forgotten when the document changes again or goes back.
+pub async fn reject_held<S: UpstreamStore>(
+    store: &S,
+    source: &str,
+    names: &[String],
+) -> Result<Vec<String>> {
+    let mut done = Vec::new();
+    for mut c in pending(store, source, names).await? {
+        c.status = "rejected".into();
+        store.put_change(&c).await?;
+        done.push(c.tool);
+    }
+    Ok(done)
+}
+
+/// Imports a catalog's tools: those of its `openapi:` entries with `on_change: hold` held by
+/// their source, the others synced (created, saved as new versions, kept); with `prune`,
+/// registry tools the catalog does not have are deleted (softly).
+pub async fn import_catalog<S: Store + UpstreamStore>(
+    store: &S,
+    catalog: &Catalog,
+    prune: bool,
+    author: &str,
+) -> Result<(crate::ImportReport, Vec<(String, HeldReport)>)> {
+    let held: std::collections::HashSet<&str> = catalog
+        .holds
+        .iter()
+        .flat_map(|(_, names)| names.iter().map(String::as_str))
+        .collect();
+    let others: Vec<Tool> = catalog
+        .tools
+        .iter()
+        .filter(|t| !held.contains(t.name.as_str()))
+        .cloned()
+        .collect();
+    let mut report = crate::StoreExt::import(store, &others, false, author).await?;
+    let mut sources = Vec::new();
+    for (source, names) in &catalog.holds {
+        let tools: Vec<Tool> = catalog
+            .tools
+            .iter()
+            .filter(|t| names.iter().any(|n| n == t.name.as_str()))
+            .cloned()
+            .collect();
+        let r = import_holding(store, &tools, source, author).await?;
+        // Created and kept tools count as the catalog's; held ones are reported apart.
+        report.created.extend(r.created.iter().cloned());
+        report.unchanged.extend(r.unchanged.iter().cloned());
+        sources.push((source.clone(), r));
+    }
+    if prune {
+        report.deleted = crate::StoreExt::prune(store, &catalog.tools, author).await?;
+    }
+    Ok((report, sources))
+}
