@@ -271,12 +271,18 @@ function DeleteButton({ name }: { name: string }) {
         okText="Delete"
         okButtonProps={{ disabled: typed !== name }}
         onOk={async () => {
-          await api.remove(name);
-          void message.success(`${name} deleted`);
           setOpen(false);
-          // Leave first: the deleted tool's own page must not ask for it again.
+          // Leave before deleting: the server's change event for the deletion would make this
+          // page ask for the deleted tool again (a 404) if it were still open.
           navigate('/tools');
           client.removeQueries({ queryKey: ['tool', name] });
+          try {
+            await api.remove(name);
+            void message.success(`${name} deleted`);
+          } catch (e) {
+            void message.error(`${name} was not deleted: ${e instanceof Error ? e.message : String(e)}`);
+            navigate(`/tools/${encodeURIComponent(name)}`);
+          }
           void client.invalidateQueries({ queryKey: ['tools'] });
         }}
       >
