@@ -233,7 +233,7 @@ async fn held_changes(
     State(s): Shared,
     Path(source): Path<String>,
 ) -> ApiResult<Json<super::servers::ChangeList>> {
-    let source = held_source(&source)?;
+    let source = held_source(&s, &source).await?;
     let mut changes = Vec::new();
     for c in toolsmith_store::UpstreamStore::changes(&s.store, Some(&source)).await? {
         let before = match s.store.get(&c.tool).await {
@@ -268,7 +268,7 @@ async fn approve_held(
     Path(source): Path<String>,
     body: axum::body::Bytes,
 ) -> ApiResult<Json<super::servers::Decided>> {
-    let source = held_source(&source)?;
+    let source = held_source(&s, &source).await?;
     let tools = super::servers::decision(&body)?.tools;
     let tools =
         toolsmith_store::held::approve_held(&s.store, &source, &tools, &caller.name).await?;
@@ -286,20 +286,27 @@ async fn reject_held(
     Path(source): Path<String>,
     body: axum::body::Bytes,
 ) -> ApiResult<Json<super::servers::Decided>> {
-    let source = held_source(&source)?;
+    let source = held_source(&s, &source).await?;
     let tools = super::servers::decision(&body)?.tools;
     let tools = toolsmith_store::held::reject_held(&s.store, &source, &tools).await?;
     s.changed();
     Ok(Json(super::servers::Decided { tools }))
 }
 
-/// `openapi:<name>` as given, or the name with `openapi:` put before it.
-fn held_source(given: &str) -> ApiResult<String> {
-    if given.is_empty() {
-        return Err(ApiError::bad_request("name the source: openapi:<name>"));
-    }
-    Ok(match toolsmith_store::held::is_openapi_source(given) {
+/// `openapi:<name>` as given, or the name with `openapi:` put before it; a source with no
+/// changes (held or rejected) is unknown: 404, as an unknown server is.
+async fn held_source(s: &AppState, given: &str) -> ApiResult<String> {
+    let source = match toolsmith_store::held::is_openapi_source(given) {
         true => given.to_owned(),
         false => toolsmith_store::held::openapi_source(given),
-    })
+    };
+    if toolsmith_store::UpstreamStore::changes(&s.store, Some(&source))
+        .await?
+        .is_empty()
+    {
+        return Err(ApiError::not_found(format!(
+            "no changes are held for {source}"
+        )));
+    }
+    Ok(source)
 }
