@@ -1936,6 +1936,19 @@ async fn openapi_documents_import_as_http_tools_with_a_dry_run_first() {
     assert_eq!(st, 403, "a reader approved: {v}");
     let (st, v) = req(
         "POST",
+        url("/openapi/nothing-here/approve"),
+        admin,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(
+        (st, v["error"]["code"].clone()),
+        (404, json!("not_found")),
+        "{v}"
+    );
+    let (st, v) = req(
+        "POST",
         url("/openapi/inv/approve"),
         admin,
         &[],
