@@ -447,9 +447,11 @@ fn parse_constraints(f: &Fields<'_>, p: &mut Parameter, e: &mut Errs) {
     p.constraints = c;
 }
 
+mod http;
+
 fn parse_injection(f: &Fields<'_>, p: &mut Parameter, place: Place, e: &mut Errs) {
     if place == Place::HttpArgument {
-        return parse_http_injection(f, p, e);
+        return http::parse_http_injection(f, p, e);
     }
     if place != Place::CommandArgument {
         let why = match place {
@@ -649,79 +651,4 @@ fn env_name(f: &Fields<'_>, e: &mut Errs) -> Option<String> {
         e.push(&f.at("env_name"), format!("invalid environment variable name {name:?}: use letters, digits and `_`, not starting with a digit"));
     }
     Some(name)
-}
-
-/// An `http` tool's parameter: where it goes in the request (`inject_as` path, query, header
-/// or body; not given: decided by the tool's method once the tool is read), its name there,
-/// and for arrays in a query or header, repeated or joined.
-fn parse_http_injection(f: &Fields<'_>, p: &mut Parameter, e: &mut Errs) {
-    for key in [
-        "option_name",
-        "option_style",
-        "boolean_style",
-        "env_name",
-        "allow_dangerous_env",
-    ] {
-        if f.has(key) {
-            e.push(
-                &f.at(key),
-                format!("`{key}` applies to command tools; an http tool's parameters go into the request (`inject_as`: path, query, header or body)"),
-            );
-        }
-    }
-    let mut inj = Injection::default();
-    if let Some(place) = f.choice(
-        "inject_as",
-        "place in the request",
-        &["path", "query", "header", "body"],
-        |s| match s {
-            "path" => Some(InjectAs::Path),
-            "query" => Some(InjectAs::Query),
-            "header" => Some(InjectAs::Header),
-            "body" => Some(InjectAs::Body),
-            _ => None,
-        },
-        e,
-    ) {
-        inj.inject_as = place;
-    }
-    inj.http_name = f.string("http_name", e);
-    if let Some(name) = &inj.http_name
-        && (name.is_empty() || name.chars().any(char::is_control))
-    {
-        e.push(
-            &f.at("http_name"),
-            format!("invalid name {name:?}: not empty, no control characters"),
-        );
-    }
-    if let Some(style) = f.choice(
-        "array_style",
-        "array style",
-        &["repeat", "join"],
-        |s| match s {
-            "repeat" => Some(ArrayStyle::Repeat),
-            "join" => Some(ArrayStyle::Join),
-            _ => None,
-        },
-        e,
-    ) {
-        if p.ty != ParamType::Array {
-            e.push(
-                &f.at("array_style"),
-                format!(
-                    "`array_style` applies to array parameters, not {}",
-                    p.ty.as_str()
-                ),
-            );
-        }
-        inj.array_style = Some(style);
-    }
-    inj.separator = f.string("separator", e);
-    if inj.separator.is_some() && inj.array_style != Some(ArrayStyle::Join) {
-        e.push(
-            &f.at("separator"),
-            "`separator` applies with `array_style: join`",
-        );
-    }
-    p.injection = inj;
 }
