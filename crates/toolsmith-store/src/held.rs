@@ -197,3 +197,18 @@ pub async fn import_catalog<S: Store + UpstreamStore>(
     }
     Ok((report, sources))
 }
+
+/// A held change's two sides for a diff: the served definition and the held one, secrets
+/// as `***` (`Null` where there is none).
+pub async fn sides<S: Store>(store: &S, c: &UpstreamChange) -> (Value, Value) {
+    let before = match store.get(&c.tool).await {
+        Ok(r) => r.tool.to_catalog_value(Secrets::Redact),
+        Err(_) => Value::Null,
+    };
+    let after = c
+        .pinned
+        .as_ref()
+        .and_then(|d| definition_to_tool(d).ok())
+        .map_or(Value::Null, |t| t.to_catalog_value(Secrets::Redact));
+    (before, after)
+}

@@ -236,22 +236,15 @@ async fn held_changes(
     let source = held_source(&s, &source).await?;
     let mut changes = Vec::new();
     for c in toolsmith_store::UpstreamStore::changes(&s.store, Some(&source)).await? {
-        let before = match s.store.get(&c.tool).await {
-            Ok(r) => r.tool.to_catalog_value(Secrets::Redact),
-            Err(_) => Value::Null,
-        };
-        let after = c
-            .pinned
-            .as_ref()
-            .and_then(|d| definition_to_tool(d).ok())
-            .map(|t| t.to_catalog_value(Secrets::Redact));
+        let (before, after) = toolsmith_store::held::sides(&s.store, &c).await;
+        let now = (!after.is_null()).then(|| after.clone());
         changes.push(super::servers::ChangeView {
-            diff: toolsmith_store::diff(&before, after.as_ref().unwrap_or(&Value::Null)),
+            diff: toolsmith_store::diff(&before, &after),
             tool: c.tool,
             kind: c.kind,
             status: c.status,
             detected_at_ms: c.detected_at_ms,
-            now: after,
+            now,
         });
     }
     Ok(Json(super::servers::ChangeList { changes }))

@@ -10,7 +10,7 @@ use clap::Args;
 use serde_json::json;
 use toolsmith_core::model::Secrets;
 use toolsmith_core::upstream::{McpServer, Transport, from_mcp_config};
-use toolsmith_store::{Store, UpstreamStore, held, import_servers};
+use toolsmith_store::{UpstreamStore, held, import_servers};
 
 use super::registry::registry;
 use super::*;
@@ -292,7 +292,7 @@ fn changes(name: Option<String>, args: ServersArgs) -> Result<ExitCode> {
             }
             let (before, after) = match held::is_openapi_source(&c.server) {
                 // A held OpenAPI change: the served definition against the document's.
-                true => held_sides(&store, c).await,
+                true => held::sides(&store, c).await,
                 false => (
                     pins[&c.server].get(&c.tool).cloned().unwrap_or(Value::Null),
                     c.pinned.clone().unwrap_or(Value::Null),
@@ -330,23 +330,6 @@ fn changes(name: Option<String>, args: ServersArgs) -> Result<ExitCode> {
         }
         Ok(ExitCode::SUCCESS)
     })
-}
-
-/// The served definition and the held one, secrets as `***`.
-async fn held_sides(
-    store: &toolsmith_store::Registry,
-    c: &toolsmith_store::UpstreamChange,
-) -> (Value, Value) {
-    let before = match store.get(&c.tool).await {
-        Ok(r) => r.tool.to_catalog_value(Secrets::Redact),
-        Err(_) => Value::Null,
-    };
-    let after = c
-        .pinned
-        .as_ref()
-        .and_then(|d| toolsmith_store::definition_to_tool(d).ok())
-        .map_or(Value::Null, |t| t.to_catalog_value(Secrets::Redact));
-    (before, after)
 }
 
 fn decide(name: String, tools: Vec<String>, args: ServersArgs, approve: bool) -> Result<ExitCode> {
