@@ -35,6 +35,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod render;
 pub mod result;
+pub mod sandbox;
 pub mod schema;
 pub mod secrets;
 pub mod upstream;

@@ -121,6 +121,10 @@ pub struct Tool {
     pub max_concurrency: Option<u32>,
     #[serde(skip_serializing_if = "Limits::is_empty")]
     pub limits: Limits,
+    /// The kernel sandbox its processes run in (command and script tools, and the sessions
+    /// `session_start` starts); `None`: the server's default (`workspace`, best effort).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::Sandbox>,
     /// How a command tool's stdout becomes `data`.
     #[serde(skip_serializing_if = "OutputMode::is_text")]
     pub output: OutputMode,

@@ -36,6 +36,9 @@ pub enum ErrorKind {
     /// An HTTP request got no answer: a name that does not resolve, a refused or broken
     /// connection, TLS, or a host or redirect toolsmith refuses.
     Network,
+    /// The process could not be sandboxed as its policy requires: the kernel lacks what an
+    /// `enforce: required` policy needs, or a protected file has a second name (a hard link).
+    Sandbox,
     Internal,
 }
 
@@ -120,6 +123,10 @@ pub struct Meta {
     /// For `http` tools: `{"status", "headers", "redirects"?}` of the response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<Value>,
+    /// For processes: the sandbox policy and what this kernel enforced of it
+    /// (`{"policy", "filesystem", "network", "signals", "landlock_abi", "seccomp", ...}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -34,6 +34,9 @@ const KEEP: usize = 64;
 #[derive(Debug, Default)]
 pub struct Folders {
     idle: Mutex<Vec<Folder>>,
+    /// The folder this engine's call folders are made in (0700), which no sandboxed process
+    /// may reach but its own call's; `None`: the temporary directory.
+    root: Option<TempDir>,
 }
 
 /// One working folder and what it was when made.
@@ -132,15 +135,40 @@ impl Folder {
 }
 
 impl Folders {
-    /// An empty folder: an idle one, or a new one in the temporary directory.
+    /// A pool whose folders are made in a folder of its own in the temporary directory.
+    pub fn new() -> Self {
+        let root = tempfile::Builder::new()
+            .prefix("toolsmith-calls-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()
+            .inspect_err(|e| {
+                tracing::warn!("no folder for call folders ({e}); using the temporary directory")
+            })
+            .ok();
+        Self {
+            idle: Mutex::default(),
+            root,
+        }
+    }
+
+    /// Where call folders are made.
+    pub fn root(&self) -> Option<&Path> {
+        self.root.as_ref().map(TempDir::path)
+    }
+
+    /// An empty folder: an idle one, or a new one.
     pub fn take(&self) -> std::io::Result<Folder> {
         if let Some(f) = self.lock().pop() {
             return Ok(f);
         }
-        let dir = tempfile::Builder::new()
+        let mut builder = tempfile::Builder::new();
+        builder
             .prefix("toolsmith-call-")
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .tempdir()?;
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+        let dir = match &self.root {
+            Some(root) => builder.tempdir_in(root.path())?,
+            None => builder.tempdir()?,
+        };
         let meta = std::fs::symlink_metadata(dir.path())?;
         let marks = Marks::of(&open_dir(dir.path())?)?;
         Ok(Folder {

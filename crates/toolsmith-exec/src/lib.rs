@@ -23,6 +23,7 @@ mod kinds;
 mod limits;
 mod process;
 pub mod runtime;
+pub mod sandbox;
 mod script;
 pub mod session;
 pub mod upstream;
@@ -77,6 +78,8 @@ pub struct EngineConfig {
     pub sessions_unavailable: Option<String>,
     /// How many sessions may run at once.
     pub session_limits: session::SessionLimits,
+    /// The kernel sandbox of every process the engine starts (SPEC §13).
+    pub sandbox: sandbox::SandboxConfig,
 }
 
 impl EngineConfig {
@@ -102,6 +105,7 @@ impl EngineConfig {
             warm_idle: warm::IDLE,
             sessions_unavailable: None,
             session_limits: session::SessionLimits::default(),
+            sandbox: sandbox::SandboxConfig::default(),
         }
     }
 }
@@ -150,6 +154,8 @@ pub struct Engine {
     upstreams: upstream::Upstreams,
     /// The one HTTP client of `http` tools and the `http_request` built-in.
     http: http::HttpClient,
+    /// The kernel sandbox: what the kernel offers, the protected paths, the filters.
+    sandbox: Arc<sandbox::Sandboxes>,
 }
 
 impl Engine {
@@ -162,19 +168,35 @@ impl Engine {
             true => limits::Cgroups::detect().map(Arc::new),
             false => None,
         };
+        let folders = folders::Folders::new();
+        // No sandboxed process reaches another call's folder or the sessions ledger.
+        let own: Vec<PathBuf> = folders
+            .root()
+            .map(Path::to_path_buf)
+            .into_iter()
+            .chain([session::ledger_dir()])
+            .collect();
+        let runtime_env = config.runtime_python.as_deref().and_then(sandbox::venv_of);
+        let sandbox = Arc::new(sandbox::Sandboxes::new(
+            config.sandbox.clone(),
+            workspace.root(),
+            runtime_env,
+            &own,
+        ));
         // Upstream processes are born in cgroup slots like every other process.
         let upstreams = upstream::Upstreams::new(upstream::Spawning {
             cgroups: cgroups.clone(),
             workspace: workspace.root().to_path_buf(),
             limits: config.default_limits,
             niceness: config.tool_niceness,
+            sandbox: sandbox.clone(),
         });
         Ok(Self {
             global: Arc::new(Semaphore::new(config.max_concurrent)),
             per_tool: Mutex::default(),
             scripts: script::Scripts::new(config.script_dir.clone(), config.runtime_python.clone()),
             cgroups,
-            folders: folders::Folders::default(),
+            folders,
             warm: config
                 .warm_runtime
                 .then(|| {
@@ -190,6 +212,7 @@ impl Engine {
             ),
             upstreams,
             http: http::HttpClient::new()?,
+            sandbox,
             workspace,
             config,
         })
@@ -197,6 +220,11 @@ impl Engine {
 
     pub fn workspace(&self) -> &Workspace {
         &self.workspace
+    }
+
+    /// The kernel sandbox of this engine's processes (SPEC §13).
+    pub fn sandbox(&self) -> &sandbox::Sandboxes {
+        &self.sandbox
     }
 
     /// The upstream MCP servers of this engine (SPEC §11).

@@ -470,9 +470,12 @@ pub(crate) async fn spawn_contained(
     cgroups: Option<&Cgroups>,
     limits: Limits,
     niceness: i32,
+    confinement: Option<crate::sandbox::Confinement>,
 ) -> Result<(std::io::Result<tokio::process::Child>, Option<CallCgroup>), String> {
     let launch = move |mut cmd: tokio::process::Command, cgroup: Option<CallCgroup>| {
-        let child = cmd.spawn();
+        let child = crate::sandbox::run_confined(confinement.as_ref(), || cmd.spawn())
+            .map_err(|e| std::io::Error::other(format!("sandbox: {e}")))
+            .and_then(|r| r);
         if let Ok(c) = &child {
             let _ = apply_rlimits(c.id().unwrap_or(0), &limits, niceness);
         }

@@ -28,6 +28,8 @@ pub struct Spec<'a> {
     pub timeout: Duration,
     pub limits: Limits,
     pub niceness: i32,
+    /// The kernel sandbox the process starts in; `None`: none.
+    pub confinement: Option<crate::sandbox::Confinement>,
 }
 
 /// How a process ended.
@@ -46,6 +48,8 @@ pub struct Finished {
 #[derive(Debug)]
 pub enum SpawnError {
     NotFound(String),
+    /// The sandbox could not be applied; nothing ran.
+    Sandbox(String),
     Other(String),
 }
 
@@ -104,11 +108,17 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let (limits, niceness) = (spec.limits, spec.niceness);
+    let (limits, niceness, confinement) = (spec.limits, spec.niceness, spec.confinement);
     // The guard is made where the child is, so whoever drops the result kills the group —
     // even a caller that went away while the spawn was in flight.
     let start = move |mut cmd: Command, cgroup: Option<CallCgroup>| {
-        let child = cmd.spawn()?;
+        let child =
+            crate::sandbox::run_confined(confinement.as_ref(), || cmd.spawn()).map_err(|e| {
+                std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    format!("sandbox: {e}"),
+                )
+            })??;
         let pid = child.id().unwrap_or(0);
         let guard = GroupGuard { pgid: pid, cgroup };
         let _ = limits::apply_rlimits(pid, &limits, niceness);
@@ -126,6 +136,9 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
     };
     let (mut child, guard) = spawned.map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => SpawnError::NotFound(program.clone()),
+        std::io::ErrorKind::PermissionDenied if e.to_string().starts_with("sandbox: ") => {
+            SpawnError::Sandbox(e.to_string())
+        }
         _ => SpawnError::Other(format!("{program}: {e}")),
     })?;
     let mut guard = guard;

@@ -774,7 +774,21 @@ open("forger.sent", "w").write(str(sent))
 /// completion of a later command, even knowing the nonce and holding the shell's channel.
 #[tokio::test]
 async fn a_forged_completion_record_is_not_accepted() {
-    let f = fixture();
+    // Without a sandbox the forger reaches the shell's channel (pidfd_getfd) and the
+    // protocol must hold; sandboxed, it cannot even take the channel (seccomp).
+    for (sandbox, reaches) in [("none", true), ("workspace", false)] {
+        forge(
+            &fixture_with(
+                &format!("{{}}, sandbox: {sandbox}"),
+                SessionLimits::default(),
+            ),
+            reaches,
+        )
+        .await;
+    }
+}
+
+async fn forge(f: &Fixture, reaches: bool) {
     std::fs::write(f.root().join("forger.py"), FORGER).expect("write");
     let id = f.start(json!({})).await;
     let r = f.exec(&id, "python3 forger.py $$ >/dev/null 2>&1 &").await;
@@ -797,7 +811,7 @@ async fn a_forged_completion_record_is_not_accepted() {
         .trim()
         .parse()
         .unwrap_or(0);
-    assert!(sent > 0, "the forger never sent a record");
+    assert_eq!(sent > 0, reaches, "the forger sent {sent} records");
     let r = f.exec(&id, "pwd").await;
     assert_eq!(r["exit_code"], 0, "{r}");
     f.ok("session_end", json!({"session_id": id})).await;

@@ -112,8 +112,13 @@ pub fn run(args: ChatArgs) -> Result<std::process::ExitCode> {
         .unwrap_or_else(|| kind.default_model().to_owned());
     let provider = Provider::new(kind, &base_url, &model, key).map_err(anyhow::Error::msg)?;
 
-    let config = args.run.engine_config(&args.workspace);
+    let mut protected = vec![chats_dir()];
+    if let Some(db) = &args.db {
+        protected.extend(crate::options::registry_files(db));
+    }
+    let config = args.run.engine_config(&args.workspace, protected);
     let engine = Arc::new(Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?);
+    crate::options::say_sandbox(&engine);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -29,6 +29,10 @@ pub(super) fn read_defaults(v: &Value, inherited: &Defaults, e: &mut Errs) -> De
         http_allow_hosts: f
             .strings("http_allow_hosts", e)
             .unwrap_or_else(|| inherited.http_allow_hosts.clone()),
+        sandbox: match f.get("sandbox") {
+            Some(v) => crate::sandbox::read(v, &f.at("sandbox"), e),
+            None => inherited.sandbox.clone(),
+        },
     }
 }
 

@@ -11,6 +11,7 @@ mod env;
 mod executor;
 mod files;
 mod openapi;
+mod sandbox;
 mod servers;
 mod settings;
 
@@ -112,6 +113,9 @@ struct Defaults {
     tool_names: NameRule,
     /// `allow_hosts` of the file's http tools that do not give their own.
     http_allow_hosts: Vec<String>,
+    /// `sandbox` of the file's process tools, `session_start` and stdio servers that do not
+    /// give their own.
+    sandbox: Option<crate::sandbox::Sandbox>,
 }
 
 struct Loader<'s> {
@@ -152,6 +156,7 @@ const DEFAULT_KEYS: &[&str] = &[
     "tool_names",
     "limits",
     "http_allow_hosts",
+    "sandbox",
 ];
 const TOOL_KEYS: &[&str] = &[
     "name",
@@ -181,6 +186,7 @@ const TOOL_KEYS: &[&str] = &[
     "working_dir",
     "max_concurrency",
     "limits",
+    "sandbox",
     "output",
 ];
 const EXECUTORS: [&str; 5] = ["command", "script", "builtin", "mcp", "http"];
@@ -432,6 +438,7 @@ impl Loader<'_> {
             None => Limits::default(),
         }
         .or(defaults.limits);
+        let sandbox = sandbox::read_tool(&f, defaults, process, executor.as_ref(), e);
         let output = f
             .choice(
                 "output",
@@ -472,6 +479,7 @@ impl Loader<'_> {
             working_dir,
             max_concurrency: max_concurrency.and_then(|m| u32::try_from(m).ok()),
             limits: if process { limits } else { Limits::default() },
+            sandbox,
             output,
             parameters,
             config_schema,

@@ -23,6 +23,7 @@ const SERVER_KEYS: &[&str] = &[
     "enabled",
     "config_schema",
     "config",
+    "sandbox",
 ];
 
 const OVERRIDE_KEYS: &[&str] = &[
@@ -217,12 +218,15 @@ impl Loader<'_> {
             env: read_env(f, e),
             env_allowlist: f.strings("env_allowlist", e).unwrap_or_default(),
             working_dir,
+            sandbox: f
+                .get("sandbox")
+                .and_then(|v| crate::sandbox::read(v, &f.at("sandbox"), e)),
         })
     }
 }
 
 fn http(f: &Fields<'_>, e: &mut Errs) -> Option<Transport> {
-    for key in ["env", "env_allowlist", "working_dir"] {
+    for key in ["env", "env_allowlist", "working_dir", "sandbox"] {
         if f.has(key) {
             e.push(
                 &f.at(key),

@@ -194,6 +194,7 @@ fn server(
             // What programs started this way expect to find (npx, uvx, node, python).
             env_allowlist: vec!["PATH".into(), "HOME".into(), "LANG".into()],
             working_dir: None,
+            sandbox: None,
         }
     } else {
         let url = map.get("url").and_then(Value::as_str).ok_or("no `url`")?;

@@ -62,6 +62,8 @@ pub enum Transport {
         env_allowlist: Vec<String>,
         /// Relative to the workspace; `None`: a folder of its own.
         working_dir: Option<String>,
+        /// The kernel sandbox the server's process runs in; `None`: the server's default.
+        sandbox: Option<crate::sandbox::Sandbox>,
     },
     /// Streamable HTTP.
     Http {
@@ -206,6 +208,7 @@ impl McpServer {
             env: BTreeMap::new(),
             working_dir: None,
             max_concurrency: None,
+            sandbox: None,
             limits: Limits::default(),
             output: OutputMode::Text,
             parameters: Vec::new(),
@@ -232,8 +235,12 @@ impl McpServer {
                 env,
                 env_allowlist,
                 working_dir,
+                sandbox,
             } => {
                 m.insert("command".into(), json!(command));
+                if let Some(sandbox) = sandbox {
+                    m.insert("sandbox".into(), sandbox.to_value());
+                }
                 if !env.is_empty() {
                     m.insert("env".into(), json!(env));
                 }

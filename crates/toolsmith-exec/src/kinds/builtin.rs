@@ -98,6 +98,7 @@ impl Engine {
             limits: t.limits.or(self.config.default_limits),
             niceness: self.config.tool_niceness,
             cgroups: self.cgroups.as_ref(),
+            sandbox: &self.sandbox,
         };
         match self.sessions.call(name, args, ctx).await {
             Ok(data) => ToolResult::ok(data, meta),

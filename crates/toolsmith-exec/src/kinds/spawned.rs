@@ -11,7 +11,7 @@ impl Engine {
         t: &Tool,
         invocation: Invocation,
         python: Option<(PathBuf, PathBuf, bool)>,
-        meta: Meta,
+        mut meta: Meta,
     ) -> ToolResult {
         let mut argv = invocation.argv;
         // Only allowlisted variables of the server's environment, then the tool's own.
@@ -57,6 +57,42 @@ impl Engine {
         // `PYTHON*` variables of the tool's own change how Python starts: those tools run
         // cold and without -I, which would ignore them.
         let python = python.filter(|_| !env.keys().any(|k| k.starts_with("PYTHON")));
+        let program = match &python {
+            Some((interpreter, ..)) => Some(interpreter.clone()),
+            None => argv
+                .first()
+                .and_then(|p| process::resolve_program(p, Some(&searched))),
+        };
+        let cx = crate::sandbox::Context {
+            workdir: &cwd,
+            program: program.as_deref(),
+            // A script's file (its interpreter's first argument).
+            files: match &t.executor {
+                Executor::Script(_) => argv.get(1).map(PathBuf::from).into_iter().collect(),
+                _ => Vec::new(),
+            },
+        };
+        let confined = match self.sandbox.confine(t.sandbox.as_ref(), &cx) {
+            Ok(c) => c,
+            Err(why) => {
+                meta.sandbox = Some(
+                    self.sandbox
+                        .assess(self.sandbox.policy(t.sandbox.as_ref()))
+                        .0,
+                );
+                if let Some(folder) = temp {
+                    self.folders.give_back(folder, true);
+                }
+                return ToolResult::err(
+                    ErrorKind::Sandbox,
+                    format!("`{}` was not run: {why}", t.name),
+                    Vec::new(),
+                    meta,
+                );
+            }
+        };
+        meta.sandbox = Some(confined.report);
+        let confinement = confined.confinement;
         if let Some((interpreter, file, true)) = &python
             && let Some(warm) = &self.warm
         {
@@ -69,6 +105,9 @@ impl Engine {
                 timeout: Duration::from_millis(t.timeout_ms),
                 limits,
                 niceness: self.config.tool_niceness,
+                sandbox: confinement
+                    .as_ref()
+                    .map(crate::sandbox::Confinement::for_child),
             };
             if let Some(done) = warm.run(&call, self.cgroups.as_ref()).await {
                 return self.finished(t, done, temp, meta, limits, &searched);
@@ -87,6 +126,7 @@ impl Engine {
             timeout: Duration::from_millis(t.timeout_ms),
             limits,
             niceness: self.config.tool_niceness,
+            confinement,
         };
         let done = process::run(spec, self.cgroups.as_ref()).await;
         self.finished(t, done, temp, meta, limits, &searched)
@@ -116,6 +156,17 @@ impl Engine {
                         "cannot run `{}`: program {program:?} not found{place}",
                         t.name
                     ),
+                    Vec::new(),
+                    meta,
+                );
+            }
+            Err(process::SpawnError::Sandbox(e)) => {
+                if let Some(folder) = temp {
+                    self.folders.give_back(folder, false);
+                }
+                return ToolResult::err(
+                    ErrorKind::Sandbox,
+                    format!("`{}` was not run: {e}", t.name),
                     Vec::new(),
                     meta,
                 );

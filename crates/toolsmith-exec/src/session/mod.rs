@@ -140,6 +140,7 @@ pub struct Ctx<'a> {
     pub limits: Limits,
     pub niceness: i32,
     pub cgroups: Option<&'a Arc<Cgroups>>,
+    pub sandbox: &'a crate::sandbox::Sandboxes,
 }
 
 /// Why a session call failed.
@@ -196,6 +197,11 @@ impl std::fmt::Debug for Sessions {
             .field("live", &lock(&self.inner.live).len())
             .finish()
     }
+}
+
+/// Where engines record their sessions' process groups (no sandboxed process reaches it).
+pub fn ledger_dir() -> std::path::PathBuf {
+    ledger::Ledger::default_dir()
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -47,6 +47,8 @@ pub struct Spec<'a> {
     pub niceness: i32,
     /// A shell: stdin is a socket that also carries its completion records (see [`Records`]).
     pub shell: bool,
+    /// The kernel sandbox its processes run in.
+    pub confinement: Option<crate::sandbox::Confinement>,
 }
 
 /// Where a session's input goes.
@@ -216,8 +218,14 @@ pub async fn start(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Sta
         }
     };
     cmd.env_clear().envs(&spec.env).current_dir(spec.cwd);
-    let (child, cgroup) =
-        limits::spawn_contained(cmd, cgroups.map(|c| &**c), spec.limits, spec.niceness).await?;
+    let (child, cgroup) = limits::spawn_contained(
+        cmd,
+        cgroups.map(|c| &**c),
+        spec.limits,
+        spec.niceness,
+        spec.confinement,
+    )
+    .await?;
     let mut child = child.map_err(|e| format!("starting {program:?}: {e}"))?;
     let pid = child.id().unwrap_or(0);
     let mut records = None;

@@ -52,6 +52,20 @@ impl Sessions {
             u64_arg(args, "cols", 120).min(1000) as u16,
             u64_arg(args, "rows", 40).min(1000) as u16,
         );
+        let program = argv
+            .first()
+            .and_then(|p| crate::process::resolve_program(p, env.get("PATH").map(String::as_str)));
+        let cx = crate::sandbox::Context {
+            workdir: &cwd,
+            program: program.as_deref(),
+            files: Vec::new(),
+        };
+        let confined = ctx
+            .sandbox
+            .confine(ctx.tool.sandbox.as_ref(), &cx)
+            .map_err(|e| {
+                SessionError::Invalid(format!("cannot start the session: sandbox: {e}"))
+            })?;
         let spec = spawn::Spec {
             argv: &argv,
             env,
@@ -60,6 +74,7 @@ impl Sessions {
             limits: ctx.limits,
             niceness: ctx.niceness,
             shell: kind == Kind::Shell,
+            confinement: confined.confinement,
         };
         let started = spawn::start(spec, ctx.cgroups)
             .await
@@ -144,6 +159,7 @@ impl Sessions {
                 "idle_ms": idle_timeout.as_millis() as u64,
                 "at_ms": session.started_ms + lifetime.as_millis() as u64,
             },
+            "sandbox": confined.report,
         });
         put_output(&mut v, kind, &out, &err);
         put_exit(&mut v, st.exit.as_ref());

@@ -449,6 +449,7 @@ async fn spawn(def: &McpServer, spawning: &Spawning) -> Result<Spawned, String> 
     let Transport::Stdio {
         command,
         working_dir,
+        sandbox,
         ..
     } = &def.transport
     else {
@@ -483,11 +484,21 @@ async fn spawn(def: &McpServer, spawning: &Spawning) -> Result<Spawned, String> 
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    let cx = crate::sandbox::Context {
+        workdir: &cwd,
+        program: Some(&resolved),
+        files: Vec::new(),
+    };
+    let confined = spawning
+        .sandbox
+        .confine_as(spawning.sandbox.server_policy(sandbox.as_ref()), &cx)
+        .map_err(|e| format!("not started: {e}"))?;
     let (child, cgroup) = limits::spawn_contained(
         cmd,
         spawning.cgroups.as_deref(),
         spawning.limits,
         spawning.niceness,
+        confined.confinement,
     )
     .await?;
     let mut child = child.map_err(|e| format!("starting {program:?}: {e}"))?;

@@ -145,6 +145,7 @@ pub(crate) struct Spawning {
     pub workspace: PathBuf,
     pub limits: Limits,
     pub niceness: i32,
+    pub sandbox: Arc<crate::sandbox::Sandboxes>,
 }
 
 /// Every upstream of one engine.

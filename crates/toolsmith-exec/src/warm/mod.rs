@@ -142,6 +142,9 @@ pub struct Call<'a> {
     pub timeout: Duration,
     pub limits: Limits,
     pub niceness: i32,
+    /// The confinement the child applies to itself before any user code
+    /// ([`crate::sandbox::Confinement::for_child`]); `None`: none.
+    pub sandbox: Option<serde_json::Value>,
 }
 
 impl Warm {

@@ -19,6 +19,8 @@
 # - the call's setup (working folder, environment — secrets — and limits) is read from its
 #   own pipe by the child after the fork: no call's data ever enters the zygote's memory,
 #   which every later child inherits;
+# - the child applies the call's sandbox (Landlock, seccomp, no_new_privs, capabilities) to
+#   itself, from the setup, after its folder and environment and before any user code;
 # - before the setup is read, the child drops the zygote's globals (the cache of other
 #   tools' compiled scripts, the socket): a script walking up its frames finds nothing of
 #   the zygote's.
@@ -60,6 +62,74 @@ def drop_ptrace():
         data[0].inheritable &= ~bit
         if libc.capset(ctypes.byref(header), data) != 0:
             raise OSError(ctypes.get_errno(), "capset failed")
+
+class RulesetAttr(ctypes.Structure):
+    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+
+class PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
+
+
+class NetPort(ctypes.Structure):
+    _fields_ = [("allowed", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def confine(box, libc=libc, ctypes=ctypes, os=os, types=(CapHeader, CapData, RulesetAttr, PathBeneath, NetPort, SockFprog)):
+    """Applies the gateway's sandbox to this child, as the gateway's spawning thread does
+    for a cold process (toolsmith-exec's `sandbox`): capabilities dropped (as root), no new
+    privileges, the Landlock rules, the seccomp filter. Every failure raises: nothing runs
+    unconfined. Takes what it needs as arguments: the zygote's globals are gone by then."""
+    import base64
+    Header, Data, Attr, Beneath, Port, Fprog = types
+
+    def check(ret, what):
+        if ret < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"sandbox: {what}: {os.strerror(err)}")
+        return ret
+
+    if box.get("drop_caps"):
+        # SECBIT_NOROOT, NO_SETUID_FIXUP, NO_CAP_AMBIENT_RAISE, each locked; KEEP_CAPS locked off.
+        check(libc.prctl(28, 0xEF, 0, 0, 0), "securebits")
+        for cap in range(64):
+            if libc.prctl(24, cap, 0, 0, 0) != 0:
+                break  # past the last capability
+        check(libc.prctl(47, 4, 0, 0, 0), "ambient capabilities")
+        check(libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()), "capset")
+    check(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")
+    if box.get("handled_fs"):
+        attr = Attr(box["handled_fs"], box.get("handled_net", 0), box.get("scoped", 0))
+        size = 24 if attr.scoped else (16 if attr.net else 8)
+        rfd = check(libc.syscall(444, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)), "landlock_create_ruleset")
+        try:
+            for path, mask in box.get("paths", []):
+                try:
+                    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                except OSError:
+                    continue  # gone since the rules were made: it allows nothing
+                try:
+                    rule = Beneath(mask, fd)
+                    check(libc.syscall(445, rfd, 1, ctypes.byref(rule), ctypes.c_uint32(0)), f"Landlock rule for {path}")
+                finally:
+                    os.close(fd)
+            for port, mask in box.get("ports", []):
+                rule = Port(mask, port)
+                check(libc.syscall(445, rfd, 2, ctypes.byref(rule), ctypes.c_uint32(0)), f"Landlock rule for port {port}")
+            check(libc.syscall(446, rfd, ctypes.c_uint32(0)), "landlock_restrict_self")
+        finally:
+            os.close(rfd)
+    if box.get("seccomp"):
+        prog = base64.b64decode(box["seccomp"])
+        buf = ctypes.create_string_buffer(prog, len(prog))
+        fprog = Fprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p))
+        check(libc.prctl(22, 2, ctypes.byref(fprog), 0, 0), "seccomp")
+
 
 MAX_FDS = 4
 CACHE = 256
@@ -118,7 +188,7 @@ def child(fds, code):
     except BaseException:
         traceback.print_exc()
         os._exit(1)
-    me, builtins, rlimit_of = __file__, __builtins__, RLIMITS
+    me, builtins, rlimit_of, confine_self = __file__, __builtins__, RLIMITS, confine
     compiled.clear()
     zygote = globals()
     zygote.clear()
@@ -154,6 +224,8 @@ def child(fds, code):
             os.environ["LC_CTYPE"] = "C.UTF-8"
         if "TZ" in req["env"]:
             time.tzset()
+        if req.get("sandbox"):
+            confine_self(req["sandbox"])
         gc.enable()
         atexit._clear()
         # Fresh stdio objects on the call's pipes, buffered as a cold start would be.

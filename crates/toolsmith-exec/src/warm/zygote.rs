@@ -133,6 +133,7 @@ impl Zygote {
             "env": call.env,
             "rlimits": rlimits,
             "nice": call.niceness,
+            "sandbox": call.sandbox,
         })
         .to_string()
         .into_bytes();

@@ -29,6 +29,7 @@ pub(super) fn call(args: CallArgs) -> Result<ExitCode> {
         let confirmed = args.yes || (compiled.tool.is_dangerous() && confirm(&compiled.tool)?);
         let mut config = EngineConfig::new(&args.workspace);
         config.use_cgroups = !args.no_cgroups;
+        config.sandbox.protected = crate::options::protected_paths(Vec::new());
         // One call: a warm runtime would cost its start and save nothing.
         config.warm_runtime = false;
         config.sessions_unavailable = Some(SESSIONS_NEED_A_SERVER.into());

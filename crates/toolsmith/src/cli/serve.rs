@@ -32,8 +32,11 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
     let catalog = catalog
         .map(|file| load_catalog(&file).map(|c| (file, c)))
         .transpose()?;
-    let config = args.run.engine_config(&args.workspace);
+    let mut protected = crate::options::registry_files(&args.db.address());
+    protected.extend(args.tokens_file.iter().cloned());
+    let config = args.run.engine_config(&args.workspace, protected);
     let engine = Arc::new(Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?);
+    crate::options::say_sandbox(&engine);
     let author = args.db.author("serve");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -135,8 +138,10 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
         .as_ref()
         .map(|file| load_catalog(file).map(|c| (file.clone(), c)))
         .transpose()?;
-    let config = args.run.engine_config(&args.workspace);
+    let protected = crate::options::registry_files(&args.db.address());
+    let config = args.run.engine_config(&args.workspace, protected);
     let engine = Arc::new(Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?);
+    crate::options::say_sandbox(&engine);
     let author = args.db.author("mcp");
     // A catalog alone is served from a registry of its own that lives as long as the server.
     let private = match (&catalog, &args.db.db) {

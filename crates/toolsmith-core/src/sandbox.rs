@@ -1,0 +1,373 @@
+//! The sandbox policy of a process toolsmith starts (SPEC §13): which paths it may read and
+//! write, which network it may use, and whether a kernel that cannot enforce all of it runs
+//! the tool anyway. Read from the catalog's `sandbox:` (on a command or script tool, on
+//! `defaults`, on the `session_start` built-in, on a stdio upstream server); applied by
+//! `toolsmith-exec`. Pure: paths stay text here, with their `$WORKSPACE`-style names.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::form::{Errs, Fields};
+
+/// A starting point for the filesystem rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Preset {
+    /// Read the system and the workspace; write the call's working folder and the workspace.
+    #[default]
+    Workspace,
+    /// Read the system and the workspace; write only the call's working folder.
+    ReadOnly,
+    /// No sandbox at all: the process has the server's user's full reach.
+    None,
+}
+
+impl Preset {
+    pub const NAMES: [&'static str; 3] = ["workspace", "read-only", "none"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Workspace => "workspace",
+            Preset::ReadOnly => "read-only",
+            Preset::None => "none",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "workspace" => Some(Preset::Workspace),
+            "read-only" => Some(Preset::ReadOnly),
+            "none" => Some(Preset::None),
+            _ => None,
+        }
+    }
+}
+
+/// What the process may do on the network.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Network {
+    /// As the server's user may (the default).
+    #[default]
+    All,
+    /// No sockets but Unix ones: no TCP, no UDP, no name resolution over the network.
+    None,
+    /// TCP only, connecting to and binding these ports (on any address); no UDP.
+    Ports { connect: Vec<u16>, bind: Vec<u16> },
+}
+
+/// Whether a policy the kernel cannot fully enforce still runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Enforce {
+    /// Refused (error kind `sandbox`) unless every part is enforced.
+    Required,
+    /// Runs with what the kernel enforces, and says what that was.
+    BestEffort,
+}
+
+/// A process's sandbox policy.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Sandbox {
+    pub preset: Preset,
+    /// Paths readable besides the preset's (absolute, or starting with a `$NAME` of [`PLACES`]).
+    pub read: Vec<String>,
+    /// Paths writable (and readable) besides the preset's.
+    pub write: Vec<String>,
+    pub network: Network,
+    /// `None`: the server's default, best effort.
+    pub enforce: Option<Enforce>,
+}
+
+/// The names a policy's paths may start with.
+pub const PLACES: [(&str, &str); 5] = [
+    ("$WORKSPACE", "the workspace"),
+    ("$WORKDIR", "the call's working folder"),
+    ("$HOME", "the server's user's home folder"),
+    (
+        "$PYTHON_PREFIX",
+        "the prefix of the tool's Python interpreter",
+    ),
+    (
+        "$RUNTIME",
+        "the runtime's virtual environment (`toolsmith runtime`)",
+    ),
+];
+
+impl Sandbox {
+    pub fn preset(preset: Preset) -> Self {
+        Self {
+            preset,
+            ..Self::default()
+        }
+    }
+
+    pub fn is_none(&self) -> bool {
+        self.preset == Preset::None
+    }
+
+    pub fn enforce(&self) -> Enforce {
+        self.enforce.unwrap_or(Enforce::BestEffort)
+    }
+
+    /// The catalog form: the preset's name alone when nothing else is said.
+    pub fn to_value(&self) -> Value {
+        if self.read.is_empty()
+            && self.write.is_empty()
+            && self.network == Network::All
+            && self.enforce.is_none()
+        {
+            return Value::String(self.preset.name().into());
+        }
+        let mut map = Map::new();
+        if self.preset != Preset::Workspace {
+            map.insert("preset".into(), json!(self.preset.name()));
+        }
+        if !self.read.is_empty() || !self.write.is_empty() {
+            let mut fs = Map::new();
+            if !self.read.is_empty() {
+                fs.insert("read".into(), json!(self.read));
+            }
+            if !self.write.is_empty() {
+                fs.insert("write".into(), json!(self.write));
+            }
+            map.insert("filesystem".into(), Value::Object(fs));
+        }
+        match &self.network {
+            Network::All => {}
+            Network::None => {
+                map.insert("network".into(), json!("none"));
+            }
+            Network::Ports { connect, bind } => {
+                let mut net = Map::new();
+                if !connect.is_empty() {
+                    net.insert("connect".into(), json!(connect));
+                }
+                if !bind.is_empty() {
+                    net.insert("bind".into(), json!(bind));
+                }
+                map.insert("network".into(), Value::Object(net));
+            }
+        }
+        if let Some(enforce) = self.enforce {
+            map.insert("enforce".into(), json!(enforce));
+        }
+        Value::Object(map)
+    }
+}
+
+impl Serialize for Sandbox {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_value().serialize(s)
+    }
+}
+
+const KEYS: &[&str] = &["preset", "filesystem", "network", "enforce"];
+
+/// Reads a `sandbox:` value: a preset's name, or a mapping.
+pub(crate) fn read(v: &Value, at: &str, e: &mut Errs) -> Option<Sandbox> {
+    let preset_of = |s: &str, at: &str, e: &mut Errs| {
+        let found = Preset::parse(s);
+        if found.is_none() {
+            e.push(
+                at,
+                format!(
+                    "unknown sandbox preset {s:?}; expected one of {}",
+                    Preset::NAMES.join(", ")
+                ),
+            );
+        }
+        found
+    };
+    if let Value::String(s) = v {
+        return preset_of(s, at, e).map(Sandbox::preset);
+    }
+    let f = Fields::new(v, at, KEYS, e)?;
+    let before = e.list.len();
+    let preset = match f.string("preset", e) {
+        Some(s) => preset_of(&s, &f.at("preset"), e).unwrap_or_default(),
+        None => Preset::Workspace,
+    };
+    let (mut read, mut write) = (Vec::new(), Vec::new());
+    if let Some(fs) = f.get("filesystem") {
+        let at = f.at("filesystem");
+        if let Some(ff) = Fields::new(fs, &at, &["read", "write"], e) {
+            for (key, out) in [("read", &mut read), ("write", &mut write)] {
+                for (i, p) in ff
+                    .strings(key, e)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .enumerate()
+                {
+                    if let Err(msg) = check_path(&p) {
+                        e.push(&format!("{}[{i}]", ff.at(key)), msg);
+                    }
+                    out.push(p);
+                }
+            }
+        }
+    }
+    let network = match f.get("network") {
+        None => Network::All,
+        Some(Value::String(s)) => match s.as_str() {
+            "all" => Network::All,
+            "none" => Network::None,
+            "loopback" => {
+                e.push(
+                    &f.at("network"),
+                    "`loopback` cannot be enforced: Landlock and seccomp filter TCP by port and \
+                     sockets by family, never by address; say `{connect: [PORT, ...]}` for the \
+                     ports a tool may reach (on any address), or `none`",
+                );
+                Network::All
+            }
+            other => {
+                e.push(
+                    &f.at("network"),
+                    format!("unknown network policy {other:?}; expected all, none, or {{connect: [ports], bind: [ports]}}"),
+                );
+                Network::All
+            }
+        },
+        Some(net) => read_ports(net, &f.at("network"), e),
+    };
+    let enforce = f.choice(
+        "enforce",
+        "enforcement",
+        &["required", "best_effort"],
+        |s| match s {
+            "required" => Some(Enforce::Required),
+            "best_effort" => Some(Enforce::BestEffort),
+            _ => None,
+        },
+        e,
+    );
+    if preset == Preset::None && (!read.is_empty() || !write.is_empty() || network != Network::All)
+    {
+        e.push(
+            at,
+            "preset `none` runs without a sandbox: paths and network rules would not apply",
+        );
+    }
+    (e.list.len() == before).then_some(Sandbox {
+        preset,
+        read,
+        write,
+        network,
+        enforce,
+    })
+}
+
+fn read_ports(v: &Value, at: &str, e: &mut Errs) -> Network {
+    let Some(f) = Fields::new(v, at, &["connect", "bind"], e) else {
+        return Network::All;
+    };
+    let ports = |key: &str, e: &mut Errs| -> Vec<u16> {
+        let Some(list) = f.list(key, e) else {
+            return Vec::new();
+        };
+        list.iter()
+            .enumerate()
+            .filter_map(
+                |(i, p)| match p.as_u64().and_then(|n| u16::try_from(n).ok()) {
+                    Some(n) if n > 0 => Some(n),
+                    _ => {
+                        e.push(
+                            &format!("{}[{i}]", f.at(key)),
+                            "a TCP port is a whole number from 1 to 65535",
+                        );
+                        None
+                    }
+                },
+            )
+            .collect()
+    };
+    let connect = ports("connect", e);
+    let bind = ports("bind", e);
+    Network::Ports { connect, bind }
+}
+
+/// A policy path is absolute or starts with one of [`PLACES`], and has no `..`.
+pub fn check_path(p: &str) -> Result<(), String> {
+    let named = PLACES
+        .iter()
+        .any(|(name, _)| p == *name || p.starts_with(&format!("{name}/")));
+    if !named && !p.starts_with('/') {
+        let names: Vec<&str> = PLACES.iter().map(|(n, _)| *n).collect();
+        return Err(format!(
+            "{p:?} must be absolute or start with one of {}",
+            names.join(", ")
+        ));
+    }
+    if p.split('/').any(|s| s == "..") {
+        return Err(format!("{p:?} must not contain `..`"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_yaml(text: &str) -> Result<Sandbox, Vec<String>> {
+        let v: Value = serde_yaml_ng::from_str(text).expect("yaml");
+        let mut e = Errs::new("t.yaml");
+        let out = read(&v, "sandbox", &mut e);
+        match out {
+            Some(s) if e.list.is_empty() => Ok(s),
+            _ => Err(e
+                .list
+                .iter()
+                .map(|x| format!("{}: {}", x.path, x.message))
+                .collect()),
+        }
+    }
+
+    #[test]
+    fn presets_and_maps_read_and_write_back() {
+        assert_eq!(
+            read_yaml("read-only").map(|s| s.preset),
+            Ok(Preset::ReadOnly)
+        );
+        let s = read_yaml(
+            "{filesystem: {read: [$HOME/.gitconfig], write: [/var/cache/x]}, network: {connect: [5432]}, enforce: required}",
+        )
+        .expect("reads");
+        assert_eq!(s.preset, Preset::Workspace);
+        assert_eq!(
+            s.network,
+            Network::Ports {
+                connect: vec![5432],
+                bind: vec![]
+            }
+        );
+        assert_eq!(s.enforce(), Enforce::Required);
+        let back = read_yaml(&serde_json::to_string(&s.to_value()).expect("json")).expect("again");
+        assert_eq!(back, s);
+        assert_eq!(Sandbox::default().to_value(), json!("workspace"));
+    }
+
+    #[test]
+    fn mistakes_are_named_where_they_are() {
+        let errs = read_yaml(
+            "{preset: strict, filesystem: {read: [relative/x, /a/../b]}, network: {connect: [0, 70000]}}",
+        )
+        .expect_err("refused");
+        let text = errs.join("\n");
+        for needle in [
+            "sandbox.preset: unknown sandbox preset \"strict\"",
+            "sandbox.filesystem.read[0]: \"relative/x\" must be absolute",
+            "sandbox.filesystem.read[1]: \"/a/../b\" must not contain `..`",
+            "sandbox.network.connect[0]: a TCP port",
+            "sandbox.network.connect[1]: a TCP port",
+        ] {
+            assert!(text.contains(needle), "{needle} not in {text}");
+        }
+        let loopback = read_yaml("{network: loopback}")
+            .expect_err("refused")
+            .join("\n");
+        assert!(loopback.contains("cannot be enforced"), "{loopback}");
+        let none = read_yaml("{preset: none, network: none}")
+            .expect_err("refused")
+            .join("\n");
+        assert!(none.contains("would not apply"), "{none}");
+    }
+}

@@ -1,0 +1,465 @@
+//! The kernel sandbox of every process toolsmith starts (SPEC §13): command and script
+//! tools (cold, and the warm runtime's children), session processes and stdio upstream
+//! servers.
+//!
+//! The engine probes the kernel once ([`Kernel`]); per process, [`Sandboxes::confine`] turns
+//! the tool's policy into a [`Confinement`] (Landlock path and port rules, a seccomp filter,
+//! whether to drop capabilities) and the report `meta.sandbox` carries — or refuses the call
+//! when the policy says `enforce: required` and the kernel cannot enforce all of it.
+//!
+//! Applying it never forks the gateway: a short-lived thread of the gateway (born in the
+//! call's cgroup where there is one) drops its capabilities, sets `no_new_privs`, restricts
+//! itself with Landlock and loads the seccomp filter, then spawns the process with
+//! `posix_spawn`; the child inherits all of it, and the thread ends ([`apply`]). Landlock,
+//! seccomp, capabilities and `no_new_privs` are all per thread, so the rest of the gateway is
+//! untouched. The warm runtime's child applies the same confinement to itself, from the
+//! same data, before any user code (`zygote.py`).
+
+mod apply;
+mod rules;
+mod seccomp;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, Ruleset, RulesetAttr,
+    Scope,
+};
+use serde_json::{Value, json};
+use toolsmith_core::sandbox::{Enforce, Network, Preset, Sandbox};
+
+pub(crate) use apply::run_confined;
+pub use rules::SYSTEM;
+
+/// The newest Landlock ABI toolsmith uses (the one it is tested on).
+const NEWEST: ABI = ABI::V7;
+
+/// The environment variable that caps the Landlock ABI used (0: as if the kernel had none) —
+/// for trying what an older kernel gives.
+pub const ABI_VARIABLE: &str = "TOOLSMITH_SANDBOX_LANDLOCK_ABI";
+
+/// What the sandbox may protect and how.
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    /// Off: processes run as before this existed (`--sandbox off`).
+    pub enabled: bool,
+    /// The policy of processes that do not give one.
+    pub default: Sandbox,
+    /// The policy of stdio upstream servers that do not give one ([`server_default`]).
+    pub server_default: Sandbox,
+    /// Never reachable by a sandboxed process: the registry's files, the data folder, the key
+    /// and tokens files, transcripts, the sessions ledger (the engine adds its own folders).
+    pub protected: Vec<PathBuf>,
+    /// Reachable even inside a protected folder (the runtime's environment).
+    pub exempt: Vec<PathBuf>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            default: Sandbox::default(),
+            server_default: server_default(),
+            protected: Vec::new(),
+            exempt: Vec::new(),
+        }
+    }
+}
+
+/// The default of stdio upstream servers: the `workspace` preset, and everything readable
+/// (the protected paths cut out), and the package runners' caches writable — so that
+/// servers started with `npx`, `uvx`, `node` or `python` from wherever they are installed
+/// keep working.
+pub fn server_default() -> Sandbox {
+    Sandbox {
+        read: vec!["/".into()],
+        write: vec!["$HOME/.npm".into(), "$HOME/.cache".into()],
+        ..Sandbox::default()
+    }
+}
+
+/// What this kernel offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kernel {
+    /// 0 when Landlock is missing (or capped by [`ABI_VARIABLE`]).
+    pub landlock_abi: u8,
+    pub seccomp: bool,
+    /// The gateway holds capabilities (root, usually): a sandboxed process drops them.
+    pub capabilities: bool,
+}
+
+impl Kernel {
+    /// Asks the kernel (a Landlock ruleset made as a hard requirement for each ABI, newest
+    /// first; `PR_GET_SECCOMP`; `capget`).
+    pub fn probe() -> Self {
+        let cap = std::env::var(ABI_VARIABLE)
+            .ok()
+            .and_then(|v| v.trim().parse::<u8>().ok())
+            .unwrap_or(NEWEST as u8);
+        let landlock_abi = (1..=(NEWEST as u8).min(cap))
+            .rev()
+            .find(|n| {
+                Ruleset::default()
+                    .set_compatibility(CompatLevel::HardRequirement)
+                    .handle_access(AccessFs::from_all(ABI::from(i32::from(*n))))
+                    .and_then(|r| r.create())
+                    .is_ok()
+            })
+            .unwrap_or(0);
+        let capabilities = rustix::thread::capabilities(None)
+            .is_ok_and(|c| !c.permitted.is_empty() || !c.effective.is_empty());
+        Self {
+            landlock_abi,
+            seccomp: seccomp::available(),
+            capabilities,
+        }
+    }
+
+    fn abi(self) -> ABI {
+        ABI::from(i32::from(self.landlock_abi))
+    }
+
+    /// One line for the server's start.
+    pub fn describe(self) -> String {
+        let landlock = match self.landlock_abi {
+            0 => "no Landlock (files and ports not enforced)".to_owned(),
+            n if n < 4 => format!("Landlock ABI {n} (files; no TCP port rules, no signal scoping)"),
+            n if n < 6 => format!("Landlock ABI {n} (files, TCP ports; no signal scoping)"),
+            n => format!("Landlock ABI {n} (files, TCP ports, signals, abstract sockets)"),
+        };
+        let seccomp = if self.seccomp {
+            "seccomp"
+        } else {
+            "no seccomp"
+        };
+        format!("sandbox: {landlock}, {seccomp}")
+    }
+}
+
+/// One process's confinement, ready to apply.
+#[derive(Debug)]
+pub struct Confinement {
+    fs: Vec<(PathBuf, BitFlags<AccessFs>)>,
+    handled_fs: BitFlags<AccessFs>,
+    ports: Vec<(u16, BitFlags<AccessNet>)>,
+    handled_net: BitFlags<AccessNet>,
+    scoped: BitFlags<Scope>,
+    seccomp: Option<Arc<seccompiler::BpfProgram>>,
+    drop_caps: bool,
+}
+
+/// A process's confinement (none for preset `none` or a server with the sandbox off) and
+/// what is reported of it.
+#[derive(Debug)]
+pub struct Confined {
+    pub confinement: Option<Confinement>,
+    pub report: Value,
+}
+
+/// Where one process runs.
+pub struct Context<'a> {
+    pub workdir: &'a Path,
+    /// The program as found on PATH; for a script, the interpreter.
+    pub program: Option<&'a Path>,
+    /// Files it must read (a script's file).
+    pub files: Vec<PathBuf>,
+}
+
+/// The engine's sandbox: the kernel's answer, the seccomp programs, the protected paths.
+#[derive(Debug)]
+pub struct Sandboxes {
+    config: SandboxConfig,
+    kernel: Kernel,
+    workspace: PathBuf,
+    home: Option<PathBuf>,
+    runtime: Option<PathBuf>,
+    protected: Vec<PathBuf>,
+    exempt: Vec<PathBuf>,
+    programs: [Option<Arc<seccompiler::BpfProgram>>; 3],
+}
+
+impl Sandboxes {
+    /// `own` are the engine's folders no process may reach (other calls' working folders,
+    /// the sessions ledger).
+    pub fn new(
+        config: SandboxConfig,
+        workspace: &Path,
+        runtime: Option<PathBuf>,
+        own: &[PathBuf],
+    ) -> Self {
+        let kernel = Kernel::probe();
+        // A file not made yet (a registry's WAL) is named by its folder's real path.
+        let canon = |p: &Path| {
+            std::fs::canonicalize(p)
+                .or_else(|e| match (p.parent(), p.file_name()) {
+                    (Some(dir), Some(name)) => std::fs::canonicalize(dir).map(|d| d.join(name)),
+                    _ => Err(e),
+                })
+                .unwrap_or_else(|_| p.to_path_buf())
+        };
+        let protected = config
+            .protected
+            .iter()
+            .chain(own)
+            .map(|p| canon(p))
+            .collect();
+        let exempt = config
+            .exempt
+            .iter()
+            .chain(runtime.as_ref())
+            .map(|p| canon(p))
+            .collect();
+        let program = |n| {
+            kernel
+                .seccomp
+                .then(|| seccomp::program(n).map(Arc::new).ok())
+                .flatten()
+        };
+        Self {
+            programs: [
+                program(seccomp::NetRule::Any),
+                program(seccomp::NetRule::UnixOnly),
+                program(seccomp::NetRule::TcpAndUnix),
+            ],
+            kernel,
+            workspace: canon(workspace),
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            runtime,
+            protected,
+            exempt,
+            config,
+        }
+    }
+
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.config.enabled
+    }
+
+    /// The policy a process with `own` (its tool's, its session tool's) runs under.
+    pub fn policy<'a>(&'a self, own: Option<&'a Sandbox>) -> &'a Sandbox {
+        own.unwrap_or(&self.config.default)
+    }
+
+    /// The policy a stdio upstream server with `own` runs under.
+    pub fn server_policy<'a>(&'a self, own: Option<&'a Sandbox>) -> &'a Sandbox {
+        own.unwrap_or(&self.config.server_default)
+    }
+
+    /// What the kernel enforces of `policy`, as `meta.sandbox` shows it, and what is missing
+    /// (empty when everything is enforced).
+    pub fn assess(&self, policy: &Sandbox) -> (Value, Vec<String>) {
+        if !self.config.enabled {
+            return (json!({"policy": "off", "enforced": false}), Vec::new());
+        }
+        if policy.is_none() {
+            return (json!({"policy": "none", "enforced": false}), Vec::new());
+        }
+        let k = self.kernel;
+        let mut missing = Vec::new();
+        let filesystem = match k.landlock_abi {
+            0 => {
+                missing.push("Landlock (the filesystem rules)".to_owned());
+                "not enforced"
+            }
+            1 | 2 => {
+                missing.push(format!(
+                    "Landlock ABI 3 (renames and truncation; this kernel has {})",
+                    k.landlock_abi
+                ));
+                "partial"
+            }
+            _ => "enforced",
+        };
+        let network = match &policy.network {
+            Network::All => "unrestricted",
+            Network::None if k.seccomp => "enforced",
+            Network::None => {
+                missing.push("seccomp (socket families)".into());
+                "not enforced"
+            }
+            Network::Ports { .. } if k.seccomp && k.landlock_abi >= 4 => "enforced",
+            Network::Ports { .. } => {
+                missing.push("Landlock ABI 4 and seccomp (TCP port rules)".into());
+                "not enforced"
+            }
+        };
+        let signals = if k.landlock_abi >= 6 {
+            "enforced"
+        } else {
+            missing.push("Landlock ABI 6 (signal and abstract socket scoping)".into());
+            "not enforced"
+        };
+        if !k.seccomp {
+            missing.push("seccomp (ptrace, io_uring)".into());
+        }
+        let mut report = json!({
+            "policy": policy_name(policy),
+            "filesystem": filesystem,
+            "network": network,
+            "signals": signals,
+            "landlock_abi": k.landlock_abi,
+            "seccomp": k.seccomp,
+            "no_new_privs": true,
+            "enforced": missing.is_empty(),
+        });
+        if k.capabilities {
+            report["capabilities"] = json!("dropped");
+        }
+        if !missing.is_empty() {
+            report["missing"] = json!(missing);
+        }
+        (report, missing)
+    }
+
+    /// The confinement of one process under `own` (or the default), or why it may not run:
+    /// a policy saying `enforce: required` that this kernel cannot enforce, or a protected
+    /// file with a second name.
+    pub fn confine(&self, own: Option<&Sandbox>, cx: &Context) -> Result<Confined, String> {
+        self.confine_as(self.policy(own), cx)
+    }
+
+    /// [`Sandboxes::confine`] with the policy given.
+    pub fn confine_as(&self, policy: &Sandbox, cx: &Context) -> Result<Confined, String> {
+        let (report, missing) = self.assess(policy);
+        if !self.config.enabled || policy.is_none() {
+            return Ok(Confined {
+                confinement: None,
+                report,
+            });
+        }
+        if policy.enforce() == Enforce::Required && !missing.is_empty() {
+            return Err(format!(
+                "the sandbox policy says `enforce: required`, and this kernel cannot enforce: {}",
+                missing.join("; ")
+            ));
+        }
+        if let Some(file) = rules::linked(&self.protected, &self.exempt) {
+            return Err(format!(
+                "{} has another name (a hard link): a sandboxed process could reach it through that name; remove the link",
+                file.display()
+            ));
+        }
+        let abi = self.kernel.abi();
+        let (fs, handled_fs) = if self.kernel.landlock_abi > 0 {
+            let masks = rules::Masks::new(abi);
+            let places = rules::Places {
+                workspace: &self.workspace,
+                workdir: cx.workdir,
+                home: self.home.as_deref(),
+                runtime: self.runtime.as_deref(),
+                programs: cx.program.map(Path::to_path_buf).into_iter().collect(),
+                files: cx.files.clone(),
+                protected: &self.protected,
+                exempt: &self.exempt,
+            };
+            (rules::rules(policy, &places, masks), masks.all)
+        } else {
+            (Vec::new(), BitFlags::EMPTY)
+        };
+        let (ports, handled_net) = match (&policy.network, self.kernel.landlock_abi >= 4) {
+            (Network::All, _) | (_, false) => (Vec::new(), BitFlags::EMPTY),
+            (Network::None, true) => (Vec::new(), AccessNet::from_all(abi)),
+            (Network::Ports { connect, bind }, true) => {
+                let mut ports: Vec<(u16, BitFlags<AccessNet>)> = connect
+                    .iter()
+                    .map(|p| (*p, BitFlags::from(AccessNet::ConnectTcp)))
+                    .collect();
+                ports.extend(
+                    bind.iter()
+                        .map(|p| (*p, BitFlags::from(AccessNet::BindTcp))),
+                );
+                (ports, AccessNet::from_all(abi))
+            }
+        };
+        let net_rule = match policy.network {
+            Network::All => 0,
+            Network::None => 1,
+            Network::Ports { .. } => 2,
+        };
+        Ok(Confined {
+            confinement: Some(Confinement {
+                fs,
+                handled_fs,
+                ports,
+                handled_net,
+                scoped: Scope::from_all(abi),
+                seccomp: self.programs[net_rule].clone(),
+                drop_caps: self.kernel.capabilities,
+            }),
+            report,
+        })
+    }
+}
+
+/// The virtual environment `python` belongs to (the folder above its `bin` holding a
+/// `pyvenv.cfg`), if any.
+pub fn venv_of(python: &Path) -> Option<PathBuf> {
+    let root = rules::prefix(python)?;
+    root.join("pyvenv.cfg").exists().then_some(root)
+}
+
+fn policy_name(p: &Sandbox) -> Value {
+    let plain = p.read.is_empty() && p.write.is_empty() && p.network == Network::All;
+    match (plain, p.preset) {
+        (true, preset) => json!(preset.name()),
+        (false, Preset::None) => json!("none"),
+        (false, _) => p.to_value(),
+    }
+}
+
+impl Confinement {
+    /// What the warm runtime's child needs to confine itself: the same rules as numbers
+    /// (masks are the kernel's `LANDLOCK_ACCESS_*` bits), the seccomp program's bytes.
+    pub fn for_child(&self) -> Value {
+        use base64::Engine as _;
+        json!({
+            "handled_fs": self.handled_fs.bits(),
+            "handled_net": self.handled_net.bits(),
+            "scoped": self.scoped.bits(),
+            "paths": self.fs.iter().map(|(p, m)| json!([p, m.bits()])).collect::<Vec<_>>(),
+            "ports": self.ports.iter().map(|(p, m)| json!([p, m.bits()])).collect::<Vec<_>>(),
+            "seccomp": self.seccomp.as_ref().map(|p| base64::engine::general_purpose::STANDARD.encode(seccomp::bytes(p))),
+            "drop_caps": self.drop_caps,
+        })
+    }
+}
+
+/// The Landlock ruleset for `c` (used by [`apply`]).
+fn ruleset(c: &Confinement) -> Result<Option<landlock::RulesetCreated>, String> {
+    use landlock::{NetPort, PathBeneath, RulesetCreatedAttr};
+    if c.handled_fs.is_empty() {
+        return Ok(None);
+    }
+    let err = |e: landlock::RulesetError| format!("Landlock: {e}");
+    let mut r = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(c.handled_fs)
+        .map_err(err)?;
+    if !c.handled_net.is_empty() {
+        r = r.handle_access(c.handled_net).map_err(err)?;
+    }
+    if !c.scoped.is_empty() {
+        r = r.scope(c.scoped).map_err(err)?;
+    }
+    let mut created = r.create().map_err(err)?;
+    for (path, mask) in &c.fs {
+        // A path gone since the rules were made allows nothing; the rest still hold.
+        let Ok(fd) = landlock::PathFd::new(path) else {
+            continue;
+        };
+        created = created
+            .add_rule(PathBeneath::new(fd, *mask))
+            .map_err(|e| format!("Landlock rule for {}: {e}", path.display()))?;
+    }
+    for (port, mask) in &c.ports {
+        created = created
+            .add_rule(NetPort::new(*port, *mask))
+            .map_err(|e| format!("Landlock rule for port {port}: {e}"))?;
+    }
+    Ok(Some(created))
+}

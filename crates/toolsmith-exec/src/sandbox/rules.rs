@@ -1,0 +1,251 @@
+//! A policy's paths → Landlock path rules for one process: the system folders, the
+//! workspace, the call's working folder, where its program and interpreter live, and the
+//! policy's own paths — minus what is never reachable. Landlock only ever allows, so a
+//! protected path inside an allowed folder is cut out by allowing that folder's other
+//! entries one by one instead ("carving"), down to the protected path; symbolic links met
+//! while carving are not followed (a link a tool placed in its workspace would otherwise
+//! allow its target).
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use landlock::{ABI, Access, AccessFs, BitFlags};
+use toolsmith_core::sandbox::{Preset, Sandbox};
+
+/// Folders every sandboxed process reads and executes from (those that exist).
+pub const SYSTEM: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/srv", "/var",
+    "/run", "/nix", "/snap", "/proc", "/sys",
+];
+
+/// Devices a process may write (and use with `ioctl`): the null sinks, randomness, its
+/// terminal and pseudo-terminals.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+/// What one process's rules are computed from.
+pub(crate) struct Places<'a> {
+    pub workspace: &'a Path,
+    pub workdir: &'a Path,
+    pub home: Option<&'a Path>,
+    pub runtime: Option<&'a Path>,
+    /// The program's file (as found on PATH) and, for a script, the interpreter's.
+    pub programs: Vec<PathBuf>,
+    /// Files a process must read besides (a script's file).
+    pub files: Vec<PathBuf>,
+    /// Never reachable, whatever the policy says.
+    pub protected: &'a [PathBuf],
+    /// Reachable even inside a protected path (the runtime's environment, in the data folder).
+    pub exempt: &'a [PathBuf],
+}
+
+/// Access masks for one ABI.
+#[derive(Clone, Copy)]
+pub(crate) struct Masks {
+    pub all: BitFlags<AccessFs>,
+    pub read: BitFlags<AccessFs>,
+    pub device: BitFlags<AccessFs>,
+}
+
+impl Masks {
+    pub fn new(abi: ABI) -> Self {
+        let all = AccessFs::from_all(abi);
+        let read = AccessFs::from_read(abi);
+        let device = all & (AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev) | read;
+        Self { all, read, device }
+    }
+
+    /// What a rule on a file (not a folder) may carry: the kernel refuses folder rights there.
+    fn for_file(self, mask: BitFlags<AccessFs>) -> BitFlags<AccessFs> {
+        mask & AccessFs::from_file(ABI::V7)
+    }
+}
+
+/// `$NAME/rest` → a path, or `None` when the place does not exist for this process.
+fn expand(p: &str, places: &Places) -> Option<PathBuf> {
+    let (name, rest) = match p.split_once('/') {
+        Some((n, r)) if n.starts_with('$') => (n, r),
+        None if p.starts_with('$') => (p, ""),
+        _ => return Some(PathBuf::from(p)),
+    };
+    let base: PathBuf = match name {
+        "$WORKSPACE" => places.workspace.to_path_buf(),
+        "$WORKDIR" => places.workdir.to_path_buf(),
+        "$HOME" => places.home?.to_path_buf(),
+        "$RUNTIME" => places.runtime?.to_path_buf(),
+        "$PYTHON_PREFIX" => places
+            .programs
+            .get(1)
+            .or(places.programs.first())
+            .and_then(|p| prefix(p))?,
+        _ => return None,
+    };
+    Some(if rest.is_empty() {
+        base
+    } else {
+        base.join(rest)
+    })
+}
+
+/// Where a program is installed: the folder above its `bin` (or `sbin`, `shims`), else its
+/// own folder. A virtual environment's interpreter gives the environment.
+pub(crate) fn prefix(program: &Path) -> Option<PathBuf> {
+    let dir = program.parent()?;
+    match dir.file_name().and_then(|n| n.to_str()) {
+        Some("bin" | "sbin" | "shims") => dir.parent().map(Path::to_path_buf),
+        _ => Some(dir.to_path_buf()),
+    }
+}
+
+/// The rules (path, access) for `policy` at `places`, protected paths carved out.
+pub(crate) fn rules(
+    policy: &Sandbox,
+    places: &Places,
+    m: Masks,
+) -> Vec<(PathBuf, BitFlags<AccessFs>)> {
+    let mut wanted: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
+    for dir in SYSTEM {
+        wanted.push((PathBuf::from(dir), m.read));
+    }
+    wanted.push((PathBuf::from("/dev"), m.read | (m.all & AccessFs::IoctlDev)));
+    for dev in DEVICES {
+        wanted.push((PathBuf::from(dev), m.device));
+    }
+    let workspace = match policy.preset {
+        Preset::Workspace => m.all,
+        Preset::ReadOnly | Preset::None => m.read,
+    };
+    wanted.push((places.workspace.to_path_buf(), workspace));
+    wanted.push((places.workdir.to_path_buf(), m.all));
+    for program in &places.programs {
+        // The program as found (a shim, a virtual environment's link) and what it is.
+        for p in [Some(program.clone()), std::fs::canonicalize(program).ok()]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(root) = prefix(&p) {
+                wanted.push((root, m.read));
+            }
+        }
+    }
+    for f in &places.files {
+        wanted.push((f.clone(), m.read));
+    }
+    for p in &policy.read {
+        if let Some(p) = expand(p, places) {
+            wanted.push((p, m.read));
+        }
+    }
+    for p in &policy.write {
+        if let Some(p) = expand(p, places) {
+            wanted.push((p, m.all));
+        }
+    }
+    let mut out = Vec::new();
+    for (path, mask) in wanted {
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue; // a folder this machine does not have
+        };
+        let real = std::fs::canonicalize(&path).unwrap_or(path);
+        let inside_protected = places.protected.iter().any(|p| real.starts_with(p));
+        // The call's own folder is reachable wherever it is (in the engine's folder of call
+        // folders, which is protected), as is what is exempt.
+        let exempt =
+            real.starts_with(places.workdir) || places.exempt.iter().any(|x| real.starts_with(x));
+        if inside_protected && !exempt {
+            continue;
+        }
+        let mask = if meta.is_dir() {
+            mask
+        } else {
+            m.for_file(mask)
+        };
+        let cut: Vec<&PathBuf> = places
+            .protected
+            .iter()
+            .filter(|p| p.starts_with(&real) && **p != real)
+            .collect();
+        if cut.is_empty() || !meta.is_dir() {
+            out.push((real, mask));
+        } else {
+            carve(&real, mask, &cut, places.exempt, m, &mut out);
+        }
+    }
+    out
+}
+
+/// Allows every entry of `dir` but the protected ones, going down into those that hold one.
+fn carve(
+    dir: &Path,
+    mask: BitFlags<AccessFs>,
+    protected: &[&PathBuf],
+    exempt: &[PathBuf],
+    m: Masks,
+    out: &mut Vec<(PathBuf, BitFlags<AccessFs>)>,
+) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        if protected.iter().any(|p| **p == path) {
+            // Only what is exempt inside it.
+            for x in exempt.iter().filter(|x| x.starts_with(&path)) {
+                out.push((x.clone(), mask));
+            }
+            continue;
+        }
+        let below: Vec<&PathBuf> = protected
+            .iter()
+            .copied()
+            .filter(|p| p.starts_with(&path))
+            .collect();
+        if below.is_empty() {
+            let mask = if meta.is_dir() {
+                mask
+            } else {
+                m.for_file(mask)
+            };
+            out.push((path, mask));
+        } else if meta.is_dir() {
+            carve(&path, mask, &below, exempt, m, out);
+        }
+    }
+}
+
+/// The protected regular files — each protected file, and the files directly in each
+/// protected folder but the exempt — that have another name somewhere (a hard link):
+/// Landlock judges a path, so a second name inside an allowed folder would reach the file.
+pub(crate) fn linked(protected: &[PathBuf], exempt: &[PathBuf]) -> Option<PathBuf> {
+    let hard_linked =
+        |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.nlink() > 1);
+    for p in protected {
+        if hard_linked(p) {
+            return Some(p.clone());
+        }
+        let Ok(entries) = std::fs::read_dir(p) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if !exempt.contains(&path) && hard_linked(&path) {
+                return Some(path);
+            }
+        }
+    }
+    None
+}
