@@ -200,10 +200,14 @@ impl Engine {
             warm: config
                 .warm_runtime
                 .then(|| {
-                    warm::Warm::new(&config.script_dir, config.warm_idle)
-                        .map(Arc::new)
-                        .inspect_err(|e| tracing::warn!("no warm Python runtime: {e}"))
-                        .ok()
+                    warm::Warm::new(
+                        &config.script_dir,
+                        config.warm_idle,
+                        sandbox.zygote_filter(),
+                    )
+                    .map(Arc::new)
+                    .inspect_err(|e| tracing::warn!("no warm Python runtime: {e}"))
+                    .ok()
                 })
                 .flatten(),
             sessions: session::Sessions::new(

@@ -1750,3 +1750,88 @@ print(json.dumps({"found": found, "frames": frames, "caches": len(caches)}))"#,
     }
     assert!(engine.warm_calls() >= 6, "the calls ran warm");
 }
+
+/// SPEC §13: the default sandbox (`workspace`) keeps ordinary programs working — git with
+/// the user's configuration, grep over the workspace, Python from PATH, and a script run by a
+/// virtual environment's interpreter that lives outside the workspace, importing what is
+/// installed there, Python scripts warm and cold — while every call says what was enforced.
+#[tokio::test]
+async fn ordinary_programs_work_under_the_default_sandbox() {
+    let f = fixture();
+    let run = |yaml: &str| tool(yaml);
+    let git = |name: &str, args: &str| {
+        run(&format!(
+            "{{name: {name}, description: d, working_dir: ., env_allowlist: [PATH, HOME], command: [git, {args}]}}"
+        ))
+    };
+    for (name, args) in [
+        ("init", "init, -q, repo"),
+        (
+            "commit",
+            "-C, repo, -c, user.email=t@example.com, -c, user.name=t, commit, --allow-empty, -qm, first",
+        ),
+    ] {
+        let r = f.call(&git(name, args), json!({})).await;
+        assert!(r.success, "{name}: {r:?}");
+    }
+    let r = f
+        .call(&git("log", "-C, repo, log, --oneline"), json!({}))
+        .await;
+    assert!(r.success, "{r:?}");
+    assert!(
+        r.data.expect("data")["stdout"]
+            .as_str()
+            .unwrap_or("")
+            .contains("first")
+    );
+    let sandbox = r.meta.sandbox.expect("meta.sandbox");
+    assert_eq!(sandbox["policy"], "workspace", "{sandbox}");
+    assert_eq!(sandbox["filesystem"], "enforced", "{sandbox}");
+
+    std::fs::write(f.dir.path().join("notes.txt"), "needle\n").expect("write");
+    let r = f
+        .call(
+            &run("{name: g, description: d, working_dir: ., command: [grep, -rl, needle, .]}"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.data.expect("data")["stdout"], "./notes.txt\n");
+
+    let r = f
+        .call(&run("{name: p, description: d, command: [python3, -c, 'import json, sqlite3; print(json.dumps(1))']}"), json!({}))
+        .await;
+    assert!(r.success, "{r:?}");
+
+    // A virtual environment outside the workspace, with a module of its own.
+    let venvs = tempfile::tempdir().expect("tempdir");
+    let venv = venvs.path().join("env");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status()
+        .expect("python3 -m venv");
+    assert!(made.success());
+    let site = std::process::Command::new(venv.join("bin/python"))
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ])
+        .output()
+        .expect("site-packages");
+    let site = String::from_utf8_lossy(&site.stdout).trim().to_owned();
+    std::fs::write(Path::new(&site).join("installed_here.py"), "VALUE = 42\n").expect("module");
+    let t = run(&format!(
+        "{{name: v, description: d, command: [{}, -c, 'import installed_here; print(installed_here.VALUE)']}}",
+        venv.join("bin/python").display()
+    ));
+    let r = f.call(&t, json!({})).await;
+    assert_eq!(r.data.expect("data")["stdout"], "42\n");
+    // Warm and cold Python scripts read the interpreter's own library.
+    for warm in [false, true] {
+        let t = run(&format!(
+            "{{name: w, description: d, script: {{warm: {warm}, source: 'import json, sqlite3, decimal; print(json.dumps(str(decimal.Decimal(1) / 4)))'}}}}"
+        ));
+        let r = f.call(&t, json!({})).await;
+        assert_eq!(r.data, Some(json!("0.25")), "warm {warm}: {r:?}");
+    }
+}

@@ -55,6 +55,8 @@ struct Gateway {
     rest: String,
     token: String,
     base: PathBuf,
+    /// Removed when the gateway goes, even when the test fails.
+    _dir: tempfile::TempDir,
 }
 
 impl Drop for Gateway {
@@ -133,7 +135,7 @@ fn write(path: &Path, text: &str) {
 /// A gateway in a fresh folder, run as `uid` (0 or nobody), with its catalog of doors.
 fn gateway(uid: u32, env: &[(&str, &str)]) -> Gateway {
     let dir = tempfile::tempdir().expect("tempdir");
-    let base = dir.keep();
+    let base = dir.path().to_path_buf();
     std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let data = base.join("xdg/toolsmith");
     let ws = base.join("ws");
@@ -198,7 +200,10 @@ mcp_servers:
         &catalog.replace("PORT", &port.to_string()),
     );
     let bin = base.join("toolsmith");
-    std::fs::copy(common::BIN, &bin).expect("copy the binary");
+    // Where the unprivileged user can reach it (a link, else a copy).
+    std::fs::hard_link(common::BIN, &bin)
+        .or_else(|_| std::fs::copy(common::BIN, &bin).map(drop))
+        .expect("the binary");
     if uid != 0 {
         chown_tree(&base, uid);
         // A root-only file and a setuid-root `cat` that could read it.
@@ -278,6 +283,7 @@ mcp_servers:
         rest,
         token,
         base: base.clone(),
+        _dir: dir,
     };
     let other = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
     static GATEWAYS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -332,6 +338,8 @@ fn chown_tree(dir: &Path, uid: u32) {
         let path = entry.path();
         if entry.file_type().is_ok_and(|t| t.is_dir()) {
             chown_tree(&path, uid);
+        } else if path.file_name().is_some_and(|n| n == "toolsmith") {
+            // The binary (perhaps a link to the build's): only read and run.
         } else {
             std::os::unix::fs::lchown(&path, Some(uid), Some(uid)).expect("chown");
         }
@@ -465,10 +473,8 @@ fn corpus(uid: u32) -> usize {
     assert_eq!(r["success"], true, "{r}");
     assert_eq!(r["meta"]["sandbox"]["filesystem"], "enforced", "{r}");
     assert_eq!(r["meta"]["sandbox"]["seccomp"], true, "{r}");
-    let base = g.base.clone();
     drop(g);
     let _ = holder.join();
-    let _ = std::fs::remove_dir_all(base);
     ran
 }
 

@@ -8,7 +8,7 @@ use rustix::thread::{self as th, CapabilitiesSecureBits, CapabilitySet, Capabili
 use super::{Confinement, ruleset};
 
 /// Runs `spawn` confined by `c` (on a thread of its own), or here when `c` is `None`.
-pub(crate) fn run_confined<T: Send>(
+pub fn run_confined<T: Send>(
     c: Option<&Confinement>,
     spawn: impl FnOnce() -> T + Send,
 ) -> Result<T, String> {
@@ -45,8 +45,8 @@ fn confine_this_thread(c: &Confinement) -> Result<(), String> {
             ));
         }
     }
-    if let Some(program) = &c.seccomp {
-        seccompiler::apply_filter(program).map_err(|e| format!("seccomp: {e}"))?;
+    if let Some(filter) = &c.seccomp {
+        seccompiler::apply_filter(&filter.program).map_err(|e| format!("seccomp: {e}"))?;
     }
     Ok(())
 }

@@ -29,7 +29,7 @@ use landlock::{
 use serde_json::{Value, json};
 use toolsmith_core::sandbox::{Enforce, Network, Preset, Sandbox};
 
-pub(crate) use apply::run_confined;
+pub use apply::run_confined;
 pub use rules::SYSTEM;
 
 /// The newest Landlock ABI toolsmith uses (the one it is tested on).
@@ -137,16 +137,50 @@ impl Kernel {
     }
 }
 
+/// One Landlock path rule; `fd`, when the folder was opened once for every process (the
+/// static rules' folders, held by the engine).
+#[derive(Debug, Clone)]
+struct FsRule {
+    path: PathBuf,
+    mask: BitFlags<AccessFs>,
+    fd: Option<Arc<std::os::fd::OwnedFd>>,
+}
+
+impl FsRule {
+    /// `[path, mask, static]`: folders the engine opened once are kept open by the zygote
+    /// too (the third item).
+    fn for_child(&self) -> Value {
+        json!([self.path, self.mask.bits(), self.fd.is_some()])
+    }
+}
+
 /// One process's confinement, ready to apply.
 #[derive(Debug)]
 pub struct Confinement {
-    fs: Vec<(PathBuf, BitFlags<AccessFs>)>,
+    /// 0: any socket; 1: Unix only; 2: TCP and Unix (which seccomp program).
+    net_rule: usize,
+    statics: Arc<Statics>,
+    call: Vec<FsRule>,
     handled_fs: BitFlags<AccessFs>,
     ports: Vec<(u16, BitFlags<AccessNet>)>,
     handled_net: BitFlags<AccessNet>,
     scoped: BitFlags<Scope>,
-    seccomp: Option<Arc<seccompiler::BpfProgram>>,
+    seccomp: Option<Arc<Filter>>,
     drop_caps: bool,
+}
+
+/// A seccomp program and its bytes in hex (for the warm runtime's children).
+#[derive(Debug)]
+struct Filter {
+    program: seccompiler::BpfProgram,
+    hex: String,
+}
+
+/// A policy's static rules, and the same as the warm runtime's children get them.
+#[derive(Debug, Default)]
+struct Statics {
+    rules: Vec<FsRule>,
+    child: Vec<Value>,
 }
 
 /// A process's confinement (none for preset `none` or a server with the sandbox off) and
@@ -176,7 +210,10 @@ pub struct Sandboxes {
     runtime: Option<PathBuf>,
     protected: Vec<PathBuf>,
     exempt: Vec<PathBuf>,
-    programs: [Option<Arc<seccompiler::BpfProgram>>; 3],
+    programs: [Option<Arc<Filter>>; 3],
+    /// Each policy's static rules (by its catalog form), folders opened once; only those
+    /// that carved nothing (a carve depends on a folder's entries at the time).
+    statics: std::sync::Mutex<std::collections::HashMap<String, Arc<Statics>>>,
 }
 
 impl Sandboxes {
@@ -213,7 +250,15 @@ impl Sandboxes {
         let program = |n| {
             kernel
                 .seccomp
-                .then(|| seccomp::program(n).map(Arc::new).ok())
+                .then(|| {
+                    seccomp::program(n).ok().map(|program| {
+                        let hex = seccomp::bytes(&program)
+                            .iter()
+                            .map(|b| format!("{b:02x}"))
+                            .collect();
+                        Arc::new(Filter { program, hex })
+                    })
+                })
                 .flatten()
         };
         Self {
@@ -229,11 +274,69 @@ impl Sandboxes {
             protected,
             exempt,
             config,
+            statics: std::sync::Mutex::default(),
         }
+    }
+
+    /// `policy`'s static rules: from the cache, else computed (and kept when nothing was
+    /// carved, with each folder opened once).
+    fn statics(
+        &self,
+        policy: &Sandbox,
+        places: &rules::Places,
+        masks: rules::Masks,
+    ) -> Arc<Statics> {
+        let key = policy.to_value().to_string();
+        let mut cache = self.statics.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(hit) = cache.get(&key) {
+            return hit.clone();
+        }
+        let (list, carved) = rules::static_rules(policy, places, masks);
+        let open = |p: &Path| {
+            use rustix::fs::{Mode, OFlags};
+            let dir = std::fs::metadata(p).is_ok_and(|m| m.is_dir());
+            // Files are opened per process: one replaced by a rename (git's config) would
+            // otherwise keep its old inode here.
+            dir.then(|| {
+                rustix::fs::open(
+                    p,
+                    OFlags::PATH | OFlags::CLOEXEC | OFlags::DIRECTORY,
+                    Mode::empty(),
+                )
+                .ok()
+                .map(Arc::new)
+            })
+            .flatten()
+        };
+        let rules: Vec<FsRule> = list
+            .into_iter()
+            .map(|(path, mask)| FsRule {
+                fd: if carved { None } else { open(&path) },
+                path,
+                mask,
+            })
+            .collect();
+        let child = rules.iter().map(FsRule::for_child).collect();
+        let statics = Arc::new(Statics { rules, child });
+        if !carved {
+            cache.insert(key, statics.clone());
+        }
+        statics
     }
 
     pub fn kernel(&self) -> Kernel {
         self.kernel
+    }
+
+    /// The seccomp program every warm runtime loads at its start (hex), so that its children
+    /// — sandboxed or not — are born under it: loading a filter costs ~0.1 ms per process,
+    /// which the children of one zygote then share. A child whose network is narrower adds
+    /// its own on top.
+    pub fn zygote_filter(&self) -> Option<String> {
+        self.config
+            .enabled
+            .then(|| self.programs[0].as_ref().map(|f| f.hex.clone()))
+            .flatten()
     }
 
     pub fn enabled(&self) -> bool {
@@ -345,7 +448,7 @@ impl Sandboxes {
             ));
         }
         let abi = self.kernel.abi();
-        let (fs, handled_fs) = if self.kernel.landlock_abi > 0 {
+        let (statics, call, handled_fs) = if self.kernel.landlock_abi > 0 {
             let masks = rules::Masks::new(abi);
             let places = rules::Places {
                 workspace: &self.workspace,
@@ -357,9 +460,17 @@ impl Sandboxes {
                 protected: &self.protected,
                 exempt: &self.exempt,
             };
-            (rules::rules(policy, &places, masks), masks.all)
+            let call = rules::call_rules(policy, &places, masks)
+                .into_iter()
+                .map(|(path, mask)| FsRule {
+                    path,
+                    mask,
+                    fd: None,
+                })
+                .collect();
+            (self.statics(policy, &places, masks), call, masks.all)
         } else {
-            (Vec::new(), BitFlags::EMPTY)
+            (Arc::default(), Vec::new(), BitFlags::EMPTY)
         };
         let (ports, handled_net) = match (&policy.network, self.kernel.landlock_abi >= 4) {
             (Network::All, _) | (_, false) => (Vec::new(), BitFlags::EMPTY),
@@ -383,7 +494,9 @@ impl Sandboxes {
         };
         Ok(Confined {
             confinement: Some(Confinement {
-                fs,
+                net_rule,
+                statics,
+                call,
                 handled_fs,
                 ports,
                 handled_net,
@@ -414,16 +527,24 @@ fn policy_name(p: &Sandbox) -> Value {
 
 impl Confinement {
     /// What the warm runtime's child needs to confine itself: the same rules as numbers
-    /// (masks are the kernel's `LANDLOCK_ACCESS_*` bits), the seccomp program's bytes.
+    /// (masks are the kernel's `LANDLOCK_ACCESS_*` bits), the seccomp program's bytes in hex.
     pub fn for_child(&self) -> Value {
-        use base64::Engine as _;
+        let paths: Vec<Value> = self
+            .statics
+            .child
+            .iter()
+            .cloned()
+            .chain(self.call.iter().map(FsRule::for_child))
+            .collect();
         json!({
             "handled_fs": self.handled_fs.bits(),
             "handled_net": self.handled_net.bits(),
             "scoped": self.scoped.bits(),
-            "paths": self.fs.iter().map(|(p, m)| json!([p, m.bits()])).collect::<Vec<_>>(),
+            "paths": paths,
             "ports": self.ports.iter().map(|(p, m)| json!([p, m.bits()])).collect::<Vec<_>>(),
-            "seccomp": self.seccomp.as_ref().map(|p| base64::engine::general_purpose::STANDARD.encode(seccomp::bytes(p))),
+            // Hex: the child reads it with `bytes.fromhex`, no module to import.
+            // The zygote loaded the base filter at its start; only a narrower one is added.
+            "seccomp": self.seccomp.as_ref().filter(|_| self.net_rule != 0).map(|f| f.hex.as_str()),
             "drop_caps": self.drop_caps,
         })
     }
@@ -447,14 +568,26 @@ fn ruleset(c: &Confinement) -> Result<Option<landlock::RulesetCreated>, String> 
         r = r.scope(c.scoped).map_err(err)?;
     }
     let mut created = r.create().map_err(err)?;
-    for (path, mask) in &c.fs {
-        // A path gone since the rules were made allows nothing; the rest still hold.
-        let Ok(fd) = landlock::PathFd::new(path) else {
-            continue;
+    for rule in c.statics.rules.iter().chain(&c.call) {
+        let err =
+            |e: landlock::RulesetError| format!("Landlock rule for {}: {e}", rule.path.display());
+        created = match &rule.fd {
+            Some(fd) => {
+                use std::os::fd::AsFd;
+                created
+                    .add_rule(PathBeneath::new(fd.as_fd(), rule.mask))
+                    .map_err(err)?
+            }
+            None => {
+                // A path gone since the rules were made allows nothing; the rest still hold.
+                let Ok(fd) = landlock::PathFd::new(&rule.path) else {
+                    continue;
+                };
+                created
+                    .add_rule(PathBeneath::new(fd, rule.mask))
+                    .map_err(err)?
+            }
         };
-        created = created
-            .add_rule(PathBeneath::new(fd, *mask))
-            .map_err(|e| format!("Landlock rule for {}: {e}", path.display()))?;
     }
     for (port, mask) in &c.ports {
         created = created

@@ -18,6 +18,10 @@ pub const SYSTEM: &[&str] = &[
     "/run", "/nix", "/snap", "/proc", "/sys",
 ];
 
+/// Files of the user's home every process reads: git's configuration (git stops at an
+/// unreadable one). Nothing else of the home folder is readable unless a policy says so.
+pub const HOME_FILES: &[&str] = &[".gitconfig", ".config/git"];
+
 /// Devices a process may write (and use with `ioctl`): the null sinks, randomness, its
 /// terminal and pseudo-terminals.
 const DEVICES: &[&str] = &[
@@ -105,17 +109,28 @@ pub(crate) fn prefix(program: &Path) -> Option<PathBuf> {
     }
 }
 
-/// The rules (path, access) for `policy` at `places`, protected paths carved out.
-pub(crate) fn rules(
-    policy: &Sandbox,
-    places: &Places,
-    m: Masks,
-) -> Vec<(PathBuf, BitFlags<AccessFs>)> {
-    let mut wanted: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
+/// One rule: a path and what it allows.
+pub(crate) type Rule = (PathBuf, BitFlags<AccessFs>);
+
+/// Whether a policy path names a place that changes from one process to the next.
+fn per_call(p: &str) -> bool {
+    p.starts_with("$WORKDIR") || p.starts_with("$PYTHON_PREFIX")
+}
+
+/// The rules of `policy` that are the same for every process: the system, the devices, the
+/// home files, the workspace, the policy's own paths naming no per-call place. The second
+/// value says whether a folder was carved (then the rules depend on its entries now).
+pub(crate) fn static_rules(policy: &Sandbox, places: &Places, m: Masks) -> (Vec<Rule>, bool) {
+    let mut wanted: Vec<Rule> = Vec::new();
     for dir in SYSTEM {
         wanted.push((PathBuf::from(dir), m.read));
     }
     wanted.push((PathBuf::from("/dev"), m.read | (m.all & AccessFs::IoctlDev)));
+    if let Some(home) = places.home {
+        for f in HOME_FILES {
+            wanted.push((home.join(f), m.read));
+        }
+    }
     for dev in DEVICES {
         wanted.push((PathBuf::from(dev), m.device));
     }
@@ -124,7 +139,14 @@ pub(crate) fn rules(
         Preset::ReadOnly | Preset::None => m.read,
     };
     wanted.push((places.workspace.to_path_buf(), workspace));
-    wanted.push((places.workdir.to_path_buf(), m.all));
+    policy_paths(policy, places, m, false, &mut wanted);
+    resolve(wanted, places, m)
+}
+
+/// The rules of one process: its working folder, where its program and interpreter live,
+/// its files, and the policy's paths under `$WORKDIR` and `$PYTHON_PREFIX`.
+pub(crate) fn call_rules(policy: &Sandbox, places: &Places, m: Masks) -> Vec<Rule> {
+    let mut wanted: Vec<Rule> = vec![(places.workdir.to_path_buf(), m.all)];
     for program in &places.programs {
         // The program as found (a shim, a virtual environment's link) and what it is.
         for p in [Some(program.clone()), std::fs::canonicalize(program).ok()]
@@ -139,16 +161,25 @@ pub(crate) fn rules(
     for f in &places.files {
         wanted.push((f.clone(), m.read));
     }
-    for p in &policy.read {
-        if let Some(p) = expand(p, places) {
-            wanted.push((p, m.read));
+    policy_paths(policy, places, m, true, &mut wanted);
+    resolve(wanted, places, m).0
+}
+
+/// The policy's own read and write paths, those naming a per-call place or the others.
+fn policy_paths(policy: &Sandbox, places: &Places, m: Masks, call: bool, out: &mut Vec<Rule>) {
+    for (list, mask) in [(&policy.read, m.read), (&policy.write, m.all)] {
+        for p in list.iter().filter(|p| per_call(p) == call) {
+            if let Some(p) = expand(p, places) {
+                out.push((p, mask));
+            }
         }
     }
-    for p in &policy.write {
-        if let Some(p) = expand(p, places) {
-            wanted.push((p, m.all));
-        }
-    }
+}
+
+/// The wanted rules as the kernel gets them: real paths, folders' rights off file rules,
+/// nothing inside a protected path (unless exempt), protected paths carved out of folders.
+fn resolve(wanted: Vec<Rule>, places: &Places, m: Masks) -> (Vec<Rule>, bool) {
+    let mut carved = false;
     let mut out = Vec::new();
     for (path, mask) in wanted {
         let Ok(meta) = std::fs::metadata(&path) else {
@@ -176,7 +207,28 @@ pub(crate) fn rules(
         if cut.is_empty() || !meta.is_dir() {
             out.push((real, mask));
         } else {
+            carved = true;
             carve(&real, mask, &cut, places.exempt, m, &mut out);
+        }
+    }
+    (dedupe(out), carved)
+}
+
+/// Drops each rule that a rule on a folder above it (or the same path) already covers with
+/// at least its rights (`/bin` is `/usr/bin` on most systems): fewer rules, less to apply.
+fn dedupe(mut rules: Vec<Rule>) -> Vec<Rule> {
+    rules.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out: Vec<Rule> = Vec::with_capacity(rules.len());
+    for (path, mask) in rules {
+        if let Some(same) = out.iter_mut().find(|(p, _)| *p == path) {
+            same.1 |= mask;
+            continue;
+        }
+        let covered = out
+            .iter()
+            .any(|(p, m)| path.starts_with(p) && m.contains(mask));
+        if !covered {
+            out.push((path, mask));
         }
     }
     out
@@ -240,7 +292,12 @@ pub(crate) fn linked(protected: &[PathBuf], exempt: &[PathBuf]) -> Option<PathBu
         let Ok(entries) = std::fs::read_dir(p) else {
             continue;
         };
+        // Only regular files can have a second name; the entry's type comes with the listing
+        // (folders such as the engine's call folders cost no look-up).
         for entry in entries.flatten() {
+            if !entry.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
+            }
             let path = entry.path();
             if !exempt.contains(&path) && hard_linked(&path) {
                 return Some(path);

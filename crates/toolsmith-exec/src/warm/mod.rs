@@ -79,6 +79,9 @@ const ZYGOTE: &str = include_str!("zygote.py");
 #[derive(Debug)]
 pub struct Warm {
     source: PathBuf,
+    /// The seccomp program (hex) every zygote loads at its start, so that its children are
+    /// born under it ([`crate::sandbox::Sandboxes::zygote_filter`]); `None`: none.
+    filter: Option<String>,
     /// How long a zygote waits for a call before it exits.
     idle_after: Duration,
     idle: Mutex<Vec<Zygote>>,
@@ -150,7 +153,7 @@ pub struct Call<'a> {
 impl Warm {
     /// Writes the zygote's source into `dir` (next to the scripts). Zygotes exit after
     /// `idle_after` without a call.
-    pub fn new(dir: &Path, idle_after: Duration) -> Result<Self, String> {
+    pub fn new(dir: &Path, idle_after: Duration, filter: Option<String>) -> Result<Self, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let source = dir.join("toolsmith-zygote.py");
         if std::fs::read_to_string(&source).ok().as_deref() != Some(ZYGOTE) {
@@ -161,6 +164,7 @@ impl Warm {
         }
         Ok(Self {
             source,
+            filter,
             idle_after,
             idle: Mutex::default(),
             alive: Arc::default(),

@@ -80,62 +80,118 @@ class SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def confine(box, libc=libc, ctypes=ctypes, os=os, types=(CapHeader, CapData, RulesetAttr, PathBeneath, NetPort, SockFprog)):
+KEPT = {}  # folder → an O_PATH descriptor the zygote holds (the sandbox's static folders)
+FILTERS = {}  # a seccomp program's hex → (its buffer, the sock_fprog pointing at it)
+SYSCALL = libc.syscall  # looked up once, not in every child
+
+
+def keep(paths, seccomp):
+    """Prepares what every child confined like this call needs, once, before the fork: the
+    static folders opened, the seccomp program in memory. (The gateway sends only these —
+    paths and a filter, nothing of the call — in the header the zygote reads.)"""
+    if len(KEPT) + len(paths) > 512:
+        for fd in KEPT.values():
+            os.close(fd)
+        KEPT.clear()
+    for path in paths:
+        if path not in KEPT:
+            try:
+                KEPT[path] = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_DIRECTORY)
+            except OSError:
+                pass
+    if seccomp and seccomp not in FILTERS and len(FILTERS) < 16:
+        prog = bytes.fromhex(seccomp)
+        buf = ctypes.create_string_buffer(prog, len(prog))
+        FILTERS[seccomp] = (buf, SockFprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p)))
+
+
+def confine(box, libc=libc, syscall=SYSCALL, ctypes=ctypes, os=os, kept=KEPT, filters=FILTERS, types=(CapHeader, CapData, RulesetAttr, PathBeneath, NetPort, SockFprog)):
     """Applies the gateway's sandbox to this child, as the gateway's spawning thread does
     for a cold process (toolsmith-exec's `sandbox`): capabilities dropped (as root), no new
     privileges, the Landlock rules, the seccomp filter. Every failure raises: nothing runs
     unconfined. Takes what it needs as arguments: the zygote's globals are gone by then."""
-    import base64
     Header, Data, Attr, Beneath, Port, Fprog = types
 
-    def check(ret, what):
-        if ret < 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"sandbox: {what}: {os.strerror(err)}")
-        return ret
+    def fail(what):
+        err = ctypes.get_errno()
+        raise OSError(err, f"sandbox: {what}: {os.strerror(err)}")
 
     if box.get("drop_caps"):
-        # SECBIT_NOROOT, NO_SETUID_FIXUP, NO_CAP_AMBIENT_RAISE, each locked; KEEP_CAPS locked off.
-        check(libc.prctl(28, 0xEF, 0, 0, 0), "securebits")
-        for cap in range(64):
-            if libc.prctl(24, cap, 0, 0, 0) != 0:
-                break  # past the last capability
-        check(libc.prctl(47, 4, 0, 0, 0), "ambient capabilities")
-        check(libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()), "capset")
-    check(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")
+        # SECBIT_NOROOT, NO_SETUID_FIXUP, NO_CAP_AMBIENT_RAISE, each locked; KEEP_CAPS locked
+        # off. (The bounding set went when the zygote started.)
+        if libc.prctl(28, 0xEF, 0, 0, 0) < 0:
+            fail("securebits")
+        if libc.prctl(47, 4, 0, 0, 0) < 0:
+            fail("ambient capabilities")
+        if libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()) < 0:
+            fail("capset")
+    if libc.prctl(38, 1, 0, 0, 0) < 0:
+        fail("no_new_privs")
     if box.get("handled_fs"):
         attr = Attr(box["handled_fs"], box.get("handled_net", 0), box.get("scoped", 0))
         size = 24 if attr.scoped else (16 if attr.net else 8)
-        rfd = check(libc.syscall(444, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)), "landlock_create_ruleset")
+        rfd = syscall(444, ctypes.byref(attr), size, 0)
+        if rfd < 0:
+            fail("landlock_create_ruleset")
         try:
-            for path, mask in box.get("paths", []):
-                try:
-                    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-                except OSError:
-                    continue  # gone since the rules were made: it allows nothing
-                try:
-                    rule = Beneath(mask, fd)
-                    check(libc.syscall(445, rfd, 1, ctypes.byref(rule), ctypes.c_uint32(0)), f"Landlock rule for {path}")
-                finally:
+            rule = Beneath(0, -1)
+            ref = ctypes.byref(rule)
+            for path, mask, static in box.get("paths", ()):
+                fd = kept.get(path) if static else None
+                if fd is None:
+                    try:
+                        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                    except OSError:
+                        continue  # gone since the rules were made: it allows nothing
+                    rule.allowed, rule.fd = mask, fd
+                    ret = syscall(445, rfd, 1, ref, 0)
                     os.close(fd)
-            for port, mask in box.get("ports", []):
-                rule = Port(mask, port)
-                check(libc.syscall(445, rfd, 2, ctypes.byref(rule), ctypes.c_uint32(0)), f"Landlock rule for port {port}")
-            check(libc.syscall(446, rfd, ctypes.c_uint32(0)), "landlock_restrict_self")
+                else:
+                    rule.allowed, rule.fd = mask, fd
+                    ret = syscall(445, rfd, 1, ref, 0)
+                if ret < 0:
+                    fail(f"Landlock rule for {path}")
+            for port, mask in box.get("ports", ()):
+                net = Port(mask, port)
+                if syscall(445, rfd, 2, ctypes.byref(net), 0) < 0:
+                    fail(f"Landlock rule for port {port}")
+            if syscall(446, rfd, 0) < 0:
+                fail("landlock_restrict_self")
         finally:
             os.close(rfd)
-    if box.get("seccomp"):
-        prog = base64.b64decode(box["seccomp"])
-        buf = ctypes.create_string_buffer(prog, len(prog))
-        fprog = Fprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p))
-        check(libc.prctl(22, 2, ctypes.byref(fprog), 0, 0), "seccomp")
+    seccomp = box.get("seccomp")
+    if seccomp:
+        prepared = filters.get(seccomp)
+        if prepared is None:
+            prog = bytes.fromhex(seccomp)
+            buf = ctypes.create_string_buffer(prog, len(prog))
+            prepared = (buf, Fprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p)))
+        if libc.prctl(22, 2, ctypes.byref(prepared[1]), 0, 0) < 0:
+            fail("seccomp")
 
 
 MAX_FDS = 4
 CACHE = 256
 
+# The bounding set goes once, here: nothing a child executes can gain a capability back
+# (where the zygote may drop it; it never executes anything itself).
+for _cap in range(64):
+    if libc.prctl(PR_CAPBSET_DROP, _cap, 0, 0, 0) != 0:
+        break
+
 sock = socket.socket(fileno=os.dup(0))
 IDLE = (float(sys.argv[1]) or None) if len(sys.argv) > 1 else None  # 0: never
+# The sandbox's base seccomp filter (hex), loaded here once so that every child is born
+# under it (with no_new_privs, which loading one needs): children then add only their
+# Landlock rules, and a narrower network filter where their policy has one.
+if len(sys.argv) > 2 and sys.argv[2]:
+    if libc.prctl(38, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    _prog = bytes.fromhex(sys.argv[2])
+    _buf = ctypes.create_string_buffer(_prog, len(_prog))
+    if libc.prctl(22, 2, ctypes.byref(SockFprog(len(_prog) // 8, ctypes.cast(_buf, ctypes.c_void_p))), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "loading the seccomp filter failed")
+    del _prog, _buf
 null = os.open(os.devnull, os.O_RDWR)
 os.dup2(null, 0)
 os.close(null)
@@ -211,6 +267,10 @@ def child(fds, code):
         nice = req.get("nice", 0)
         if nice:
             os.setpriority(os.PRIO_PROCESS, 0, nice)
+        # Confined while the zygote's descriptors of the static folders are still open; they
+        # go with every other inherited descriptor right after.
+        if req.get("sandbox"):
+            confine_self(req["sandbox"])
         for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
         os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536)
@@ -224,8 +284,7 @@ def child(fds, code):
             os.environ["LC_CTYPE"] = "C.UTF-8"
         if "TZ" in req["env"]:
             time.tzset()
-        if req.get("sandbox"):
-            confine_self(req["sandbox"])
+
         gc.enable()
         atexit._clear()
         # Fresh stdio objects on the call's pipes, buffered as a cold start would be.
@@ -310,6 +369,7 @@ while True:
     try:
         req = json.loads(data)
         code = code_of(req["script"])
+        keep(req.get("keep") or [], req.get("seccomp"))
         if len(fds) != 4:
             raise ValueError(f"expected 4 descriptors, got {len(fds)}")
     except BaseException as e:

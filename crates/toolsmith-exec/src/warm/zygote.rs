@@ -126,7 +126,22 @@ impl Zygote {
         // The zygote sees only which script runs; the call's setup (its environment holds
         // secrets) goes through a pipe of its own that only the forked child reads, so no
         // call's data enters the memory every later child inherits.
-        let header = json!({"script": call.script}).to_string();
+        // The folders the engine holds open for every sandboxed process: the zygote opens
+        // them once too, and its children use its descriptors.
+        let keep: Vec<&serde_json::Value> = call
+            .sandbox
+            .as_ref()
+            .and_then(|s| s["paths"].as_array())
+            .map(|paths| {
+                paths
+                    .iter()
+                    .filter(|p| p[2] == true)
+                    .map(|p| &p[0])
+                    .collect()
+            })
+            .unwrap_or_default();
+        let seccomp = call.sandbox.as_ref().map(|s| &s["seccomp"]);
+        let header = json!({"script": call.script, "keep": keep, "seccomp": seccomp}).to_string();
         let setup = json!({
             "script": call.script,
             "cwd": call.cwd,
@@ -277,6 +292,7 @@ impl Warm {
         cmd.arg("-I")
             .arg(&self.source)
             .arg(format!("{:.3}", self.idle_after.as_secs_f64()))
+            .args(self.filter.as_deref())
             .env_clear()
             .env("LANG", "C.UTF-8")
             .env("TZ", "UTC")
