@@ -269,3 +269,17 @@ test.describe('with tokens', () => {
     await expect(page.getByRole('button', { name: 'Run' })).toBeEnabled();
   });
 });
+
+test('a command tool says what its sandbox lets it reach, as this server enforces it; a built-in has none', async ({ page }) => {
+  await page.goto(`${env.url}/ui/tools/remove_files`);
+  const box = page.getByRole('region', { name: 'Sandbox' });
+  await expect(box).toContainText('workspace');
+  await expect(box).toContainText('Files');
+  await expect(box).toContainText('Landlock ABI');
+  const view = (await rest('GET', '/tools/remove_files')).json;
+  await expect(box).toContainText(view.sandbox.filesystem);
+  await accessible(page, 'the sandbox section');
+  await page.goto(`${env.url}/ui/tools/read_file`);
+  await expect(page.getByRole('heading', { name: 'Parameters' })).toBeVisible();
+  await expect(page.getByRole('region', { name: 'Sandbox' })).toHaveCount(0);
+});

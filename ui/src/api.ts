@@ -93,6 +93,21 @@ export interface ToolView {
   updated_by: string;
   definition: Definition;
   input_schema: JsonSchema;
+  /** For tools that start processes: the policy and what this server's kernel enforces. */
+  sandbox?: SandboxReport;
+}
+
+/** `meta.sandbox`: a policy and what the kernel enforced of it. */
+export interface SandboxReport {
+  policy: string | Record<string, unknown>;
+  enforced: boolean;
+  filesystem?: string;
+  network?: string;
+  signals?: string;
+  landlock_abi?: number;
+  seccomp?: boolean;
+  capabilities?: string;
+  missing?: string[];
 }
 
 export interface JsonSchema {

@@ -21,7 +21,9 @@ mod diff;
 pub mod held;
 pub mod postgres;
 mod registry;
+pub mod reseal;
 mod rows;
+pub mod secrets;
 mod shared;
 pub mod sqlite;
 mod sync;
@@ -147,6 +149,11 @@ pub struct RunRecord {
     /// The upstream MCP server the call went to (absent for toolsmith's own tools).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub upstream: Option<String>,
+    /// What the kernel enforced of the call's sandbox (its `meta.sandbox`), for calls that
+    /// started a process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub sandbox: Option<Value>,
 }
 
 impl RunRecord {
@@ -198,6 +205,7 @@ impl RunRecord {
             truncated: result.meta.truncated.unwrap_or(false),
             started_at_ms: now_ms() - duration_ms as i64,
             upstream: None,
+            sandbox: result.meta.sandbox.clone(),
         }
     }
 }

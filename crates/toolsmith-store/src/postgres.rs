@@ -21,6 +21,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0005_sessions.sql"),
     include_str!("../migrations/postgres/0006_upstreams.sql"),
     include_str!("../migrations/postgres/0007_run_upstream.sql"),
+    include_str!("../migrations/postgres/0008_secrets.sql"),
+    include_str!("../migrations/postgres/0009_run_sandbox.sql"),
 ];
 
 /// An arbitrary constant naming toolsmith's migration lock.
@@ -110,6 +112,18 @@ impl PgStore {
 
     crate::shared::store_helpers!(sqlx::PgConnection);
     crate::upstreams::upstream_helpers!(sqlx::PgConnection);
+    crate::reseal::reseal_methods!();
+
+    /// After a reseal: the tables rewritten, so no dead row keeps an old value (the server's
+    /// own WAL archive, if any, is the operator's).
+    async fn compact(&self) -> Result<()> {
+        sqlx::query(
+            "VACUUM FULL tools, tool_versions, mcp_servers, mcp_server_versions, upstream_changes",
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
 }
 
 impl Store for PgStore {

@@ -31,6 +31,52 @@ impl Registry {
     }
 
     /// The backend's name, for logs.
+    /// Makes sure the registry's secrets are sealed with `key`: a registry sealed before must
+    /// have been sealed with this key (else a clear error, nothing changed); one never sealed
+    /// (new, or written by a release before secrets were encrypted) is sealed now, its plain
+    /// values gone from the file. Returns what was sealed, if anything.
+    pub async fn secure(
+        &self,
+        key: &crate::secrets::SecretKey,
+    ) -> Result<Option<crate::reseal::Resealed>> {
+        let check = match self {
+            Self::Sqlite(s) => s.stored_key_check().await?,
+            Self::Postgres(s) => s.stored_key_check().await?,
+        };
+        match check {
+            Some(check) => {
+                key.open_text(&check).map_err(|_| {
+                    crate::StoreError::Invalid(
+                        "this key does not open the registry's secrets: they were sealed with another key (give the one it was written with: --secret-key-file or TOOLSMITH_SECRET_KEY)".into(),
+                    )
+                })?;
+                Ok(None)
+            }
+            None => self.reseal(None, key).await.map(Some),
+        }
+    }
+
+    /// Whether the registry's secrets were ever sealed (it then needs its key).
+    pub async fn is_sealed(&self) -> Result<bool> {
+        Ok(match self {
+            Self::Sqlite(s) => s.stored_key_check().await?,
+            Self::Postgres(s) => s.stored_key_check().await?,
+        }
+        .is_some())
+    }
+
+    /// Every secret opened with `from` and sealed with `to` (a key rotation), then compacted.
+    pub async fn reseal(
+        &self,
+        from: Option<&crate::secrets::SecretKey>,
+        to: &crate::secrets::SecretKey,
+    ) -> Result<crate::reseal::Resealed> {
+        match self {
+            Self::Sqlite(s) => s.reseal(from, to).await,
+            Self::Postgres(s) => s.reseal(from, to).await,
+        }
+    }
+
     pub fn backend(&self) -> &'static str {
         match self {
             Self::Sqlite(_) => "sqlite",

@@ -21,6 +21,15 @@ where
         .map_err(|e| StoreError::Invalid(e.to_string()))
 }
 
+/// A stored definition, its secrets opened ([`crate::secrets`]).
+fn definition<R: Row>(row: &R) -> Result<Value>
+where
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Col<R>,
+{
+    crate::secrets::open(json(row, "definition")?)
+}
+
 /// A `tools` row (name, version, definition, updated_at, updated_by).
 pub(crate) fn tool<R: Row>(row: &R) -> Result<ToolRecord>
 where
@@ -29,7 +38,7 @@ where
     i64: Col<R>,
 {
     Ok(ToolRecord {
-        tool: definition_to_tool(&json(row, "definition")?)?,
+        tool: definition_to_tool(&definition(row)?)?,
         version: row.try_get::<i64, _>("version")? as u64,
         updated_at_ms: row.try_get("updated_at")?,
         updated_by: row.try_get("updated_by")?,
@@ -46,7 +55,7 @@ where
     Ok(VersionRecord {
         name: row.try_get("name")?,
         version: row.try_get::<i64, _>("version")? as u64,
-        definition: json(row, "definition")?,
+        definition: definition(row)?,
         created_at_ms: row.try_get("created_at")?,
         author: row.try_get("author")?,
         summary: row.try_get("summary")?,
@@ -76,6 +85,9 @@ where
         truncated: row.try_get("truncated")?,
         started_at_ms: row.try_get("started_at")?,
         upstream: row.try_get("upstream")?,
+        sandbox: row
+            .try_get::<Option<String>, _>("sandbox")?
+            .and_then(|s| serde_json::from_str(&s).ok()),
     })
 }
 

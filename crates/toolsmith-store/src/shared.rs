@@ -19,8 +19,8 @@ pub(crate) mod sql {
     pub const HISTORY: &str = "SELECT * FROM tool_versions WHERE name = $1 ORDER BY version";
     pub const DELETE: &str = "UPDATE tools SET deleted = TRUE, updated_at = $2, updated_by = $3 WHERE name = $1 AND NOT deleted";
     pub const GENERATION: &str = "SELECT generation FROM registry_generation WHERE id = 1";
-    pub const INSERT_RUN: &str = "INSERT INTO runs (tool, version, caller, arguments, kind, duration_ms, exit_code, truncated, started_at, upstream) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id";
+    pub const INSERT_RUN: &str = "INSERT INTO runs (tool, version, caller, arguments, kind, duration_ms, exit_code, truncated, started_at, upstream, sandbox) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id";
     pub const PRUNE_RUNS: &str = "DELETE FROM runs WHERE id <= $1";
     pub const RUNS: &str = "SELECT * FROM runs WHERE id < $1 AND (CAST($2 AS TEXT) IS NULL OR tool = $2) \
          AND (CAST($3 AS TEXT) IS NULL OR kind = $3) AND (CAST($4 AS TEXT) IS NULL OR caller = $4) \
@@ -87,9 +87,8 @@ macro_rules! store_helpers {
             change: &crate::Change<'_>,
         ) -> crate::Result<crate::ToolRecord> {
             use crate::shared::{sql, unique_is_exists};
-            let text = tool
-                .to_catalog_value(toolsmith_core::model::Secrets::Keep)
-                .to_string();
+            let text =
+                crate::secrets::seal(&tool.to_catalog_value(toolsmith_core::model::Secrets::Keep));
             let now = crate::now_ms();
             let tags = format!(" {} ", tool.tags.join(" ").to_lowercase());
             let statement = if exists {
@@ -281,6 +280,7 @@ macro_rules! store_methods {
                     .bind(run.truncated)
                     .bind(run.started_at_ms)
                     .bind(&run.upstream)
+                    .bind(run.sandbox.as_ref().map(|s| s.to_string()))
                     .fetch_one(&mut *tx)
                     .await?;
             }

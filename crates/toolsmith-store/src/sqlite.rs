@@ -27,6 +27,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0005_sessions.sql"),
     include_str!("../migrations/sqlite/0006_upstreams.sql"),
     include_str!("../migrations/sqlite/0007_run_upstream.sql"),
+    include_str!("../migrations/sqlite/0008_secrets.sql"),
+    include_str!("../migrations/sqlite/0009_run_sandbox.sql"),
 ];
 
 /// The SQLite registry.
@@ -49,6 +51,8 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10))
+            // Freed pages are zeroed: a replaced secret leaves no bytes behind in the file.
+            .pragma("secure_delete", "ON")
             .foreign_keys(true);
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
@@ -91,6 +95,20 @@ impl SqliteStore {
 
     crate::shared::store_helpers!(sqlx::SqliteConnection);
     crate::upstreams::upstream_helpers!(sqlx::SqliteConnection);
+    crate::reseal::reseal_methods!();
+
+    /// After a reseal: the WAL written into the file and emptied, the file rebuilt without
+    /// free pages (what the old values were in), the WAL emptied again.
+    async fn compact(&self) -> Result<()> {
+        for statement in [
+            "PRAGMA wal_checkpoint(TRUNCATE)",
+            "VACUUM",
+            "PRAGMA wal_checkpoint(TRUNCATE)",
+        ] {
+            sqlx::query(statement).execute(&self.pool).await?;
+        }
+        Ok(())
+    }
 }
 
 const RECORD_COLUMNS: &str = "name, version, definition, updated_at, updated_by";

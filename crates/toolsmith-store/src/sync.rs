@@ -33,7 +33,10 @@ pub(crate) fn sync_action(stored: Option<(u64, bool, &str)>, tool: &Tool) -> Syn
         },
         Some((version, false, definition)) => {
             let new = tool.to_catalog_value(Secrets::Keep);
-            let old: Option<Value> = serde_json::from_str(definition).ok();
+            // Compared opened: a sealed secret differs in every write (a random nonce).
+            let old: Option<Value> = serde_json::from_str(definition)
+                .ok()
+                .and_then(|v| crate::secrets::open(v).ok());
             // Equal as stored, or equal once the stored form is read back (a definition
             // stored by an older toolsmith may spell defaults differently).
             let same = old.as_ref() == Some(&new)

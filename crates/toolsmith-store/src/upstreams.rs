@@ -116,6 +116,7 @@ pub(crate) mod sql {
 pub(crate) fn definition_to_server(text: &str) -> Result<McpServer> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| crate::StoreError::Invalid(e.to_string()))?;
+    let value = crate::secrets::open(value)?;
     toolsmith_core::catalog::parse_server(&value, &crate::NoFiles)
         .map_err(|e| crate::StoreError::Invalid(e.to_string()))
 }
@@ -281,7 +282,9 @@ macro_rules! upstream_methods {
                         pinned: pinned
                             .map(|p| serde_json::from_str(&p))
                             .transpose()
-                            .map_err(|e| crate::StoreError::Invalid(e.to_string()))?,
+                            .map_err(|e| crate::StoreError::Invalid(e.to_string()))?
+                            .map(crate::secrets::open)
+                            .transpose()?,
                         status,
                         detected_at_ms,
                     })
@@ -294,7 +297,7 @@ macro_rules! upstream_methods {
                 .bind(&c.server)
                 .bind(&c.tool)
                 .bind(&c.kind)
-                .bind(c.pinned.as_ref().map(|p| p.to_string()))
+                .bind(c.pinned.as_ref().map(crate::secrets::seal))
                 .bind(&c.status)
                 .bind(c.detected_at_ms)
                 .execute(&self.pool)
@@ -339,9 +342,9 @@ macro_rules! upstream_helpers {
             change: &crate::Change<'_>,
         ) -> crate::Result<crate::upstreams::ServerRecord> {
             use crate::upstreams::sql;
-            let text = server
-                .to_catalog_value(toolsmith_core::model::Secrets::Keep)
-                .to_string();
+            let text = crate::secrets::seal(
+                &server.to_catalog_value(toolsmith_core::model::Secrets::Keep),
+            );
             let now = crate::now_ms();
             let statement = if exists {
                 sql::UPDATE_SERVER

@@ -18,7 +18,7 @@ use toolsmith_core::agent::stream::{Delta, Usage};
 use toolsmith_core::upstream::McpServer;
 use toolsmith_core::{Tool, ToolResult};
 use toolsmith_exec::Engine;
-use toolsmith_store::{Query, Registry, StoreExt, UpstreamStore};
+use toolsmith_store::{Query, StoreExt, UpstreamStore};
 
 use crate::source::load_catalog;
 
@@ -30,6 +30,10 @@ pub struct ChatArgs {
     /// The tools: the enabled tools of this registry (an SQLite file or postgres://…).
     #[arg(long, value_name = "FILE|URL")]
     pub db: Option<String>,
+    /// The key the registry's secrets are sealed with [default: $TOOLSMITH_SECRET_KEY, else
+    /// ~/.local/share/toolsmith/secret.key].
+    #[arg(long, value_name = "FILE", requires = "db")]
+    pub secret_key_file: Option<PathBuf>,
     /// openai (any OpenAI-compatible Chat Completions server) or anthropic.
     #[arg(long, default_value = "openai", value_parser = ["openai", "anthropic"])]
     pub provider: String,
@@ -116,6 +120,7 @@ pub fn run(args: ChatArgs) -> Result<std::process::ExitCode> {
     if let Some(db) = &args.db {
         protected.extend(crate::options::registry_files(db));
     }
+    protected.extend(args.secret_key_file.iter().cloned());
     let config = args.run.engine_config(&args.workspace, protected);
     let engine = Arc::new(Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?);
     crate::options::say_sandbox(&engine);
@@ -190,9 +195,7 @@ pub fn run(args: ChatArgs) -> Result<std::process::ExitCode> {
 /// catalog's servers are started and their first listing is taken, as `serve` does).
 async fn load_tools(args: &ChatArgs, engine: &Engine) -> Result<Vec<Tool>> {
     if let Some(db) = &args.db {
-        let store = Registry::open(db)
-            .await
-            .with_context(|| format!("opening the registry {db}"))?;
+        let store = crate::secret_key::open_registry(db, args.secret_key_file.as_deref()).await?;
         let servers = store.servers().await?.into_iter().map(|r| r.server);
         engine.upstreams().set(servers.collect());
         return Ok(store

@@ -23,6 +23,7 @@ mod chat;
 mod cli;
 mod options;
 mod output;
+mod secret_key;
 mod source;
 
 use std::process::ExitCode;

@@ -79,4 +79,7 @@ pub fn say_sandbox(engine: &toolsmith_exec::Engine) {
         return;
     }
     eprintln!("toolsmith: {}", sandbox.kernel().describe());
+    for note in sandbox.notes() {
+        eprintln!("toolsmith: note: {note}");
+    }
 }

@@ -110,11 +110,35 @@ pub fn list(catalog: &Catalog, json: bool) {
     }
 }
 
+/// `meta.sandbox` in one line: the policy, then what this kernel enforces of it.
+pub fn sandbox_line(report: &Value) -> String {
+    let policy = match &report["policy"] {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if report["filesystem"].is_null() {
+        return format!("{policy} (nothing enforced)");
+    }
+    format!(
+        "{policy} — on this kernel: files {}, network {}, signals {} (Landlock ABI {}, seccomp {})",
+        report["filesystem"].as_str().unwrap_or("?"),
+        report["network"].as_str().unwrap_or("?"),
+        report["signals"].as_str().unwrap_or("?"),
+        report["landlock_abi"],
+        if report["seccomp"] == true {
+            "on"
+        } else {
+            "off"
+        }
+    )
+}
+
 pub fn show(tool: &Tool, json: bool) {
     if json {
         let out = json!({
             "definition": tool.to_catalog_value(Secrets::Redact),
             "input_schema": tool_schema(tool),
+            "sandbox": toolsmith_exec::sandbox::tool_report(tool),
         });
         outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
         return;
@@ -138,6 +162,9 @@ pub fn show(tool: &Tool, json: bool) {
         toolsmith_core::model::Executor::Http(h) => format!("http: {} {}", h.method, h.url),
     };
     outln!("  executor:  {executor}");
+    if let Some(report) = toolsmith_exec::sandbox::tool_report(tool) {
+        outln!("  sandbox:   {}", sandbox_line(&report));
+    }
     outln!(
         "  danger:    {}    timeout: {} ms    {}",
         if tool.is_dangerous() {

@@ -123,6 +123,13 @@ fn registry_db(dir: &Path) -> String {
     dir.join("registry.db").display().to_string()
 }
 
+/// `dir/ws`, made: a workspace beside the registry rather than around it.
+fn workspace(dir: &Path) -> std::path::PathBuf {
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(&ws).expect("workspace");
+    ws
+}
+
 fn cli(args: &[&str]) -> (bool, String, String) {
     common::toolsmith(args, &[], None)
 }
@@ -192,9 +199,12 @@ fn a_python_client_uses_upstream_tools_through_toolsmith_mcp() {
 #[ignore = "needs the npm server-everything and FastMCP with the MCP Python client (TOOLSMITH_TEST_PYTHON)"]
 fn a_python_client_uses_upstream_tools_through_serve() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mark = dir.path().join("cancelled");
+    // The upstream notes the cancellation in the workspace, which its sandbox lets it write
+    // (the registry is kept apart from it).
+    let ws = workspace(dir.path());
+    let mark = ws.join("cancelled");
     let file = everything_and_fastmcp(dir.path(), &mark);
-    let (_server, _, mcp) = serve(&registry_db(dir.path()), dir.path(), &["--catalog", &file]);
+    let (_server, _, mcp) = serve(&registry_db(dir.path()), &ws, &["--catalog", &file]);
     python_client(&["federation-http", &mcp, &mark.display().to_string()]);
 }
 
@@ -276,7 +286,9 @@ fn server_everything_over_streamable_http_is_served_over_rest() {
 fn toolsmith_serves_another_toolsmith_and_fastmcp_side_by_side() {
     let dir = tempfile::tempdir().expect("tempdir");
     let inner = format!(
-        "  - name: inner\n    command: [{BIN}, mcp, --catalog, {}, --no-cgroups, --workspace, {}]\n",
+        // Another toolsmith sandboxes its own tools; it needs its data folder and a registry
+        // of its own, so it runs outside the sandbox.
+        "  - name: inner\n    sandbox: none\n    command: [{BIN}, mcp, --catalog, {}, --no-cgroups, --workspace, {}]\n",
         repo().join("examples/catalog.yaml").display(),
         dir.path().display()
     );
@@ -485,7 +497,8 @@ fn a_changed_upstream_definition_is_held_until_approved() {
 #[ignore = "needs FastMCP (TOOLSMITH_TEST_PYTHON)"]
 fn crashes_hangs_floods_and_a_server_that_cannot_start() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mark = dir.path().join("cancelled");
+    let ws = workspace(dir.path());
+    let mark = ws.join("cancelled");
     let servers = fastmcp_entry(
         "fm",
         &format!(
@@ -497,7 +510,7 @@ fn crashes_hangs_floods_and_a_server_that_cannot_start() {
         "    env: {TS_EXIT_AT_START: '1'}\n    config_schema: [{name: key, env_name: TS_SECRET, secret: true}]\n    config: {key: hush-4321}\n",
     );
     let file = catalog(dir.path(), &servers);
-    let (server, base, _) = serve(&registry_db(dir.path()), dir.path(), &["--catalog", &file]);
+    let (server, base, _) = serve(&registry_db(dir.path()), &ws, &["--catalog", &file]);
     ready(&base, "fm");
 
     // The one that exits at start is reported with why, its secret redacted in its log,

@@ -72,7 +72,10 @@ fn client(python: &str, args: &[&str]) {
 fn stdio(mode: &str) {
     let python = python();
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("registry.db").display().to_string();
+    // The registry apart from the workspace: a sandboxed tool may create and remove files
+    // there (Landlock cannot allow a folder but one file of it).
+    let registry = tempfile::tempdir().expect("tempdir");
+    let db = registry.path().join("registry.db").display().to_string();
     fill(&db, dir.path());
     let workspace = dir.path().display().to_string();
     client(&python, &["stdio", BIN, &workspace, &db, mode]);
@@ -95,7 +98,8 @@ fn python_client_over_stdio_initialize_handshake() {
 fn python_client_over_streamable_http() {
     let python = python();
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("registry.db").display().to_string();
+    let registry = tempfile::tempdir().expect("tempdir");
+    let db = registry.path().join("registry.db").display().to_string();
     fill(&db, dir.path());
     let (_server, rest, mcp) = serve(&db, dir.path(), &["--no-catalog"]);
     let workspace = dir.path().display().to_string();

@@ -148,7 +148,6 @@ fn gateway(uid: u32, env: &[(&str, &str)]) -> Gateway {
         std::fs::create_dir_all(d).expect("mkdir");
     }
     let token = format!("tok-{}-{}", std::process::id(), uid);
-    write(&data.join("secret.key"), "KEY-BYTES");
     write(
         &data.join("chats/c1.jsonl"),
         "{\"transcript\": \"private\"}\n",

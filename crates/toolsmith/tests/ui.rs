@@ -28,7 +28,10 @@ fn the_web_ui_in_a_real_browser() {
     let open = tempfile::tempdir().expect("tempdir");
     std::fs::write(open.path().join("notes.txt"), "keep me\n").expect("write");
     std::fs::write(open.path().join("doomed.txt"), "remove me\n").expect("write");
-    let db = open.path().join("registry.db").display().to_string();
+    // The registry apart from the workspace, so that sandboxed tools may make and remove
+    // files there (`remove_files` removes doomed.txt).
+    let registries = tempfile::tempdir().expect("tempdir");
+    let db = registries.path().join("open.db").display().to_string();
     let (_a, rest, _) = serve(&db, open.path(), &["--catalog", catalog]);
     let locked = tempfile::tempdir().expect("tempdir");
     let db = locked.path().join("registry.db").display().to_string();

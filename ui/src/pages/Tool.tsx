@@ -7,7 +7,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import YAML from 'yaml';
 import { useQuery } from '@tanstack/react-query';
 import { Alert, App as AntApp, Button, Descriptions, Empty, Input, Modal, Segmented, Select, Space, Spin, Table, Tabs, Typography } from 'antd';
-import { allows, api, type Definition, type Difference, type JsonSchema, type ParameterDef } from '../api';
+import { allows, api, type Definition, type Difference, type JsonSchema, type ParameterDef, type SandboxReport } from '../api';
 import { useDark, useMe } from '../App';
 import { schemaToParams } from '../definition';
 import { DangerTag, EnabledSwitch } from './Tools';
@@ -51,6 +51,41 @@ function injectionOf(p: ParameterDef, executor: string): string {
 
 function executorOf(d: Definition): string {
   return d.command ? 'command' : d.script ? 'script' : d.builtin ? 'builtin' : d.mcp ? 'mcp' : d.http ? 'http' : 'unknown';
+}
+
+/** What a tool's processes may reach, and what this server's kernel enforces of it. */
+function SandboxSection({ report }: { report: SandboxReport }) {
+  const policy = typeof report.policy === 'string' ? report.policy : JSON.stringify(report.policy);
+  const rows: [string, string | undefined][] = [
+    ['Files', report.filesystem],
+    ['Network', report.network],
+    ['Signals and ptrace', report.signals],
+  ];
+  return (
+    <section aria-label="Sandbox">
+      <Typography.Title level={4}>Sandbox</Typography.Title>
+      <Descriptions bordered size="small" column={1}>
+        <Descriptions.Item label="Policy">
+          <Typography.Text code>{policy}</Typography.Text>
+          {policy === 'none' || policy === 'off' ? ' — its processes run with the server user\'s full reach' : ''}
+        </Descriptions.Item>
+        {rows
+          .filter(([, v]) => v !== undefined)
+          .map(([label, v]) => (
+            <Descriptions.Item key={label} label={label}>
+              <Pill>{v}</Pill>
+            </Descriptions.Item>
+          ))}
+        {report.landlock_abi !== undefined && (
+          <Descriptions.Item label="This kernel">
+            Landlock ABI {report.landlock_abi}, seccomp {report.seccomp ? 'on' : 'off'}
+            {report.capabilities === 'dropped' ? ', capabilities dropped' : ''}
+          </Descriptions.Item>
+        )}
+        {report.missing && <Descriptions.Item label="Not enforced here">{report.missing.join('; ')}</Descriptions.Item>}
+      </Descriptions>
+    </section>
+  );
 }
 
 function Definition({ d, schema }: { d: Definition; schema: JsonSchema }) {
@@ -412,7 +447,16 @@ export default function ToolPage() {
         activeKey={tab}
         onChange={(k) => setParams({ tab: k }, { replace: true, state: location.state })}
         items={[
-          { key: 'definition', label: 'Definition', children: <Definition d={d} schema={t.input_schema} /> },
+          {
+            key: 'definition',
+            label: 'Definition',
+            children: (
+              <Space direction="vertical" style={{ width: '100%' }} size="large">
+                <Definition d={d} schema={t.input_schema} />
+                {t.sandbox && <SandboxSection report={t.sandbox} />}
+              </Space>
+            ),
+          },
           { key: 'test', label: 'Test', children: <TestPanel key={t.name} tool={t} initialArguments={replay} /> },
           { key: 'history', label: 'History', children: <History name={t.name} current={t.version} /> },
           { key: 'formats', label: 'Formats', children: <Formats name={t.name} enabled={d.enabled !== false} /> },

@@ -343,6 +343,33 @@ impl Sandboxes {
         self.config.enabled
     }
 
+    /// What an operator should know at start: protected paths inside the workspace (that
+    /// folder's own entries are then fixed for sandboxed processes: Landlock allows folders,
+    /// so the workspace is allowed entry by entry around them, and files cannot be made or
+    /// removed directly in it).
+    pub fn notes(&self) -> Vec<String> {
+        if !self.config.enabled || self.kernel.landlock_abi == 0 {
+            return Vec::new();
+        }
+        let mut folders: Vec<&Path> = self
+            .protected
+            .iter()
+            .filter(|p| p.starts_with(&self.workspace) && **p != self.workspace)
+            .filter_map(|p| p.parent())
+            .collect();
+        folders.sort();
+        folders.dedup();
+        folders
+            .into_iter()
+            .map(|dir| {
+                format!(
+                    "a protected file (the registry, a key or tokens file) is inside the workspace, in {}: sandboxed tools can change the files there but not make or remove any; keep the registry outside the workspace (--db)",
+                    dir.display()
+                )
+            })
+            .collect()
+    }
+
     /// The policy a process with `own` (its tool's, its session tool's) runs under.
     pub fn policy<'a>(&'a self, own: Option<&'a Sandbox>) -> &'a Sandbox {
         own.unwrap_or(&self.config.default)
@@ -356,67 +383,13 @@ impl Sandboxes {
     /// What the kernel enforces of `policy`, as `meta.sandbox` shows it, and what is missing
     /// (empty when everything is enforced).
     pub fn assess(&self, policy: &Sandbox) -> (Value, Vec<String>) {
-        if !self.config.enabled {
-            return (json!({"policy": "off", "enforced": false}), Vec::new());
-        }
-        if policy.is_none() {
-            return (json!({"policy": "none", "enforced": false}), Vec::new());
-        }
-        let k = self.kernel;
-        let mut missing = Vec::new();
-        let filesystem = match k.landlock_abi {
-            0 => {
-                missing.push("Landlock (the filesystem rules)".to_owned());
-                "not enforced"
-            }
-            1 | 2 => {
-                missing.push(format!(
-                    "Landlock ABI 3 (renames and truncation; this kernel has {})",
-                    k.landlock_abi
-                ));
-                "partial"
-            }
-            _ => "enforced",
-        };
-        let network = match &policy.network {
-            Network::All => "unrestricted",
-            Network::None if k.seccomp => "enforced",
-            Network::None => {
-                missing.push("seccomp (socket families)".into());
-                "not enforced"
-            }
-            Network::Ports { .. } if k.seccomp && k.landlock_abi >= 4 => "enforced",
-            Network::Ports { .. } => {
-                missing.push("Landlock ABI 4 and seccomp (TCP port rules)".into());
-                "not enforced"
-            }
-        };
-        let signals = if k.landlock_abi >= 6 {
-            "enforced"
-        } else {
-            missing.push("Landlock ABI 6 (signal and abstract socket scoping)".into());
-            "not enforced"
-        };
-        if !k.seccomp {
-            missing.push("seccomp (ptrace, io_uring)".into());
-        }
-        let mut report = json!({
-            "policy": policy_name(policy),
-            "filesystem": filesystem,
-            "network": network,
-            "signals": signals,
-            "landlock_abi": k.landlock_abi,
-            "seccomp": k.seccomp,
-            "no_new_privs": true,
-            "enforced": missing.is_empty(),
-        });
-        if k.capabilities {
-            report["capabilities"] = json!("dropped");
-        }
-        if !missing.is_empty() {
-            report["missing"] = json!(missing);
-        }
-        (report, missing)
+        assess(self.kernel, self.config.enabled, policy)
+    }
+
+    /// `meta.sandbox` for a call of `tool` (its policy, or the default), before it runs — what
+    /// plans and dry runs show; `None` for a tool that starts no process.
+    pub fn report_for(&self, tool: &toolsmith_core::Tool) -> Option<Value> {
+        starts_processes(tool).then(|| self.assess(self.policy(tool.sandbox.as_ref())).0)
     }
 
     /// The confinement of one process under `own` (or the default), or why it may not run:
@@ -514,6 +487,93 @@ impl Sandboxes {
 pub fn venv_of(python: &Path) -> Option<PathBuf> {
     let root = rules::prefix(python)?;
     root.join("pyvenv.cfg").exists().then_some(root)
+}
+
+/// What `kernel` enforces of `policy` (`enabled`: the server's sandbox is on), as
+/// `meta.sandbox` shows it, and what is missing (empty when everything is enforced).
+pub fn assess(kernel: Kernel, enabled: bool, policy: &Sandbox) -> (Value, Vec<String>) {
+    if !enabled {
+        return (json!({"policy": "off", "enforced": false}), Vec::new());
+    }
+    if policy.is_none() {
+        return (json!({"policy": "none", "enforced": false}), Vec::new());
+    }
+    let k = kernel;
+    let mut missing = Vec::new();
+    let filesystem = match k.landlock_abi {
+        0 => {
+            missing.push("Landlock (the filesystem rules)".to_owned());
+            "not enforced"
+        }
+        1 | 2 => {
+            missing.push(format!(
+                "Landlock ABI 3 (renames and truncation; this kernel has {})",
+                k.landlock_abi
+            ));
+            "partial"
+        }
+        _ => "enforced",
+    };
+    let network = match &policy.network {
+        Network::All => "unrestricted",
+        Network::None if k.seccomp => "enforced",
+        Network::None => {
+            missing.push("seccomp (socket families)".into());
+            "not enforced"
+        }
+        Network::Ports { .. } if k.seccomp && k.landlock_abi >= 4 => "enforced",
+        Network::Ports { .. } => {
+            missing.push("Landlock ABI 4 and seccomp (TCP port rules)".into());
+            "not enforced"
+        }
+    };
+    let signals = if k.landlock_abi >= 6 {
+        "enforced"
+    } else {
+        missing.push("Landlock ABI 6 (signal and abstract socket scoping)".into());
+        "not enforced"
+    };
+    if !k.seccomp {
+        missing.push("seccomp (ptrace, io_uring)".into());
+    }
+    let mut report = json!({
+        "policy": policy_name(policy),
+        "filesystem": filesystem,
+        "network": network,
+        "signals": signals,
+        "landlock_abi": k.landlock_abi,
+        "seccomp": k.seccomp,
+        "no_new_privs": true,
+        "enforced": missing.is_empty(),
+    });
+    if k.capabilities {
+        report["capabilities"] = json!("dropped");
+    }
+    if !missing.is_empty() {
+        report["missing"] = json!(missing);
+    }
+    (report, missing)
+}
+
+/// Whether `tool` starts processes the sandbox applies to (command and script tools, and
+/// `session_start`'s sessions).
+pub fn starts_processes(tool: &toolsmith_core::Tool) -> bool {
+    use toolsmith_core::model::Executor;
+    match &tool.executor {
+        Executor::Command(_) | Executor::Script(_) => true,
+        Executor::Builtin(b) => b == "session_start",
+        Executor::Mcp(_) | Executor::Http(_) => false,
+    }
+}
+
+/// `meta.sandbox` for `tool` under the default configuration on this kernel (for commands
+/// that run no engine: `show`, `call --dry-run`).
+pub fn tool_report(tool: &toolsmith_core::Tool) -> Option<Value> {
+    static KERNEL: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
+    let kernel = *KERNEL.get_or_init(Kernel::probe);
+    let default = Sandbox::default();
+    starts_processes(tool)
+        .then(|| assess(kernel, true, tool.sandbox.as_ref().unwrap_or(&default)).0)
 }
 
 fn policy_name(p: &Sandbox) -> Value {

@@ -132,10 +132,13 @@ async fn plan(
 ) -> ApiResult<Json<ToolResult>> {
     let body = request.body;
     let tool = compiled_tool(&s, &name, body.version).await?;
-    Ok(Json(match request.arguments_problem {
+    let mut result = match request.arguments_problem {
         Some(problem) if tool.tool.enabled => tool.invalid_arguments(vec![problem]),
         _ => toolsmith_core::plan::dry_run(&tool, body.arguments),
-    }))
+    };
+    // What this server's kernel would enforce of the tool's sandbox, had it run.
+    result.meta.sandbox = s.engine.sandbox().report_for(&tool.tool);
+    Ok(Json(result))
 }
 
 /// Calls a tool. Argument and execution failures are results (`success: false`) with a

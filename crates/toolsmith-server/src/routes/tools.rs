@@ -24,6 +24,11 @@ pub(super) struct ToolView {
     /// The JSON Schema (2020-12) of the tool's arguments.
     #[schema(value_type = Object)]
     input_schema: Value,
+    /// For tools that start processes: the sandbox policy and what this server's kernel
+    /// enforces of it (as `meta.sandbox` of a call reports it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    sandbox: Option<Value>,
 }
 
 /// A tool in a listing.
@@ -56,6 +61,7 @@ pub(super) fn view(r: &ToolRecord) -> ToolView {
         updated_by: r.updated_by.clone(),
         definition: r.tool.to_catalog_value(Secrets::Redact),
         input_schema: tool_schema(&r.tool),
+        sandbox: None,
     }
 }
 
@@ -156,7 +162,10 @@ async fn create(
 #[utoipa::path(get, path = "/v1/tools/{name}", tag = "tools", params(("name" = String, Path, description = "The tool's name")),
     responses((status = 200, body = ToolView), (status = 404, body = ErrorBody)))]
 async fn show(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<ToolView>> {
-    Ok(Json(view(&s.store.get(&name).await?)))
+    let r = s.store.get(&name).await?;
+    let mut v = view(&r);
+    v.sandbox = s.engine.sandbox().report_for(&r.tool);
+    Ok(Json(v))
 }
 
 /// The version an update was based on: `If-Match: 3` (quotes allowed) or `?base_version=3`.

@@ -16,7 +16,9 @@ pub(super) fn call(args: CallArgs) -> Result<ExitCode> {
     let raw = call_arguments(&args, tool)?;
     let compiled = CompiledTool::new(tool.clone(), 1).map_err(anyhow::Error::msg)?;
     let result = if args.dry_run {
-        plan::dry_run(&compiled, raw)
+        let mut plan = plan::dry_run(&compiled, raw);
+        plan.meta.sandbox = toolsmith_exec::sandbox::tool_report(tool);
+        plan
     } else if matches!(&tool.executor, toolsmith_core::model::Executor::Builtin(b) if toolsmith_core::builtin::is_session(b))
     {
         ToolResult::err(

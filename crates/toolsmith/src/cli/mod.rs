@@ -25,6 +25,7 @@ mod catalog;
 mod openapi;
 mod registry;
 mod runtime;
+mod secrets;
 mod serve;
 mod servers;
 
@@ -197,6 +198,12 @@ pub enum Command {
         #[command(flatten)]
         args: servers::ServersArgs,
     },
+    /// The registry's secret key: secret config values are stored sealed with it
+    /// (XChaCha20-Poly1305); `rotate-key` re-seals them with a new one.
+    Secrets {
+        #[command(subcommand)]
+        command: secrets::SecretsCommand,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -312,6 +319,10 @@ pub struct DbArg {
     /// Recorded as the author of the change [default: $USER].
     #[arg(long)]
     pub author: Option<String>,
+    /// The key the registry's secrets are sealed with (64 hex digits) [default:
+    /// $TOOLSMITH_SECRET_KEY, else ~/.local/share/toolsmith/secret.key, made on first use].
+    #[arg(long, value_name = "FILE")]
+    pub secret_key_file: Option<PathBuf>,
 }
 
 impl DbArg {
@@ -329,10 +340,7 @@ impl DbArg {
     }
 
     async fn open(&self) -> Result<Registry> {
-        let address = self.address();
-        Registry::open(&address)
-            .await
-            .with_context(|| format!("opening the registry {}", redact_url(&address)))
+        crate::secret_key::open_registry(&self.address(), self.secret_key_file.as_deref()).await
     }
 }
 
@@ -423,6 +431,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             (None, None, None) => bail!("name a catalog file, --mcp-config FILE or --openapi SPEC"),
         },
         Command::Servers { command, args } => servers::run(command, args),
+        Command::Secrets { command } => secrets::run(command),
         Command::History { name, db, json } => registry::history(name, &db, json),
         Command::Restore { name, version, db } => registry::restore(name, version, &db),
         Command::Runs {
@@ -457,7 +466,7 @@ pub fn default_db() -> String {
 }
 
 /// A registry address fit for logs: the password of a URL replaced by `***`.
-fn redact_url(address: &str) -> String {
+pub(crate) fn redact_url(address: &str) -> String {
     match (address.find("://"), address.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let userinfo = &address[scheme + 3..at];

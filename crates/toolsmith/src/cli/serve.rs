@@ -34,6 +34,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         .transpose()?;
     let mut protected = crate::options::registry_files(&args.db.address());
     protected.extend(args.tokens_file.iter().cloned());
+    protected.extend(args.db.secret_key_file.iter().cloned());
     let config = args.run.engine_config(&args.workspace, protected);
     let engine = Arc::new(Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?);
     crate::options::say_sandbox(&engine);
@@ -138,7 +139,8 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
         .as_ref()
         .map(|file| load_catalog(file).map(|c| (file.clone(), c)))
         .transpose()?;
-    let protected = crate::options::registry_files(&args.db.address());
+    let mut protected = crate::options::registry_files(&args.db.address());
+    protected.extend(args.db.secret_key_file.iter().cloned());
     let config = args.run.engine_config(&args.workspace, protected);
     let engine = Arc::new(Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?);
     crate::options::say_sandbox(&engine);
@@ -160,9 +162,8 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
         .build()
         .context("starting the runtime")?;
     rt.block_on(async move {
-        let store = Registry::open(&address)
-            .await
-            .with_context(|| format!("opening the registry {}", redact_url(&address)))?;
+        let store =
+            crate::secret_key::open_registry(&address, args.db.secret_key_file.as_deref()).await?;
         if let Some((file, catalog)) = &catalog {
             toolsmith_store::import_servers(&store, &catalog.servers, &author).await?;
             let (r, held) =

@@ -1,0 +1,250 @@
+//! Secrets at rest (SPEC §13): each secret config value of a stored definition (a tool's, an
+//! MCP server's, a held change's) is encrypted with XChaCha20-Poly1305 under the registry's
+//! key and stored as `tsenc:v1:<base64 of nonce and ciphertext>`; everything else of the
+//! definition stays readable. Definitions are sealed where they are written and opened where
+//! they are read ([`seal`], [`open`]), with the key this process uses ([`use_key`]); a
+//! registry copied without its key yields no secret.
+//!
+//! The key is 32 random bytes, written as 64 hex digits (a key file, or
+//! `TOOLSMITH_SECRET_KEY`). `registry_secrets` holds a value sealed with it, so a wrong key
+//! is told at start, and says the registry's secrets were sealed (see [`crate::reseal`]).
+
+use std::sync::{Arc, RwLock};
+
+use base64::Engine as _;
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use serde_json::Value;
+
+use crate::{Result, StoreError};
+
+/// What a sealed value starts with.
+pub const MARK: &str = "tsenc:v1:";
+/// Bound to every ciphertext: a value sealed by something else does not open here.
+const AAD: &[u8] = b"toolsmith secret v1";
+/// What `registry_secrets.key_check` holds, sealed.
+pub(crate) const CHECK: &str = "toolsmith registry key";
+
+/// A registry's key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretKey([u8; 32]);
+
+impl std::fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretKey(***)")
+    }
+}
+
+impl SecretKey {
+    /// A new random key (the kernel's random source).
+    pub fn generate() -> Self {
+        let mut bytes = [0u8; 32];
+        fill_random(&mut bytes);
+        Self(bytes)
+    }
+
+    /// A key from its text: 64 hex digits (surrounding whitespace ignored).
+    pub fn from_text(text: &str) -> std::result::Result<Self, String> {
+        let text = text.trim();
+        if text.len() != 64 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!(
+                "a secret key is 64 hex digits (32 bytes); this has {} characters",
+                text.len()
+            ));
+        }
+        let mut bytes = [0u8; 32];
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16)
+                .map_err(|e| format!("not hex: {e}"))?;
+        }
+        Ok(Self(bytes))
+    }
+
+    /// The key as 64 hex digits.
+    pub fn to_text(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// `plain`, sealed.
+    pub fn seal_text(&self, plain: &str) -> String {
+        let cipher = XChaCha20Poly1305::new((&self.0).into());
+        let mut nonce = [0u8; 24];
+        fill_random(&mut nonce);
+        let sealed = cipher
+            .encrypt(
+                &XNonce::from(nonce),
+                Payload {
+                    msg: plain.as_bytes(),
+                    aad: AAD,
+                },
+            )
+            .unwrap_or_default();
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&sealed);
+        format!(
+            "{MARK}{}",
+            base64::engine::general_purpose::STANDARD.encode(out)
+        )
+    }
+
+    /// A sealed value opened; an error when it was sealed with another key or damaged.
+    pub fn open_text(&self, sealed: &str) -> Result<String> {
+        let wrong = || {
+            StoreError::Invalid(
+                "a stored secret does not open with this key: the registry was sealed with another key (give the key it was written with: --secret-key-file or TOOLSMITH_SECRET_KEY)".into(),
+            )
+        };
+        let body = sealed.strip_prefix(MARK).ok_or_else(wrong)?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .map_err(|_| wrong())?;
+        if bytes.len() < 24 {
+            return Err(wrong());
+        }
+        let (nonce, ct) = bytes.split_at(24);
+        let nonce: [u8; 24] = nonce.try_into().map_err(|_| wrong())?;
+        let cipher = XChaCha20Poly1305::new((&self.0).into());
+        let plain = cipher
+            .decrypt(&XNonce::from(nonce), Payload { msg: ct, aad: AAD })
+            .map_err(|_| wrong())?;
+        String::from_utf8(plain).map_err(|_| wrong())
+    }
+}
+
+fn fill_random(buf: &mut [u8]) {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match rustix::rand::getrandom(&mut buf[filled..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => filled += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => panic!("the kernel's random source failed: {e}"),
+        }
+    }
+}
+
+static KEY: RwLock<Option<Arc<SecretKey>>> = RwLock::new(None);
+
+/// The key this process seals and opens stored secrets with (`None`: stored as given, and a
+/// sealed value cannot be read). Set once at start, before the registry is opened.
+pub fn use_key(key: Option<SecretKey>) {
+    *KEY.write().unwrap_or_else(|e| e.into_inner()) = key.map(Arc::new);
+}
+
+pub(crate) fn key() -> Option<Arc<SecretKey>> {
+    KEY.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The names of `definition`'s secret config fields.
+fn secret_fields(definition: &Value) -> Vec<String> {
+    definition["config_schema"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["secret"] == true)
+        .filter_map(|p| p["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Seals each secret config value of `definition` not sealed yet with `key`; how many.
+pub fn seal_with(definition: &mut Value, key: &SecretKey) -> usize {
+    let fields = secret_fields(definition);
+    let Some(config) = definition.get_mut("config").and_then(Value::as_object_mut) else {
+        return 0;
+    };
+    let mut sealed = 0;
+    for name in fields {
+        if let Some(Value::String(v)) = config.get_mut(&name)
+            && !v.starts_with(MARK)
+        {
+            *v = key.seal_text(v);
+            sealed += 1;
+        }
+    }
+    sealed
+}
+
+/// Opens each sealed config value of `definition` with `key`.
+pub fn open_with(definition: &mut Value, key: Option<&SecretKey>) -> Result<()> {
+    let Some(config) = definition.get_mut("config").and_then(Value::as_object_mut) else {
+        return Ok(());
+    };
+    for v in config.values_mut() {
+        if let Value::String(s) = v
+            && s.starts_with(MARK)
+        {
+            let key = key.ok_or_else(|| {
+                StoreError::Invalid(
+                    "the registry's secrets are sealed and this process has no key (give --secret-key-file or TOOLSMITH_SECRET_KEY)".into(),
+                )
+            })?;
+            *s = key.open_text(s)?;
+        }
+    }
+    Ok(())
+}
+
+/// `definition` as stored: its secrets sealed with this process's key (as given without one).
+pub(crate) fn seal(definition: &Value) -> String {
+    match key() {
+        Some(key) => {
+            let mut v = definition.clone();
+            seal_with(&mut v, &key);
+            v.to_string()
+        }
+        None => definition.to_string(),
+    }
+}
+
+/// A stored definition read back, its secrets opened.
+pub(crate) fn open(mut definition: Value) -> Result<Value> {
+    open_with(&mut definition, key().as_deref())?;
+    Ok(definition)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_secret_fields_are_sealed_and_they_open_only_with_their_key() {
+        let key = SecretKey::generate();
+        let mut def = json!({
+            "name": "t",
+            "config_schema": [{"name": "token", "type": "string", "secret": true}, {"name": "region", "type": "string"}],
+            "config": {"token": "hunter2", "region": "eu"},
+        });
+        assert_eq!(seal_with(&mut def, &key), 1);
+        let sealed = def["config"]["token"].as_str().expect("text").to_owned();
+        assert!(
+            sealed.starts_with(MARK) && !sealed.contains("hunter2"),
+            "{sealed}"
+        );
+        assert_eq!(def["config"]["region"], "eu");
+        // Sealing again leaves it; a second seal of the same text differs (random nonce).
+        assert_eq!(seal_with(&mut def, &key), 0);
+        assert_ne!(key.seal_text("hunter2"), key.seal_text("hunter2"));
+        let other = SecretKey::generate();
+        let err = open_with(&mut def.clone(), Some(&other)).expect_err("wrong key");
+        assert!(err.to_string().contains("another key"), "{err}");
+        let err = open_with(&mut def.clone(), None).expect_err("no key");
+        assert!(err.to_string().contains("no key"), "{err}");
+        open_with(&mut def, Some(&key)).expect("opens");
+        assert_eq!(def["config"]["token"], "hunter2");
+    }
+
+    #[test]
+    fn keys_read_back_from_their_text_and_bad_text_is_named() {
+        let key = SecretKey::generate();
+        assert_eq!(
+            SecretKey::from_text(&format!(" {}\n", key.to_text())),
+            Ok(key)
+        );
+        assert!(
+            SecretKey::from_text("abc")
+                .expect_err("short")
+                .contains("64 hex digits")
+        );
+        assert!(format!("{:?}", SecretKey::generate()) == "SecretKey(***)");
+    }
+}
