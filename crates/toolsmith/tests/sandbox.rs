@@ -68,24 +68,11 @@ impl Drop for Gateway {
 
 impl Gateway {
     fn request(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(60)))
-            .build()
-            .into();
-        let req = ureq::http::Request::builder()
-            .method(method)
-            .uri(format!("{}{path}", self.rest))
-            .header("content-type", "application/json")
-            .header("authorization", format!("Bearer {}", self.token))
-            .body(body.map(|b| b.to_string()).unwrap_or_default().into_bytes())
-            .expect("request");
-        let mut resp = agent.run(req).expect("send");
-        let status = resp.status().as_u16();
-        let text = resp.body_mut().read_to_string().unwrap_or_default();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        common::request_as(
+            method,
+            &format!("{}{path}", self.rest),
+            body,
+            Some(&self.token),
         )
     }
 
@@ -449,6 +436,30 @@ fn corpus(uid: u32) -> usize {
         "/tmp/toolsmith-escape-{}-{uid}",
         std::process::id()
     ));
+
+    // What was enforced is in the plan, the tool's view and the run log as in each call.
+    let (status, plan) = g.request(
+        "POST",
+        "/tools/cmd_ro/plan",
+        Some(json!({"arguments": {"name": "x"}})),
+    );
+    assert_eq!(status, 200, "{plan}");
+    assert_eq!(plan["meta"]["sandbox"]["policy"], "read-only", "{plan}");
+    assert_eq!(plan["meta"]["sandbox"]["filesystem"], "enforced", "{plan}");
+    let (_, view) = g.request("GET", "/tools/cmd_nonet", None);
+    assert_eq!(view["sandbox"]["network"], "enforced", "{view}");
+    let (_, view) = g.request("GET", "/tools/up__attempt", None);
+    assert!(
+        view.get("sandbox").is_none(),
+        "an upstream tool starts no process: {view}"
+    );
+    let (_, runs) = g.request("GET", "/runs?tool=cmd_none&limit=1", None);
+    assert_eq!(runs["runs"][0]["sandbox"]["policy"], "none", "{runs}");
+    let (_, runs) = g.request("GET", "/runs?tool=warm&limit=1", None);
+    assert_eq!(
+        runs["runs"][0]["sandbox"]["filesystem"], "enforced",
+        "{runs}"
+    );
 
     // A hard link to a protected file, placed by someone outside the sandbox: sandboxed
     // calls are refused while it exists (Landlock judges paths), unsandboxed ones run.

@@ -938,3 +938,69 @@ tools:
     assert_eq!(hosts("a"), ["api.example.com"]);
     assert_eq!(hosts("b"), ["b.example.com"]);
 }
+
+/// SPEC §13: `sandbox:` applies where a process starts — command and script tools,
+/// `session_start` (its sessions), stdio servers — is inherited from `defaults`, survives the
+/// registry's round trip, and is refused, named, anywhere else.
+#[test]
+fn sandbox_policies_attach_where_processes_start() {
+    let text = "defaults:
+  sandbox: {network: none}
+tools:
+  - {name: c, description: d, command: [true]}
+  - {name: s, description: d, sandbox: read-only, script: {source: 'print(1)'}}
+  - {name: sessions, description: d, builtin: session_start}
+  - {name: reader, description: d, builtin: read_file}
+mcp_servers:
+  - {name: up, command: [npx, server], sandbox: {filesystem: {write: [$HOME/.npm]}}}
+";
+    let c = catalog::load("c.yaml", &MemSource::new(&[("c.yaml", text)]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let policy = |name: &str| c.get(name).and_then(|t| t.sandbox.clone());
+    assert_eq!(
+        policy("c").map(|s| s.network),
+        Some(toolsmith_core::sandbox::Network::None)
+    );
+    assert_eq!(
+        policy("s").map(|s| s.preset),
+        Some(toolsmith_core::sandbox::Preset::ReadOnly)
+    );
+    assert!(
+        policy("sessions").is_some(),
+        "session_start takes the file's default"
+    );
+    assert_eq!(policy("reader"), None, "a file built-in starts no process");
+    let back = catalog::parse_tool(
+        &c.get("s")
+            .expect("s")
+            .to_catalog_value(toolsmith_core::model::Secrets::Keep),
+        &MemSource::new(&[]),
+    )
+    .expect("round trip");
+    assert_eq!(back.sandbox, policy("s"));
+    let up = &c.servers[0];
+    assert!(
+        up.to_catalog_value(toolsmith_core::model::Secrets::Keep)["sandbox"]["filesystem"]["write"]
+            [0]
+            == "$HOME/.npm"
+    );
+
+    let bad = "tools:
+  - {name: r, description: d, builtin: read_file, sandbox: none}
+  - {name: h, description: d, http: {url: 'https://example.com'}, sandbox: workspace}
+  - {name: n, description: d, command: [true], sandbox: {network: loopback}}
+mcp_servers:
+  - {name: web, url: 'https://example.com/mcp', sandbox: none}
+";
+    let errors = catalog::load("c.yaml", &MemSource::new(&[("c.yaml", bad)]))
+        .expect_err("refused")
+        .to_string();
+    for needle in [
+        "tools[0].sandbox: `sandbox` applies to command and script tools",
+        "tools[1].sandbox: `sandbox` applies to command and script tools",
+        "tools[2].sandbox.network: `loopback` cannot be enforced",
+        "mcp_servers[0].sandbox: `sandbox` applies to stdio servers",
+    ] {
+        assert!(errors.contains(needle), "{needle} not in:\n{errors}");
+    }
+}

@@ -108,15 +108,29 @@ pub fn processes_with(marker: &str) -> Vec<u32> {
 
 /// One REST request; the status and the body (JSON, or the text as a string).
 pub fn request(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
+    request_as(method, url, body, None)
+}
+
+/// [`request`] with a bearer token.
+pub fn request_as(
+    method: &str,
+    url: &str,
+    body: Option<Value>,
+    token: Option<&str>,
+) -> (u16, Value) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(60)))
         .build()
         .into();
-    let req = ureq::http::Request::builder()
+    let mut req = ureq::http::Request::builder()
         .method(method)
         .uri(url)
-        .header("content-type", "application/json")
+        .header("content-type", "application/json");
+    if let Some(token) = token {
+        req = req.header("authorization", format!("Bearer {token}"));
+    }
+    let req = req
         .body(body.map(|b| b.to_string()).unwrap_or_default().into_bytes())
         .expect("request");
     let mut resp = agent.run(req).expect("send");
