@@ -146,6 +146,8 @@ test('the runs page shows the calls, and replays one in the test panel', async (
   const row = page.getByRole('row', { name: /word_stats/ }).first();
   await expect(row).toContainText('ok');
   await expect(row).toContainText('local');
+  // What the kernel enforced of the run's sandbox.
+  await expect(row).toContainText('workspace, enforced');
   await accessible(page, 'the runs page');
   await shot(page, 'runs');
   await page.getByLabel('Filter by outcome').click();

@@ -179,6 +179,8 @@ export interface RunRecord {
   started_at_ms: number;
   /** The upstream MCP server the call went to (absent for toolsmith's own tools). */
   upstream?: string;
+  /** What the kernel enforced of the call's sandbox (calls that started a process). */
+  sandbox?: SandboxReport;
 }
 
 export interface RunList {

@@ -161,6 +161,7 @@ fn gateway(uid: u32, env: &[(&str, &str)]) -> Gateway {
   - {{name: cold, description: d, script: {{interpreter: /usr/bin/python3, warm: false, source: {stub:?}}}, {param}}}
   - {{name: warm, description: d, script: {{interpreter: /usr/bin/python3, warm: true, source: {stub:?}}}, {param}}}
   - {{name: cmd_nonet, description: d, sandbox: {{network: none}}, {cmd}, {arg}}}
+  - {{name: cold_nonet, description: d, sandbox: {{network: none}}, script: {{interpreter: /usr/bin/python3, warm: false, source: {stub:?}}}, {param}}}
   - {{name: warm_nonet, description: d, sandbox: {{network: none}}, script: {{interpreter: /usr/bin/python3, warm: true, source: {stub:?}}}, {param}}}
   - {{name: cmd_port, description: d, sandbox: {{network: {port_tool}}}, {cmd}, {arg}}}
   - {{name: warm_port, description: d, sandbox: {{network: {port_tool}}}, script: {{interpreter: /usr/bin/python3, warm: true, source: {stub:?}}}, {param}}}
@@ -403,6 +404,7 @@ fn corpus(uid: u32) -> usize {
     }
     for door in [
         Door::Tool("cmd_nonet"),
+        Door::Tool("cold_nonet"),
         Door::Tool("warm_nonet"),
         Door::Session(nonet_id),
         Door::Tool("upnonet__attempt"),

@@ -5,13 +5,22 @@ import { useState } from 'react';
 import { Link, useNavigate } from 'react-router';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Alert, Button, Descriptions, Input, Select, Space, Table, Typography } from 'antd';
-import { api, type RunRecord } from '../api';
+import { api, type RunRecord, type SandboxReport } from '../api';
 import { duration } from '../result';
 import { useDebounced } from './Tools';
 import { Pill } from '../Pill';
 import { Pager } from '../Pager';
 
-const KINDS = ['ok', 'invalid_arguments', 'unknown_tool', 'disabled', 'needs_confirmation', 'timeout', 'exit_status', 'output_limit', 'spawn_failed', 'bad_output', 'cancelled', 'session', 'upstream', 'tool_error', 'http_status', 'network', 'internal'];
+const KINDS = ['ok', 'invalid_arguments', 'unknown_tool', 'disabled', 'needs_confirmation', 'timeout', 'exit_status', 'output_limit', 'spawn_failed', 'bad_output', 'cancelled', 'session', 'upstream', 'tool_error', 'http_status', 'network', 'sandbox', 'internal'];
+
+/** A run's sandbox in a few words: the policy, and what was not enforced if anything. */
+export function sandboxText(s?: SandboxReport): string {
+  if (!s) return '—';
+  const policy = typeof s.policy === 'string' ? s.policy : 'custom';
+  if (s.filesystem === undefined) return policy;
+  const weak = (['filesystem', 'network', 'signals'] as const).filter((k) => s[k] && s[k] !== 'enforced' && s[k] !== 'unrestricted');
+  return weak.length ? `${policy} (${weak.map((k) => `${k} ${s[k]}`).join(', ')})` : `${policy}, enforced`;
+}
 
 export function KindTag({ kind }: { kind: string }) {
   return <Pill tone={kind === 'ok' ? 'ok' : kind === 'needs_confirmation' ? 'warn' : 'danger'}>{kind}</Pill>;
@@ -90,6 +99,7 @@ export default function RunsPage() {
           { title: 'Outcome', dataIndex: 'kind', render: (k: string) => <KindTag kind={k} /> },
           { title: 'Duration', dataIndex: 'duration_ms', render: (ms: number) => duration(ms) },
           { title: 'Exit code', dataIndex: 'exit_code', render: (c: number | null) => c ?? '—' },
+          { title: 'Sandbox', dataIndex: 'sandbox', render: (s?: SandboxReport) => sandboxText(s) },
         ]}
       />
       <Pager
