@@ -96,7 +96,10 @@ fn resolve(name: &str, path: &str) -> Result<PathBuf, String> {
         .canonicalize()
         .map_err(|e| format!("interpreter {}: {e}", found.display()))?;
     if !is_shim(&real) {
-        return Ok(real);
+        // The path as found, not where its links lead: a virtual environment's `bin/python`
+        // is a link to the base interpreter, and only started by that path does it use the
+        // environment's packages.
+        return Ok(if found.is_absolute() { found } else { real });
     }
     // A shell script standing in for the interpreter: ask the interpreter where it lives.
     let base = real

@@ -1826,6 +1826,15 @@ async fn ordinary_programs_work_under_the_default_sandbox() {
     ));
     let r = f.call(&t, json!({})).await;
     assert_eq!(r.data.expect("data")["stdout"], "42\n");
+    // A script tool whose interpreter is the environment's runs in it, warm and cold.
+    for warm in [false, true] {
+        let t = run(&format!(
+            "{{name: v, description: d, script: {{interpreter: {}, warm: {warm}, source: 'import json, installed_here; print(json.dumps(installed_here.VALUE))'}}}}",
+            venv.join("bin/python").display()
+        ));
+        let r = f.call(&t, json!({})).await;
+        assert_eq!(r.data, Some(json!(42)), "warm {warm}: {r:?}");
+    }
     // Warm and cold Python scripts read the interpreter's own library.
     for warm in [false, true] {
         let t = run(&format!(
