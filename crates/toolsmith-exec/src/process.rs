@@ -19,9 +19,10 @@ use crate::limits::{self, CallCgroup, Cgroups};
 /// What to run.
 pub struct Spec<'a> {
     pub argv: &'a [String],
-    /// Where a program given by name is looked up: the operator's PATH (the allowlisted one
-    /// and the tool's `env`), never one a parameter set.
-    pub search_path: &'a str,
+    /// `argv[0]` as found by [`resolve_program`] on the operator's PATH (the allowlisted one
+    /// and the tool's `env`, never one a parameter set), by the caller, which also sandboxes
+    /// by it; `None`: not found.
+    pub program: Option<PathBuf>,
     pub stdin: Option<&'a str>,
     pub env: BTreeMap<String, String>,
     pub cwd: PathBuf,
@@ -89,10 +90,12 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
     let Some((program, args)) = spec.argv.split_first() else {
         return Err(SpawnError::Other("empty command".into()));
     };
-    // A program given by name is looked up here, in the tool's own PATH: std spawns with
+    // A program given by name was looked up in the tool's own PATH: std spawns with
     // `posix_spawn` only for a program given as a path once PATH is set, and falls back to
     // `fork` otherwise — far slower from a large gateway (bench/README.md).
-    let resolved = resolve_program(program, Some(spec.search_path))
+    let resolved = spec
+        .program
+        .clone()
         .ok_or_else(|| SpawnError::NotFound(program.clone()))?;
     let mut cmd = Command::new(&resolved);
     cmd.arg0(program);

@@ -119,7 +119,7 @@ impl Engine {
         }
         let spec = process::Spec {
             argv: &argv,
-            search_path: &searched,
+            program,
             stdin: invocation.stdin.as_deref(),
             env,
             cwd,

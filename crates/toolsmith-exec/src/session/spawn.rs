@@ -39,6 +39,8 @@ use crate::process::resolve_program;
 /// What to start.
 pub struct Spec<'a> {
     pub argv: &'a [String],
+    /// `argv[0]` as found on the session's PATH (by the caller, which sandboxes by it).
+    pub program: &'a Path,
     pub env: BTreeMap<String, String>,
     pub cwd: &'a Path,
     /// Columns and rows of a terminal session.
@@ -171,18 +173,12 @@ impl Output {
 /// and niceness.
 pub async fn start(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Started, String> {
     let (program, args) = spec.argv.split_first().ok_or("the command is empty")?;
-    let path = spec.env.get("PATH").map(String::as_str);
-    let resolved = resolve_program(program, path).ok_or_else(|| {
-        format!(
-            "program {program:?} not found in PATH={}",
-            path.unwrap_or("")
-        )
-    })?;
+    let resolved = spec.program;
     let mut terminal = None;
     let mut socket = None;
     let mut cmd = match spec.tty {
         None => {
-            let mut cmd = Command::new(&resolved);
+            let mut cmd = Command::new(resolved);
             let stdin = match spec.shell {
                 true => {
                     let (ours, theirs) = shell_socket()?;
@@ -208,7 +204,7 @@ pub async fn start(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Sta
             let mut cmd = Command::new(setsid);
             // Not in a group of its own: a group leader cannot call setsid.
             cmd.arg("--ctty")
-                .arg(&resolved)
+                .arg(resolved)
                 .args(args)
                 .stdin(Stdio::from(dup(&peer)?))
                 .stdout(Stdio::from(dup(&peer)?))

@@ -52,12 +52,21 @@ impl Sessions {
             u64_arg(args, "cols", 120).min(1000) as u16,
             u64_arg(args, "rows", 40).min(1000) as u16,
         );
-        let program = argv
-            .first()
-            .and_then(|p| crate::process::resolve_program(p, env.get("PATH").map(String::as_str)));
+        let path = env.get("PATH").map(String::as_str);
+        let Some(name) = argv.first().map(String::as_str) else {
+            return Err(SessionError::Invalid(
+                "cannot start the session: the command is empty".into(),
+            ));
+        };
+        let program = crate::process::resolve_program(name, path).ok_or_else(|| {
+            SessionError::Invalid(format!(
+                "cannot start the session: program {name:?} not found in PATH={}",
+                path.unwrap_or("")
+            ))
+        })?;
         let cx = crate::sandbox::Context {
             workdir: &cwd,
-            program: program.as_deref(),
+            program: Some(&program),
             files: Vec::new(),
         };
         let confined = ctx
@@ -68,6 +77,7 @@ impl Sessions {
             })?;
         let spec = spawn::Spec {
             argv: &argv,
+            program: &program,
             env,
             cwd: &cwd,
             tty: tty.then_some(size),
