@@ -16,19 +16,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use toolsmith_core::CompiledTool;
-use toolsmith_core::catalog::{self, CatalogSource};
+use toolsmith_core::catalog::{self, TextSource};
 use toolsmith_exec::{CallOptions, Engine, EngineConfig};
-
-struct Text(String);
-
-impl CatalogSource for Text {
-    fn read(&self, _: &str) -> Result<String, String> {
-        Ok(self.0.clone())
-    }
-    fn var(&self, _: &str) -> Option<String> {
-        None
-    }
-}
 
 const BODY: &str = r#"{"id":7,"name":"widget","tags":["a","b"]}"#;
 
@@ -91,7 +80,7 @@ fn main() {
         let yaml = format!(
             "tools:\n  - name: get_item\n    description: d\n    http: {{url: \"http://127.0.0.1:{port}/items/{{id}}\"}}\n    parameters:\n      - {{name: id, type: integer, inject_as: path}}\n      - {{name: fields, type: array, items: string, required: false}}\n"
         );
-        let c = catalog::load("c.yaml", &Text(yaml)).expect("bench catalog");
+        let c = catalog::load("c.yaml", &TextSource(yaml)).expect("bench catalog");
         let tool = CompiledTool::new(c.tools.into_iter().next().expect("tool"), 1).expect("compiles");
         let dir = tempfile::tempdir().expect("tempdir");
         let mut config = EngineConfig::new(dir.path());
@@ -154,7 +143,7 @@ fn main() {
         let t = Instant::now();
         let doc = toolsmith_core::openapi::parse_document(&text).expect("parse");
         let imported =
-            toolsmith_core::openapi::import(&doc, &Default::default(), &Text(String::new()))
+            toolsmith_core::openapi::import(&doc, &Default::default(), &TextSource(String::new()))
                 .expect("import");
         best = best.min(t.elapsed());
         last = Some(imported);

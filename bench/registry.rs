@@ -5,20 +5,9 @@
 use std::time::{Duration, Instant};
 
 use sqlx::Row;
-use toolsmith_core::catalog::{self, CatalogSource};
+use toolsmith_core::catalog::{self, TextSource};
 use toolsmith_store::sqlite::SqliteStore;
 use toolsmith_store::{Query, Store, StoreExt};
-
-struct Text(String);
-
-impl CatalogSource for Text {
-    fn read(&self, _: &str) -> Result<String, String> {
-        Ok(self.0.clone())
-    }
-    fn var(&self, _: &str) -> Option<String> {
-        None
-    }
-}
 
 fn p(mut v: Vec<Duration>, q: f64) -> String {
     v.sort();
@@ -62,7 +51,7 @@ async fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("registry.db");
     let store = SqliteStore::open(&path).await.expect("open");
-    let template = catalog::load("c.yaml", &Text("tools: [{name: t, description: d, command: [grep], tags: [search], parameters: [{name: pattern}, {name: path, default: .}, {name: max, type: integer, default: 50, inject_as: option, option_name: --max-count}]}]".into()))
+    let template = catalog::load("c.yaml", &TextSource("tools: [{name: t, description: d, command: [grep], tags: [search], parameters: [{name: pattern}, {name: path, default: .}, {name: max, type: integer, default: 50, inject_as: option, option_name: --max-count}]}]".into()))
         .expect("template").tools.remove(0);
     let tools: Vec<_> = (0..n)
         .map(|i| {

@@ -15,22 +15,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolsmith_core::CompiledTool;
-use toolsmith_core::catalog::{self, CatalogSource};
+use toolsmith_core::catalog::{self, TextSource};
 use toolsmith_exec::{CallOptions, Engine, EngineConfig};
 
-struct Text(String);
-
-impl CatalogSource for Text {
-    fn read(&self, _: &str) -> Result<String, String> {
-        Ok(self.0.clone())
-    }
-    fn var(&self, _: &str) -> Option<String> {
-        None
-    }
-}
-
 fn tool(yaml: &str) -> CompiledTool {
-    let c = catalog::load("b.yaml", &Text(format!("tools:\n  - {yaml}\n")))
+    let c = catalog::load("b.yaml", &TextSource(format!("tools:\n  - {yaml}\n")))
         .unwrap_or_else(|e| panic!("{e}"));
     CompiledTool::new(c.tools.into_iter().next().expect("tool"), 1).expect("compiles")
 }

@@ -9,19 +9,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::json;
-use toolsmith_core::catalog::{self, CatalogSource};
+use toolsmith_core::catalog::{self, TextSource};
 use toolsmith_store::{Change, Registry, Store};
-
-struct Text(String);
-
-impl CatalogSource for Text {
-    fn read(&self, _: &str) -> Result<String, String> {
-        Ok(self.0.clone())
-    }
-    fn var(&self, _: &str) -> Option<String> {
-        None
-    }
-}
 
 fn run(args: &[&str], data: &Path, env: &[(&str, &str)]) -> Output {
     Command::new(common::BIN)
@@ -85,7 +74,7 @@ mcp_servers:
             summary: "",
         };
         for version in ["one", "two"] {
-            let c = catalog::load("c.yaml", &Text(catalog(version))).expect("catalog");
+            let c = catalog::load("c.yaml", &TextSource(catalog(version))).expect("catalog");
             store.sync(&c.tools, change.clone()).await.expect("sync");
             toolsmith_store::import_servers(&store, &c.servers, "test")
                 .await

@@ -50,6 +50,19 @@ pub trait CatalogSource {
     fn var(&self, name: &str) -> Option<String>;
 }
 
+/// A catalog given as text (benches, tests, a definition made in memory): every file the
+/// loader reads gives this text, and no environment variable is set.
+pub struct TextSource(pub String);
+
+impl CatalogSource for TextSource {
+    fn read(&self, _: &str) -> Result<String, String> {
+        Ok(self.0.clone())
+    }
+    fn var(&self, _: &str) -> Option<String> {
+        None
+    }
+}
+
 /// A loaded catalog: its tools in file order (imports after the importing file's own tools).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Catalog {
