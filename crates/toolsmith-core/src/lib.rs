@@ -18,6 +18,7 @@
 //! - [`result`] is the `ToolResult` contract every execution returns.
 //! - [`upstream`] is upstream MCP servers: their declaration, and how what they list becomes
 //!   tools (names, danger, filters, overrides, the pinned part).
+//! - [`toolset`] is named subsets of the registry chosen by selectors, and why a tool is in.
 //! - [`secrets`] is what `***` in a draft may stand for, and the scrub of stored secret values.
 //!
 //! **Invariant:** this crate does no IO: no files, no network, no processes, no clocks.
@@ -38,6 +39,7 @@ pub mod result;
 pub mod sandbox;
 pub mod schema;
 pub mod secrets;
+pub mod toolset;
 pub mod upstream;
 
 pub use catalog::{Catalog, CatalogError, CatalogErrors, CatalogSource};

@@ -38,14 +38,31 @@ pub struct Token {
     pub name: String,
     pub secret: String,
     pub role: Role,
+    /// The toolsets the token is limited to (empty: not limited).
+    pub toolsets: Vec<String>,
 }
 
 impl Token {
-    /// `NAME=SECRET` (admin) or `NAME:ROLE=SECRET`.
+    /// `NAME[:ROLE][@TOOLSET[,TOOLSET...]]=SECRET`; the role is `admin` when not given.
     pub fn parse(spec: &str) -> Result<Self, String> {
         let (who, secret) = spec
             .split_once('=')
-            .ok_or_else(|| format!("token {spec:?}: expected NAME=SECRET or NAME:ROLE=SECRET"))?;
+            .ok_or_else(|| format!("token {spec:?}: expected NAME[:ROLE][@TOOLSET,...]=SECRET"))?;
+        let (who, toolsets) = match who.split_once('@') {
+            Some((who, sets)) => {
+                let sets: Vec<String> = sets.split(',').map(|s| s.trim().to_owned()).collect();
+                if let Some(bad) = sets
+                    .iter()
+                    .find(|s| !toolsmith_core::toolset::valid_name(s))
+                {
+                    return Err(format!(
+                        "token {who:?}: invalid toolset name {bad:?} after `@` (1 to 64 letters, digits, `_` or `-`, separated by commas)"
+                    ));
+                }
+                (who, sets)
+            }
+            None => (who, Vec::new()),
+        };
         let (name, role) = match who.split_once(':') {
             Some((n, r)) => (
                 n,
@@ -64,11 +81,12 @@ impl Token {
             name: name.to_owned(),
             secret: secret.to_owned(),
             role,
+            toolsets,
         })
     }
 }
 
-/// Tokens from a file: one `NAME=SECRET` or `NAME:ROLE=SECRET` per line; blank lines and
+/// Tokens from a file: one `NAME[:ROLE][@TOOLSET,...]=SECRET` per line; blank lines and
 /// lines starting with `#` are skipped. Errors name the line.
 pub fn parse_tokens_file(text: &str) -> Result<Vec<Token>, String> {
     text.lines()
@@ -86,6 +104,24 @@ pub struct Caller {
     pub role: Role,
     /// Whether the server asks for tokens at all.
     pub auth_required: bool,
+    /// How the caller proved who it is: `none` (no tokens asked), `token` (a static token)
+    /// or `jwt`.
+    pub kind: &'static str,
+    /// The toolsets the caller is limited to (empty: not limited).
+    pub toolsets: Vec<String>,
+}
+
+impl Caller {
+    /// The caller of a server that asks for no token: an admin named `local`.
+    pub fn local() -> Self {
+        Self {
+            name: "local".into(),
+            role: Role::Admin,
+            auth_required: false,
+            kind: "none",
+            toolsets: Vec::new(),
+        }
+    }
 }
 
 /// The role a request needs, decided from the whole route — never from a suffix, which a
@@ -113,11 +149,7 @@ pub async fn require(
         return Ok(next.run(req).await);
     }
     let caller = if state.tokens.is_empty() {
-        Caller {
-            name: "local".into(),
-            role: Role::Admin,
-            auth_required: false,
-        }
+        Caller::local()
     } else {
         let presented = req
             .headers()
@@ -153,6 +185,8 @@ pub async fn require(
             name: token.name.clone(),
             role: token.role,
             auth_required: true,
+            kind: "token",
+            toolsets: token.toolsets.clone(),
         }
     };
     req.extensions_mut().insert(caller);

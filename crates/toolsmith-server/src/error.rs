@@ -61,6 +61,20 @@ impl ApiError {
         self
     }
 
+    /// A definition the catalog reader refused: 422, each problem with its path.
+    pub fn from_catalog(e: toolsmith_core::catalog::CatalogErrors) -> Self {
+        let details: Vec<Value> =
+            e.0.iter()
+                .map(|e| serde_json::json!({"path": e.path, "message": e.message}))
+                .collect();
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid",
+            format!("the definition has {} problem(s)", details.len()),
+        )
+        .with_details(details)
+    }
+
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", message)
     }
@@ -113,7 +127,12 @@ impl From<StoreError> for ApiError {
             StoreError::Exists(name) => Self::new(
                 StatusCode::CONFLICT,
                 "exists",
-                format!("tool {name:?} already exists"),
+                // Servers and toolsets say what they are (`toolset "x"`); tool names have no
+                // spaces.
+                match name.contains(' ') {
+                    true => format!("{name} already exists"),
+                    false => format!("tool {name:?} already exists"),
+                },
             ),
             StoreError::Invalid(message) => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", message)

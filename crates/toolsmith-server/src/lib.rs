@@ -12,11 +12,13 @@ pub mod guard;
 pub mod mcp;
 pub mod mcp_ask;
 pub mod mcp_params;
+pub mod mcp_search;
 pub mod openapi;
 mod routes;
 pub mod runlog;
 pub mod sessions;
 pub mod ui;
+pub mod view;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -63,6 +65,8 @@ pub struct AppState {
     /// What could not be served of each upstream's tools (name collisions, refused
     /// definitions).
     pub federation_problems: federation::Problems,
+    /// The toolsets as read at one registry generation ([`Self::toolsets`]).
+    toolsets: Mutex<Option<(u64, view::Toolsets)>>,
 }
 
 impl AppState {
@@ -90,6 +94,7 @@ impl AppState {
             current: Mutex::default(),
             changes: tokio::sync::watch::Sender::new(0),
             federation_problems: federation::Problems::default(),
+            toolsets: Mutex::default(),
         })
     }
 
@@ -121,6 +126,19 @@ impl AppState {
             current.1.clear();
         }
         current.1.insert(tool.tool.name.to_string(), tool);
+    }
+
+    /// Every live toolset, read again only after the registry changed.
+    pub async fn toolsets(&self) -> toolsmith_store::Result<view::Toolsets> {
+        let generation = self.generation();
+        if let Some((g, sets)) = &*self.toolsets.lock().unwrap_or_else(|e| e.into_inner())
+            && *g == generation
+        {
+            return Ok(sets.clone());
+        }
+        let sets = view::read_toolsets(self).await?;
+        *self.toolsets.lock().unwrap_or_else(|e| e.into_inner()) = Some((generation, sets.clone()));
+        Ok(sets)
     }
 
     /// How many changes have been seen.
@@ -194,6 +212,7 @@ pub fn app_with(state: Arc<AppState>, options: HttpOptions) -> Router {
             allow_dangerous: options.allow_dangerous,
             notify_changes: false,
             caller: "mcp".into(),
+            toolset: None,
         },
     );
     // rmcp checks Host and Origin on /mcp too; the guard in front has already applied the
@@ -224,11 +243,16 @@ pub fn app_with(state: Arc<AppState>, options: HttpOptions) -> Router {
     );
     routes::router()
         .merge(ui::routes())
-        .nest_service("/mcp", service)
+        .route_service("/mcp/{toolset}", service.clone())
+        .route_service("/mcp", service)
         .layer(axum::middleware::from_fn(mcp_params::repair_http))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             note_changes,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            view::attach,
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -29,7 +29,8 @@ use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
 use toolsmith_exec::CallOptions;
 use toolsmith_store::{Query, RunRecord, StoreExt, decode_cursor, encode_cursor};
 
-use crate::{AppState, mcp_params};
+use crate::view::View;
+use crate::{AppState, mcp_params, mcp_search};
 use toolsmith_exec::upstream::Elicitor;
 
 use crate::mcp_ask::{self, Next, Parking};
@@ -47,6 +48,9 @@ pub struct McpOptions {
     pub notify_changes: bool,
     /// Recorded as the caller in the execution log.
     pub caller: String,
+    /// Serve only this toolset's members (`toolsmith mcp --toolset`); over HTTP the request
+    /// says (`/mcp/{toolset}`, headers), see [`crate::view`].
+    pub toolset: Option<String>,
 }
 
 /// The enabled tools at one registry generation, in name order.
@@ -54,6 +58,17 @@ pub struct Snapshot {
     generation: u64,
     tools: Vec<McpTool>,
     by_name: HashMap<String, Arc<CompiledTool>>,
+}
+
+impl Snapshot {
+    /// Every enabled tool, in name order.
+    pub fn tools(&self) -> &[McpTool] {
+        &self.tools
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<CompiledTool>> {
+        self.by_name.get(name)
+    }
 }
 
 /// The MCP server handler; cheap to clone (one per HTTP request or stdio connection).
@@ -89,6 +104,31 @@ impl McpServer {
         })?);
         *guard = Some(s.clone());
         Ok(s)
+    }
+
+    /// What this request may see: the view the HTTP layer attached ([`crate::view::attach`]),
+    /// or on stdio the `--toolset` this server was started with.
+    async fn view(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<View>, ErrorData> {
+        if let Some(view) = ctx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<Arc<View>>())
+        {
+            return Ok(view.clone());
+        }
+        self.view_of_options().await
+    }
+
+    /// The view of a server started for one toolset (or for every tool).
+    async fn view_of_options(&self) -> Result<Arc<View>, ErrorData> {
+        let ask = crate::view::Ask {
+            endpoint: self.options.toolset.clone(),
+            ..Default::default()
+        };
+        crate::view::resolve(&self.state, &crate::auth::Caller::local(), &ask)
+            .await
+            .map(Arc::new)
+            .map_err(|e| ErrorData::invalid_params(e.message, None))
     }
 
     /// Whether a call may run: always for safe tools or with --allow-dangerous; otherwise
@@ -461,9 +501,14 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let view = self.view(&ctx).await?;
+        if view.search {
+            return Ok(ListToolsResult::with_all_items(mcp_search::tools()));
+        }
         let snapshot = self.snapshot().await?;
+        let tools = mcp_search::visible(&snapshot, &view);
         let start = match request.and_then(|r| r.cursor) {
             None => 0,
             Some(cursor) => {
@@ -471,15 +516,14 @@ impl ServerHandler for McpServer {
                 let after = decode_cursor(&cursor).map_err(|_| {
                     ErrorData::invalid_params(format!("invalid cursor {cursor:?}"), None)
                 })?;
-                snapshot
-                    .tools
-                    .partition_point(|t| t.name.as_ref() <= after.as_str())
+                tools.partition_point(|t| t.name.as_ref() <= after.as_str())
             }
         };
-        let end = (start + PAGE_SIZE).min(snapshot.tools.len());
-        let mut result = ListToolsResult::with_all_items(snapshot.tools[start..end].to_vec());
-        if end < snapshot.tools.len() {
-            result.next_cursor = Some(encode_cursor(&snapshot.tools[end - 1].name));
+        let end = (start + PAGE_SIZE).min(tools.len());
+        let page = tools[start..end].iter().map(|t| (*t).clone()).collect();
+        let mut result = ListToolsResult::with_all_items(page);
+        if end < tools.len() {
+            result.next_cursor = Some(encode_cursor(&tools[end - 1].name));
         }
         Ok(result)
     }
@@ -492,8 +536,30 @@ impl ServerHandler for McpServer {
         if let Some(why) = ctx.meta.get(mcp_params::BAD_KEY).and_then(Value::as_str) {
             return Err(ErrorData::invalid_params(why.to_owned(), None));
         }
+        let view = self.view(&ctx).await?;
         let snapshot = self.snapshot().await?;
-        let Some(tool) = snapshot.by_name.get(request.name.as_ref()).cloned() else {
+        let mut request = request;
+        let mut wrapped = false;
+        if view.search {
+            match request.name.as_ref() {
+                mcp_search::SEARCH => {
+                    let arguments = request.arguments.unwrap_or_default();
+                    return Ok(mcp_search::search(&snapshot, &view, &arguments).into());
+                }
+                mcp_search::CALL => {
+                    request = mcp_search::unwrap_call(request)?;
+                    wrapped = true;
+                }
+                // A member called by its own name (a model that skipped call_tool) runs too.
+                _ => {}
+            }
+        }
+        let found = snapshot
+            .by_name
+            .get(request.name.as_ref())
+            .filter(|t| view.admits(&t.tool))
+            .cloned();
+        let Some(tool) = found else {
             return Err(ErrorData::invalid_params(
                 format!(
                     "unknown tool {:?}: it is not in this server's registry, or it is disabled; tools/list shows the tools",
@@ -504,7 +570,7 @@ impl ServerHandler for McpServer {
         };
         // Arguments sent as JSON text are read by the pipeline, as REST's are.
         let arguments = match ctx.meta.get(mcp_params::TEXT_KEY) {
-            Some(Value::String(text)) => Value::String(text.clone()),
+            Some(Value::String(text)) if !wrapped => Value::String(text.clone()),
             _ => Value::Object(request.arguments.clone().unwrap_or_default()),
         };
         let upstream = matches!(tool.tool.executor, Executor::Mcp(_));
@@ -571,13 +637,25 @@ impl ServerHandler for McpServer {
         Some(accepted)
     }
 
+    /// Only changes of what this client sees are sent: a tool joining or leaving its view,
+    /// or a new version of one in it.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let mut changes = self.state.subscribe();
+        let view = self.view(context.request_context()).await?;
+        let mut seen = mcp_search::fingerprint(&*self.snapshot().await?, &view);
         loop {
             tokio::select! {
                 _ = context.cancelled() => return Ok(()),
                 changed = changes.changed() => {
-                    if changed.is_err() || context.sink().notify_tool_list_changed().await.is_err() {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    let now = mcp_search::fingerprint(&*self.snapshot().await?, &view);
+                    if now == seen {
+                        continue;
+                    }
+                    seen = now;
+                    if context.sink().notify_tool_list_changed().await.is_err() {
                         return Ok(());
                     }
                 }
@@ -592,8 +670,23 @@ impl ServerHandler for McpServer {
         }
         let mut changes = self.state.subscribe();
         let peer = ctx.peer.clone();
+        let this = self.clone();
         tokio::spawn(async move {
+            let fingerprint = async || {
+                let view = this
+                    .view_of_options()
+                    .await
+                    .unwrap_or_else(|_| Arc::new(View::everything()));
+                let snapshot = this.snapshot().await.ok()?;
+                Some(mcp_search::fingerprint(&snapshot, &view))
+            };
+            let mut seen = fingerprint().await;
             while changes.changed().await.is_ok() {
+                let now = fingerprint().await;
+                if now.is_some() && now == seen {
+                    continue;
+                }
+                seen = now;
                 if peer.notify_tool_list_changed().await.is_err() {
                     break;
                 }

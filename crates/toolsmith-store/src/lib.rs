@@ -27,11 +27,13 @@ pub mod secrets;
 mod shared;
 pub mod sqlite;
 mod sync;
+pub mod toolsets;
 pub mod upstreams;
 
 pub use diff::{Difference, diff, diff_definitions};
 pub use registry::Registry;
 pub(crate) use sync::{SyncAction, sync_action};
+pub use toolsets::{ToolsetRecord, ToolsetStore, ToolsetVersion, import_toolsets};
 pub use upstreams::{Pin, ServerRecord, UpstreamChange, UpstreamStore, import_servers};
 
 use serde::Serialize;

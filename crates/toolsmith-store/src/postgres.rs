@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0007_run_upstream.sql"),
     include_str!("../migrations/postgres/0008_secrets.sql"),
     include_str!("../migrations/postgres/0009_run_sandbox.sql"),
+    include_str!("../migrations/postgres/0010_toolsets.sql"),
 ];
 
 /// An arbitrary constant naming toolsmith's migration lock.
@@ -154,4 +155,8 @@ impl Store for PgStore {
 
 impl crate::UpstreamStore for PgStore {
     crate::upstreams::upstream_methods!();
+}
+
+impl crate::ToolsetStore for PgStore {
+    crate::toolsets::toolset_methods!();
 }

@@ -189,3 +189,33 @@ impl crate::UpstreamStore for Registry {
         forward!(self, drop_change(server, tool))
     }
 }
+
+impl crate::ToolsetStore for Registry {
+    async fn create_toolset(
+        &self,
+        toolset: &toolsmith_core::toolset::Toolset,
+        change: Change<'_>,
+    ) -> Result<crate::ToolsetRecord> {
+        forward!(self, create_toolset(toolset, change))
+    }
+    async fn update_toolset(
+        &self,
+        toolset: &toolsmith_core::toolset::Toolset,
+        base_version: u64,
+        change: Change<'_>,
+    ) -> Result<crate::ToolsetRecord> {
+        forward!(self, update_toolset(toolset, base_version, change))
+    }
+    async fn get_toolset(&self, name: &str) -> Result<crate::ToolsetRecord> {
+        forward!(self, get_toolset(name))
+    }
+    async fn toolsets(&self) -> Result<Vec<crate::ToolsetRecord>> {
+        forward!(self, toolsets())
+    }
+    async fn delete_toolset(&self, name: &str, change: Change<'_>) -> Result<()> {
+        forward!(self, delete_toolset(name, change))
+    }
+    async fn toolset_history(&self, name: &str) -> Result<Vec<crate::ToolsetVersion>> {
+        forward!(self, toolset_history(name))
+    }
+}

@@ -29,6 +29,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0007_run_upstream.sql"),
     include_str!("../migrations/sqlite/0008_secrets.sql"),
     include_str!("../migrations/sqlite/0009_run_sandbox.sql"),
+    include_str!("../migrations/sqlite/0010_toolsets.sql"),
 ];
 
 /// The SQLite registry.
@@ -179,4 +180,8 @@ fn trigram_phrase(text: &str) -> Option<String> {
 
 impl crate::UpstreamStore for SqliteStore {
     crate::upstreams::upstream_methods!();
+}
+
+impl crate::ToolsetStore for SqliteStore {
+    crate::toolsets::toolset_methods!();
 }

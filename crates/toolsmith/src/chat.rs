@@ -18,7 +18,7 @@ use toolsmith_core::agent::stream::{Delta, Usage};
 use toolsmith_core::upstream::McpServer;
 use toolsmith_core::{Tool, ToolResult};
 use toolsmith_exec::Engine;
-use toolsmith_store::{Query, StoreExt, UpstreamStore};
+use toolsmith_store::{Query, StoreExt, ToolsetStore, UpstreamStore};
 
 use crate::source::load_catalog;
 
@@ -34,6 +34,10 @@ pub struct ChatArgs {
     /// ~/.local/share/toolsmith/secret.key].
     #[arg(long, value_name = "FILE", requires = "db")]
     pub secret_key_file: Option<PathBuf>,
+    /// Offer the model only this toolset's members (from the catalog's `toolsets:` or the
+    /// registry's).
+    #[arg(long, value_name = "NAME")]
+    pub toolset: Option<String>,
     /// openai (any OpenAI-compatible Chat Completions server) or anthropic.
     #[arg(long, default_value = "openai", value_parser = ["openai", "anthropic"])]
     pub provider: String,
@@ -198,12 +202,14 @@ async fn load_tools(args: &ChatArgs, engine: &Engine) -> Result<Vec<Tool>> {
         let store = crate::secret_key::open_registry(db, args.secret_key_file.as_deref()).await?;
         let servers = store.servers().await?.into_iter().map(|r| r.server);
         engine.upstreams().set(servers.collect());
-        return Ok(store
+        let sets = store.toolsets().await?.into_iter().map(|r| r.toolset);
+        let tools = store
             .search_all(Query::default())
             .await?
             .into_iter()
             .map(|r| r.tool)
-            .collect());
+            .collect();
+        return only_toolset(args.toolset.as_deref(), &sets.collect::<Vec<_>>(), tools);
     }
     let file = args
         .catalog
@@ -212,7 +218,29 @@ async fn load_tools(args: &ChatArgs, engine: &Engine) -> Result<Vec<Tool>> {
     let catalog = load_catalog(&file)?;
     let mut tools = catalog.tools;
     tools.extend(discover(engine, catalog.servers).await);
-    Ok(tools)
+    only_toolset(args.toolset.as_deref(), &catalog.toolsets, tools)
+}
+
+/// The members of toolset `name` among `tools` (all of them without a name); an unknown name
+/// is an error naming the known ones.
+fn only_toolset(
+    name: Option<&str>,
+    sets: &[toolsmith_core::toolset::Toolset],
+    tools: Vec<Tool>,
+) -> Result<Vec<Tool>> {
+    let Some(name) = name else { return Ok(tools) };
+    let Some(set) = sets.iter().find(|s| s.name == name) else {
+        let known: Vec<&str> = sets.iter().map(|s| s.name.as_str()).collect();
+        anyhow::bail!(
+            "--toolset {name}: no such toolset; the toolsets are: {}",
+            if known.is_empty() {
+                "(none)".into()
+            } else {
+                known.join(", ")
+            }
+        );
+    };
+    Ok(tools.into_iter().filter(|t| set.admits(t)).collect())
 }
 
 /// Starts `servers` and takes each one's tools from its first listing; a server that fails

@@ -55,19 +55,22 @@ impl Loader<'_> {
                     }
                 }
             }
-            None if !["tools", "imports", "mcp_servers", "openapi"]
+            None if !["tools", "imports", "mcp_servers", "openapi", "toolsets"]
                 .iter()
                 .any(|k| top.has(k)) =>
             {
                 e.push(
                     "",
-                    "a catalog needs `tools:` (a list of tools), `mcp_servers:`, `openapi:` or `imports:`",
+                    "a catalog needs `tools:` (a list of tools), `mcp_servers:`, `openapi:`, `toolsets:` or `imports:`",
                 )
             }
             None => {}
         }
         if let Some(servers) = top.list("mcp_servers", &mut e) {
             self.servers(servers, rel, &mut e);
+        }
+        if let Some(sets) = top.list("toolsets", &mut e) {
+            self.toolsets(sets, rel, &mut e);
         }
         if let Some(specs) = top.list("openapi", &mut e) {
             self.openapi(specs, rel, &defaults, &mut e);

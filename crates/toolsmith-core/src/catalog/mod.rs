@@ -14,6 +14,7 @@ mod openapi;
 mod sandbox;
 mod servers;
 mod settings;
+mod toolsets;
 
 use defaults::read_limits;
 use executor::check_injection_layout;
@@ -26,6 +27,7 @@ use serde_json::{Map, Value};
 pub use crate::form::{CatalogError, CatalogErrors, FORMATS};
 use crate::form::{Errs, Fields, Place, join, parse_list};
 pub use servers::parse_server;
+pub use toolsets::parse_toolset;
 
 use crate::builtin;
 use crate::model::{
@@ -77,6 +79,8 @@ pub struct Catalog {
     /// `openapi:` entries with `on_change: hold`: each source (`openapi:<name>`) and the
     /// names of its tools, whose changes a re-import holds for approval.
     pub holds: Vec<(String, Vec<String>)>,
+    /// Toolsets (`toolsets:`), in file order.
+    pub toolsets: Vec<crate::toolset::Toolset>,
 }
 
 impl Catalog {
@@ -99,6 +103,7 @@ pub fn load(entry: &str, src: &dyn CatalogSource) -> Result<Catalog, CatalogErro
             servers: loader.servers,
             notes: loader.notes,
             holds: loader.holds,
+            toolsets: loader.toolsets.into_iter().map(|(s, ..)| s).collect(),
         })
     } else {
         Err(CatalogErrors(loader.errors))
@@ -144,6 +149,8 @@ struct Loader<'s> {
     server_names: Vec<(String, String, String)>,
     notes: Vec<String>,
     holds: Vec<(String, Vec<String>)>,
+    /// Toolsets with the file and path each was declared at.
+    toolsets: Vec<(crate::toolset::Toolset, String, String)>,
 }
 
 impl<'s> Loader<'s> {
@@ -158,11 +165,19 @@ impl<'s> Loader<'s> {
             server_names: Vec::new(),
             notes: Vec::new(),
             holds: Vec::new(),
+            toolsets: Vec::new(),
         }
     }
 }
 
-const TOP_KEYS: &[&str] = &["tools", "defaults", "imports", "mcp_servers", "openapi"];
+const TOP_KEYS: &[&str] = &[
+    "tools",
+    "defaults",
+    "imports",
+    "mcp_servers",
+    "openapi",
+    "toolsets",
+];
 const DEFAULT_KEYS: &[&str] = &[
     "timeout_ms",
     "env_allowlist",

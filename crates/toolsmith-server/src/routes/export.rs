@@ -20,6 +20,19 @@ struct ExportParams {
     tag: Option<String>,
     /// Only this tool (when it is enabled).
     name: Option<String>,
+    /// Only members of these toolsets (comma-separated; all of them), like the
+    /// `X-Toolsmith-Toolset` header.
+    #[allow(
+        dead_code,
+        reason = "read by the view layer (crate::view), documented here"
+    )]
+    toolset: Option<String>,
+    /// Only tools matching one of these name globs (comma-separated).
+    #[allow(
+        dead_code,
+        reason = "read by the view layer (crate::view), documented here"
+    )]
+    tools: Option<String>,
 }
 
 /// Every enabled tool rendered for one provider. With `strict`, an upstream tool whose schema
@@ -30,7 +43,11 @@ struct ExportParams {
         headers(("x-toolsmith-not-strict" = String, description = "With `strict`: a tool sent with `strict: false`, and why (one header per tool)")),
         content((Value = "application/json"), (String = "application/xml"))),
         (status = 400, description = "Unknown format", body = ErrorBody)))]
-async fn export(State(s): Shared, Query(p): Query<ExportParams>) -> ApiResult<Response> {
+async fn export(
+    State(s): Shared,
+    Extension(view): Extension<Arc<View>>,
+    Query(p): Query<ExportParams>,
+) -> ApiResult<Response> {
     let format = p.format;
     let tools: Vec<Tool> = match p.name {
         Some(name) => match s.store.get(&name).await {
@@ -54,6 +71,7 @@ async fn export(State(s): Shared, Query(p): Query<ExportParams>) -> ApiResult<Re
                 .collect()
         }
     };
+    let tools: Vec<Tool> = tools.into_iter().filter(|t| view.admits(t)).collect();
     let mut response = match render(&tools, format, RenderOptions { strict: p.strict }) {
         Rendered::Json(v) => Json(v).into_response(),
         Rendered::Xml(text) => ([(header::CONTENT_TYPE, "application/xml")], text).into_response(),

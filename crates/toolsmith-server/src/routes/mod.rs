@@ -2,7 +2,8 @@
 //! the one [`OpenApiRouter`] so that the routes and the OpenAPI document come from the same
 //! list: [`server`] (health, whoami, events), [`tools`], [`versions`], [`calls`] (validate,
 //! plan, call), [`drafts`] (definitions from requests, `/v1/check`), [`export`], [`runs`],
-//! [`servers`] (upstream MCP servers, their changes and logs), [`imports`] (OpenAPI import).
+//! [`servers`] (upstream MCP servers, their changes and logs), [`imports`] (OpenAPI import),
+//! [`toolsets`] (named subsets and their members).
 
 mod calls;
 mod drafts;
@@ -12,6 +13,7 @@ mod runs;
 mod server;
 mod servers;
 mod tools;
+mod toolsets;
 mod versions;
 
 use std::sync::Arc;
@@ -40,6 +42,7 @@ use utoipa_axum::routes;
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, Body, CallRequest, ErrorBody};
+use crate::view::View;
 
 type Shared = State<Arc<AppState>>;
 /// The router each resource file adds its handlers to.
@@ -59,6 +62,7 @@ pub fn router() -> Router<Arc<AppState>> {
     let api = export::routes(api);
     let api = servers::routes(api);
     let api = imports::routes(api);
+    let api = toolsets::routes(api);
     let (router, api) = runs::routes(api).split_for_parts();
     let served = axum::body::Bytes::from(
         serde_json::to_vec(&crate::openapi::finish(api)).unwrap_or_default(),

@@ -33,19 +33,55 @@ struct RunList {
 /// The execution log, newest first.
 #[utoipa::path(get, path = "/v1/runs", tag = "calls", params(RunParams),
     responses((status = 200, body = RunList)))]
-async fn runs(State(s): Shared, Query(p): Query<RunParams>) -> ApiResult<Json<RunList>> {
+async fn runs(
+    State(s): Shared,
+    Extension(view): Extension<Arc<View>>,
+    Query(p): Query<RunParams>,
+) -> ApiResult<Json<RunList>> {
     // Read your writes: the calls answered so far are in the log before it is read.
     s.runs.flush().await;
-    let q = RunQuery {
+    let mut q = RunQuery {
         tool: p.tool,
         kind: p.kind,
         caller: p.caller,
         limit: page_limit(p.limit)?,
         cursor: p.cursor,
     };
-    let page = s.store.runs(&q).await.map_err(query_error)?;
-    Ok(Json(RunList {
-        runs: page.items,
-        next_cursor: page.next_cursor,
-    }))
+    if view.is_everything() {
+        let page = s.store.runs(&q).await.map_err(query_error)?;
+        return Ok(Json(RunList {
+            runs: page.items,
+            next_cursor: page.next_cursor,
+        }));
+    }
+    // Only runs of tools in the caller's view (disabled ones included), read a page at a
+    // time until the page is full; a short page with a cursor is a page like any other.
+    let visible: std::collections::HashSet<String> = s
+        .store
+        .search_all(StoreQuery {
+            include_disabled: true,
+            ..StoreQuery::default()
+        })
+        .await?
+        .into_iter()
+        .filter(|r| view.admits(&r.tool))
+        .map(|r| r.tool.name.to_string())
+        .collect();
+    let limit = q.limit;
+    let mut runs = Vec::new();
+    let mut next_cursor = None;
+    for _ in 0..NARROWED_READS {
+        q.limit = limit - runs.len();
+        let page = s.store.runs(&q).await.map_err(query_error)?;
+        runs.extend(page.items.into_iter().filter(|r| visible.contains(&r.tool)));
+        next_cursor = page.next_cursor;
+        match &next_cursor {
+            Some(c) if runs.len() < limit => q.cursor = Some(c.clone()),
+            _ => break,
+        }
+    }
+    Ok(Json(RunList { runs, next_cursor }))
 }
+
+/// Pages of the log read at most for one narrowed page.
+const NARROWED_READS: usize = 20;

@@ -34,6 +34,10 @@ struct WhoAmI {
     role: crate::auth::Role,
     /// Whether the server asks for tokens.
     auth_required: bool,
+    /// How the caller proved who it is: `none`, `token` or `jwt`.
+    kind: String,
+    /// The toolsets the caller is limited to (empty: every tool).
+    toolsets: Vec<String>,
 }
 
 /// The caller's name and role, for clients (the web UI) that show or hide what the role
@@ -44,6 +48,8 @@ async fn whoami(Extension(caller): Extension<Caller>) -> Json<WhoAmI> {
         name: caller.name,
         role: caller.role,
         auth_required: caller.auth_required,
+        kind: caller.kind.into(),
+        toolsets: caller.toolsets,
     })
 }
 

@@ -65,6 +65,54 @@ pub(super) fn view(r: &ToolRecord) -> ToolView {
     }
 }
 
+/// A page of the tools `view` admits: the matching tools read whole, kept when admitted, and
+/// paged here by name (the same cursor form as the registry's).
+async fn narrowed(
+    s: &AppState,
+    view: &View,
+    query: StoreQuery,
+) -> ApiResult<toolsmith_store::Page<ToolRecord>> {
+    let after = query
+        .cursor
+        .as_deref()
+        .map(toolsmith_store::decode_cursor)
+        .transpose()
+        .map_err(query_error)?;
+    let limit = query.limit;
+    let mut items: Vec<ToolRecord> = s
+        .store
+        .search_all(query)
+        .await?
+        .into_iter()
+        .filter(|r| after.as_deref().is_none_or(|a| r.tool.name.as_str() > a))
+        .filter(|r| view.admits(&r.tool))
+        .take(limit + 1)
+        .collect();
+    let next_cursor = (items.len() > limit).then(|| {
+        items.truncate(limit);
+        toolsmith_store::encode_cursor(items[limit - 1].tool.name.as_str())
+    });
+    Ok(toolsmith_store::Page { items, next_cursor })
+}
+
+/// A caller limited to toolsets edits only their members: a definition that would leave
+/// them is refused.
+pub(super) fn check_member(view: &View, caller: &Caller, tool: &Tool) -> ApiResult<()> {
+    match caller.toolsets.is_empty() || view.admits(tool) {
+        true => Ok(()),
+        false => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "{:?} may only edit members of the toolsets {}; this definition of `{}` is not one",
+                caller.name,
+                caller.toolsets.join(", "),
+                tool.name
+            ),
+        )),
+    }
+}
+
 fn summary(r: &ToolRecord) -> ToolSummary {
     ToolSummary {
         name: r.tool.name.to_string(),
@@ -96,12 +144,30 @@ struct ListParams {
     /// Include disabled tools.
     #[serde(default)]
     include_disabled: bool,
+    /// Only members of these toolsets (comma-separated; all of them), like the
+    /// `X-Toolsmith-Toolset` header.
+    #[allow(
+        dead_code,
+        reason = "read by the view layer (crate::view), documented here"
+    )]
+    toolset: Option<String>,
+    /// Only tools matching one of these name globs (comma-separated), like the
+    /// `X-Toolsmith-Tools` header.
+    #[allow(
+        dead_code,
+        reason = "read by the view layer (crate::view), documented here"
+    )]
+    tools: Option<String>,
 }
 
 /// Lists or searches tools, by name, in pages.
 #[utoipa::path(get, path = "/v1/tools", tag = "tools", params(ListParams),
     responses((status = 200, body = ToolList)))]
-async fn list(State(s): Shared, Query(p): Query<ListParams>) -> ApiResult<Json<ToolList>> {
+async fn list(
+    State(s): Shared,
+    Extension(view): Extension<Arc<View>>,
+    Query(p): Query<ListParams>,
+) -> ApiResult<Json<ToolList>> {
     let query = StoreQuery {
         text: p.q,
         tag: p.tag,
@@ -109,7 +175,10 @@ async fn list(State(s): Shared, Query(p): Query<ListParams>) -> ApiResult<Json<T
         limit: page_limit(p.limit)?,
         cursor: p.cursor,
     };
-    let page = s.store.search(&query).await.map_err(query_error)?;
+    let page = match view.is_everything() {
+        true => s.store.search(&query).await.map_err(query_error)?,
+        false => narrowed(&s, &view, query).await?,
+    };
     Ok(Json(ToolList {
         tools: page.items.iter().map(summary).collect(),
         next_cursor: page.next_cursor,
@@ -140,10 +209,12 @@ struct CreateParams {
 async fn create(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
+    Extension(v): Extension<Arc<View>>,
     Query(p): Query<CreateParams>,
     Body(body): Body<Value>,
 ) -> ApiResult<Response> {
     let tool = parse_definition(body, None, None, Draft::Save)?;
+    check_member(&v, &caller, &tool)?;
     let summary = p.summary.unwrap_or_else(|| "created".into());
     let r = s
         .store
@@ -198,6 +269,7 @@ pub(super) fn base_version(headers: &HeaderMap, p: &ChangeParams) -> ApiResult<u
 async fn update(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
+    Extension(v): Extension<Arc<View>>,
     Path(name): Path<String>,
     Query(p): Query<ChangeParams>,
     headers: HeaderMap,
@@ -206,6 +278,7 @@ async fn update(
     let base = base_version(&headers, &p)?;
     let current = s.store.get(&name).await?;
     let tool = parse_definition(body, Some(&name), Some(&current.tool), Draft::Save)?;
+    check_member(&v, &caller, &tool)?;
     let summary = p.summary.unwrap_or_else(|| "edited".into());
     let r = s
         .store

@@ -1,6 +1,7 @@
 //! The subcommands and their flags (clap), and the dispatcher; each group's work is in a
 //! file of its own: [`serve`] (serve, mcp), [`catalog`], [`registry`], [`call`], [`runtime`],
-//! [`servers`] (upstream MCP servers, and `import --mcp-config`), [`openapi`] (`import --openapi`).
+//! [`servers`] (upstream MCP servers, and `import --mcp-config`), [`openapi`] (`import --openapi`),
+//! [`toolsets`].
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -28,6 +29,7 @@ mod runtime;
 mod secrets;
 mod serve;
 mod servers;
+mod toolsets;
 
 use crate::options::RunArgs;
 use crate::output;
@@ -198,6 +200,15 @@ pub enum Command {
         #[command(flatten)]
         args: servers::ServersArgs,
     },
+    /// Toolsets: named subsets of the registry (by names, tags, kinds, servers, danger),
+    /// served at /mcp/{toolset}. List them, or show one with its members and why each is in.
+    Toolsets {
+        #[command(subcommand)]
+        command: Option<toolsets::ToolsetsCommand>,
+        /// (Without a command: `list`.)
+        #[command(flatten)]
+        args: toolsets::ToolsetsArgs,
+    },
     /// The registry's secret key: secret config values are stored sealed with it
     /// (XChaCha20-Poly1305); `rotate-key` re-seals them with a new one.
     Secrets {
@@ -306,6 +317,9 @@ pub struct McpArgs {
     /// model to ask the user.
     #[arg(long)]
     pub allow_dangerous: bool,
+    /// Serve only this toolset's members (`toolsets:` in the catalog or the registry).
+    #[arg(long, value_name = "NAME")]
+    pub toolset: Option<String>,
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -432,6 +446,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         },
         Command::Servers { command, args } => servers::run(command, args),
         Command::Secrets { command } => secrets::run(command),
+        Command::Toolsets { command, args } => toolsets::run(command, args),
         Command::History { name, db, json } => registry::history(name, &db, json),
         Command::Restore { name, version, db } => registry::restore(name, version, &db),
         Command::Runs {

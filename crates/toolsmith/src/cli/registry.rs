@@ -8,6 +8,7 @@ pub(super) fn import(file: PathBuf, db: &DbArg, prune: bool, json: bool) -> Resu
         let (report, held) =
             toolsmith_store::held::import_catalog(&store, &catalog, prune, &author).await?;
         let servers = toolsmith_store::import_servers(&store, &catalog.servers, &author).await?;
+        let toolsets = toolsmith_store::import_toolsets(&store, &catalog.toolsets, &author).await?;
         output::import_report(&file, &report, json);
         if !json {
             say_held(&held, false);
@@ -18,6 +19,14 @@ pub(super) fn import(file: PathBuf, db: &DbArg, prune: bool, json: bool) -> Resu
                 servers.created.len(),
                 servers.updated.len(),
                 servers.unchanged.len()
+            );
+        }
+        if !catalog.toolsets.is_empty() && !json {
+            outln!(
+                "toolsets: {} created, {} updated, {} unchanged",
+                toolsets.created.len(),
+                toolsets.updated.len(),
+                toolsets.unchanged.len()
             );
         }
         Ok(ExitCode::SUCCESS)

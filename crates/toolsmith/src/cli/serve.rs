@@ -67,6 +67,16 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                     r.unchanged.len()
                 );
             }
+            if !catalog.toolsets.is_empty() {
+                let r = toolsmith_store::import_toolsets(&store, &catalog.toolsets, &author).await?;
+                eprintln!(
+                    "toolsmith: toolsets of {}: {} created, {} updated, {} unchanged",
+                    file.display(),
+                    r.created.len(),
+                    r.updated.len(),
+                    r.unchanged.len()
+                );
+            }
         }
         let listener = tokio::net::TcpListener::bind(args.addr)
             .await
@@ -166,6 +176,7 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
             crate::secret_key::open_registry(&address, args.db.secret_key_file.as_deref()).await?;
         if let Some((file, catalog)) = &catalog {
             toolsmith_store::import_servers(&store, &catalog.servers, &author).await?;
+            toolsmith_store::import_toolsets(&store, &catalog.toolsets, &author).await?;
             let (r, held) =
                 toolsmith_store::held::import_catalog(&store, catalog, false, &author).await?;
             super::registry::say_held(&held, true);
@@ -190,6 +201,7 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
                 allow_dangerous: args.allow_dangerous,
                 notify_changes: true,
                 caller: "mcp-stdio".into(),
+                toolset: args.toolset.clone(),
             },
         );
         let service = rmcp::ServiceExt::serve(

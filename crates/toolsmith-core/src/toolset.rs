@@ -1,0 +1,322 @@
+//! Toolsets (SPEC §14): named subsets of the registry, computed from selectors — names
+//! (globs), tags, executor kinds, upstream servers, danger — so a tool added later with the
+//! right tag joins without anyone editing the toolset.
+//!
+//! A [`Selector`] matches a tool when every key it gives matches (values within a key are
+//! alternatives); `include` and `exclude` each hold one or more selectors, any of which may
+//! match. A tool is a member when some `include` selector matches it and no `exclude` one
+//! does; [`Toolset::why`] says which selector let it in.
+
+use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
+use serde_json::{Map, Value, json};
+
+use crate::model::{Danger, Executor, Tool};
+
+/// The executor kinds a selector may name.
+pub const KINDS: [&str; 5] = ["command", "script", "builtin", "mcp", "http"];
+
+/// How a toolset is shown to MCP clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Discovery {
+    /// Every member as its own tool.
+    #[default]
+    All,
+    /// Two tools only: `search_tools` and `call_tool` (for huge toolsets).
+    Search,
+}
+
+impl Discovery {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "all" => Some(Self::All),
+            "search" => Some(Self::Search),
+            _ => None,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::All => "all",
+            Self::Search => "search",
+        }
+    }
+}
+
+/// One selector: every key given must match.
+#[derive(Debug, Clone, Default)]
+pub struct Selector {
+    /// Name globs (`*`, `?`, `[...]`).
+    pub names: Vec<String>,
+    pub tags: Vec<String>,
+    /// Executor kinds ([`KINDS`]).
+    pub kinds: Vec<String>,
+    /// Upstream MCP server names (the `mcp` tools they provide).
+    pub servers: Vec<String>,
+    pub danger: Option<Danger>,
+    matcher: Option<GlobSet>,
+}
+
+impl PartialEq for Selector {
+    fn eq(&self, other: &Self) -> bool {
+        (
+            &self.names,
+            &self.tags,
+            &self.kinds,
+            &self.servers,
+            self.danger,
+        ) == (
+            &other.names,
+            &other.tags,
+            &other.kinds,
+            &other.servers,
+            other.danger,
+        )
+    }
+}
+
+impl Selector {
+    /// A selector from its parts; a name glob that does not compile is an error naming it.
+    pub fn new(
+        names: Vec<String>,
+        tags: Vec<String>,
+        kinds: Vec<String>,
+        servers: Vec<String>,
+        danger: Option<Danger>,
+    ) -> Result<Self, String> {
+        let matcher = match names.is_empty() {
+            true => None,
+            false => Some(glob_set(&names)?),
+        };
+        Ok(Self {
+            names,
+            tags,
+            kinds,
+            servers,
+            danger,
+            matcher,
+        })
+    }
+
+    /// Whether nothing is given (such a selector matches every tool).
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+            && self.tags.is_empty()
+            && self.kinds.is_empty()
+            && self.servers.is_empty()
+            && self.danger.is_none()
+    }
+
+    /// Why `tool` matches, as the keys that matched (`tag support, kind http`), or `None`.
+    pub fn why(&self, tool: &Tool) -> Option<String> {
+        let mut reasons = Vec::new();
+        if let Some(m) = &self.matcher {
+            let hit = m.matches(tool.name.as_str());
+            let first = hit.first()?;
+            reasons.push(format!("name {}", self.names[*first]));
+        }
+        if !self.tags.is_empty() {
+            let tag = self.tags.iter().find(|t| tool.tags.contains(t))?;
+            reasons.push(format!("tag {tag}"));
+        }
+        if !self.kinds.is_empty() {
+            let kind = tool.executor.kind();
+            self.kinds.iter().find(|k| *k == kind)?;
+            reasons.push(format!("kind {kind}"));
+        }
+        if !self.servers.is_empty() {
+            let Executor::Mcp(target) = &tool.executor else {
+                return None;
+            };
+            self.servers.iter().find(|s| **s == target.server)?;
+            reasons.push(format!("server {}", target.server));
+        }
+        if let Some(d) = self.danger {
+            if tool.is_dangerous() != (d == Danger::Dangerous) {
+                return None;
+            }
+            reasons.push(format!("danger {}", danger_name(d)));
+        }
+        if reasons.is_empty() {
+            reasons.push("every tool".into());
+        }
+        Some(reasons.join(", "))
+    }
+
+    fn to_value(&self) -> Value {
+        let mut m = Map::new();
+        for (key, list) in [
+            ("names", &self.names),
+            ("tags", &self.tags),
+            ("kinds", &self.kinds),
+            ("servers", &self.servers),
+        ] {
+            if !list.is_empty() {
+                m.insert(key.into(), json!(list));
+            }
+        }
+        if let Some(d) = self.danger {
+            m.insert("danger".into(), json!(danger_name(d)));
+        }
+        Value::Object(m)
+    }
+}
+
+fn danger_name(d: Danger) -> &'static str {
+    match d {
+        Danger::Safe => "safe",
+        Danger::Dangerous => "dangerous",
+    }
+}
+
+/// Whole-name globs: `*` crosses every character (tool names have no path separators).
+pub fn glob_set(patterns: &[String]) -> Result<GlobSet, String> {
+    let mut set = GlobSetBuilder::new();
+    for p in patterns {
+        set.add(glob(p)?);
+    }
+    set.build().map_err(|e| e.to_string())
+}
+
+fn glob(pattern: &str) -> Result<Glob, String> {
+    GlobBuilder::new(pattern)
+        .literal_separator(false)
+        .backslash_escape(true)
+        .build()
+        .map_err(|e| format!("invalid name glob {pattern:?}: {e}"))
+}
+
+/// One compiled glob, for a single pattern.
+pub fn glob_matcher(pattern: &str) -> Result<GlobMatcher, String> {
+    glob(pattern).map(|g| g.compile_matcher())
+}
+
+/// A named subset of the registry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Toolset {
+    pub name: String,
+    pub description: String,
+    /// Any of these lets a tool in.
+    pub include: Vec<Selector>,
+    /// Any of these keeps a tool out.
+    pub exclude: Vec<Selector>,
+    pub discovery: Discovery,
+}
+
+impl Toolset {
+    /// Why `tool` is a member (`include[0]: tag support`), or `None` when it is not.
+    pub fn why(&self, tool: &Tool) -> Option<String> {
+        if self.exclude.iter().any(|s| s.why(tool).is_some()) {
+            return None;
+        }
+        let several = self.include.len() > 1;
+        self.include.iter().enumerate().find_map(|(i, s)| {
+            let why = s.why(tool)?;
+            Some(match several {
+                true => format!("include[{i}]: {why}"),
+                false => why,
+            })
+        })
+    }
+
+    pub fn admits(&self, tool: &Tool) -> bool {
+        self.why(tool).is_some()
+    }
+
+    /// The catalog form (what the registry stores and `GET /v1/toolsets/{name}` shows).
+    pub fn to_catalog_value(&self) -> Value {
+        let list = |v: &[Selector]| match v {
+            [one] => one.to_value(),
+            many => Value::Array(many.iter().map(Selector::to_value).collect()),
+        };
+        let mut m = Map::new();
+        m.insert("name".into(), json!(self.name));
+        if !self.description.is_empty() {
+            m.insert("description".into(), json!(self.description));
+        }
+        m.insert("include".into(), list(&self.include));
+        if !self.exclude.is_empty() {
+            m.insert("exclude".into(), list(&self.exclude));
+        }
+        if self.discovery != Discovery::All {
+            m.insert("discovery".into(), json!(self.discovery.as_str()));
+        }
+        Value::Object(m)
+    }
+}
+
+/// `[A-Za-z0-9_-]{1,64}`: a toolset's name is part of URLs (`/mcp/{toolset}`) and tokens.
+pub fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{TextSource, parse_toolset};
+
+    fn tools() -> Vec<Tool> {
+        let yaml = r#"
+tools:
+  - {name: gh_issues, description: d, tags: [support, read], command: [echo]}
+  - {name: gh_delete, description: d, danger: dangerous, tags: [support], command: [rm]}
+  - {name: calc, description: d, script: {interpreter: python3, source: "print(1)"}}
+  - {name: api_get, description: d, http: {method: GET, url: "http://127.0.0.1:9/x"}}
+"#;
+        crate::catalog::load("c.yaml", &TextSource(yaml.into()))
+            .expect("the test catalog loads")
+            .tools
+    }
+
+    fn members(def: Value) -> Vec<(String, String)> {
+        let set = parse_toolset(&def).expect("a valid toolset");
+        tools()
+            .iter()
+            .filter_map(|t| set.why(t).map(|w| (t.name.to_string(), w)))
+            .collect()
+    }
+
+    #[test]
+    fn each_selector_chooses_its_tools_and_says_why() {
+        let by_tag = members(json!({"name": "s", "include": {"tags": ["support"]}}));
+        assert_eq!(
+            by_tag,
+            [
+                ("gh_issues".into(), "tag support".into()),
+                ("gh_delete".into(), "tag support".into())
+            ]
+        );
+        let by_name = members(
+            json!({"name": "s", "include": {"names": ["gh_*"]}, "exclude": {"danger": "dangerous"}}),
+        );
+        assert_eq!(by_name, [("gh_issues".into(), "name gh_*".into())]);
+        let by_kind = members(
+            json!({"name": "s", "include": [{"kinds": ["script"]}, {"kinds": ["http"], "danger": "safe"}]}),
+        );
+        assert_eq!(
+            by_kind,
+            [
+                ("calc".into(), "include[0]: kind script".into()),
+                (
+                    "api_get".into(),
+                    "include[1]: kind http, danger safe".into()
+                )
+            ]
+        );
+        // Keys of one selector must all match.
+        let both =
+            members(json!({"name": "s", "include": {"tags": ["support"], "kinds": ["script"]}}));
+        assert!(both.is_empty());
+        // No upstream server provides these tools.
+        assert!(members(json!({"name": "s", "include": {"servers": ["gh"]}})).is_empty());
+    }
+
+    #[test]
+    fn the_catalog_form_reads_back_the_same() {
+        let def = json!({"name": "s", "description": "x", "include": [{"names": ["a*"]}, {"tags": ["t"]}], "exclude": {"danger": "dangerous"}, "discovery": "search"});
+        let set = parse_toolset(&def).expect("a valid toolset");
+        assert_eq!(set.to_catalog_value(), def);
+        assert_eq!(parse_toolset(&set.to_catalog_value()).expect("reads back"), set);
+    }
+}
