@@ -317,6 +317,9 @@ tools:
         let def = json!({"name": "s", "description": "x", "include": [{"names": ["a*"]}, {"tags": ["t"]}], "exclude": {"danger": "dangerous"}, "discovery": "search"});
         let set = parse_toolset(&def).expect("a valid toolset");
         assert_eq!(set.to_catalog_value(), def);
-        assert_eq!(parse_toolset(&set.to_catalog_value()).expect("reads back"), set);
+        assert_eq!(
+            parse_toolset(&set.to_catalog_value()).expect("reads back"),
+            set
+        );
     }
 }

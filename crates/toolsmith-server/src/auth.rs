@@ -1,6 +1,9 @@
-//! Bearer tokens with roles (SPEC §8): `read` lists, shows, exports and validates; `call`
-//! also calls; `admin` also edits. With no token configured (loopback only), every caller is
-//! an admin named `local`.
+//! Bearer tokens with roles (SPEC §8, §14): `read` lists, shows, exports and validates;
+//! `call` also calls; `admin` also edits. A token is a static one (`--token`,
+//! `--tokens-file`, optionally limited to toolsets) or a JWT from the configured issuer
+//! ([`crate::jwt`]); both can be used side by side. With neither configured (loopback only),
+//! every caller is an admin named `local`. A refusal is 401 with `WWW-Authenticate` saying
+//! why and, with an issuer, where the protected resource metadata is.
 
 use std::sync::Arc;
 
@@ -112,6 +115,16 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// The name the execution log and sessions know the caller by: the token's name, with
+    /// `jwt:` before a JWT subject (so a static token and a JWT subject of the same name
+    /// stay apart).
+    pub fn log_name(&self) -> String {
+        match self.kind {
+            "jwt" => format!("jwt:{}", self.name),
+            _ => self.name.clone(),
+        }
+    }
+
     /// The caller of a server that asks for no token: an admin named `local`.
     pub fn local() -> Self {
         Self {
@@ -144,11 +157,16 @@ pub async fn require(
     mut req: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    // The web UI's files are public: the page must load before it can ask for a token.
-    if crate::ui::is_ui_path(req.uri().path()) && req.method() == Method::GET {
+    // The web UI's files are public: the page must load before it can ask for a token. So
+    // is the protected resource metadata: it tells a client where to get one.
+    let path = req.uri().path();
+    if (crate::ui::is_ui_path(path) || path.starts_with("/.well-known/"))
+        && req.method() == Method::GET
+    {
         return Ok(next.run(req).await);
     }
-    let caller = if state.tokens.is_empty() {
+    let jwt = state.jwt();
+    let caller = if state.tokens.is_empty() && jwt.is_none() {
         Caller::local()
     } else {
         let presented = req
@@ -156,41 +174,130 @@ pub async fn require(
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
-        let token = presented.and_then(|p| {
-            state
-                .tokens
-                .iter()
-                .find(|t| constant_time_eq(t.secret.as_bytes(), p.as_bytes()))
-        });
-        let Some(token) = token else {
-            return Err(ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "a valid bearer token is required (Authorization: Bearer ...)",
-            ));
+            .map(str::trim)
+            .filter(|p| !p.is_empty());
+        let Some(presented) = presented else {
+            return Ok(unauthorized(&state, &req, None));
         };
-        let need = needed(req.method(), req.uri().path());
-        if token.role < need {
-            return Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                format!(
-                    "token {:?} has role {:?}; this needs {need:?}",
-                    token.name, token.role
-                ),
-            ));
-        }
-        Caller {
-            name: token.name.clone(),
-            role: token.role,
-            auth_required: true,
-            kind: "token",
-            toolsets: token.toolsets.clone(),
+        let token = state
+            .tokens
+            .iter()
+            .find(|t| constant_time_eq(t.secret.as_bytes(), presented.as_bytes()));
+        match (token, jwt) {
+            (Some(token), _) => Caller {
+                name: token.name.clone(),
+                role: token.role,
+                auth_required: true,
+                kind: "token",
+                toolsets: token.toolsets.clone(),
+            },
+            (None, Some(jwt)) if presented.matches('.').count() == 2 => {
+                match jwt.verify(presented).await {
+                    Ok(caller) => caller,
+                    Err(why) => return Ok(unauthorized(&state, &req, Some(&why))),
+                }
+            }
+            (None, _) => {
+                return Ok(unauthorized(
+                    &state,
+                    &req,
+                    jwt.map(|_| "neither a known token nor a JWT"),
+                ));
+            }
         }
     };
+    let need = needed(req.method(), req.uri().path());
+    if caller.role < need {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "{:?} has role {:?}; this needs {need:?}",
+                caller.name, caller.role
+            ),
+        ));
+    }
     req.extensions_mut().insert(caller);
     Ok(next.run(req).await)
+}
+
+/// 401, with `WWW-Authenticate` saying why (RFC 6750) and, when JWTs are accepted, where
+/// the protected resource metadata is (RFC 9728), so MCP clients can find the issuer.
+fn unauthorized(state: &AppState, req: &Request, why: Option<&str>) -> Response {
+    use axum::response::IntoResponse;
+    let mut challenge = String::from("Bearer realm=\"toolsmith\"");
+    if let Some(why) = why {
+        let why = why.replace(['"', '\\'], "'");
+        challenge.push_str(&format!(
+            ", error=\"invalid_token\", error_description=\"{why}\""
+        ));
+    }
+    if state.jwt().is_some() {
+        let base = public_base(state, req);
+        let suffix = resource_suffix(req.uri().path());
+        challenge.push_str(&format!(
+            ", resource_metadata=\"{base}/.well-known/oauth-protected-resource{suffix}\""
+        ));
+    }
+    let message = match why {
+        Some(why) => format!("the bearer token was refused: {why}"),
+        None => "a valid bearer token is required (Authorization: Bearer ...)".into(),
+    };
+    let mut response =
+        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response();
+    if let Ok(v) = header::HeaderValue::from_str(&challenge) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    response
+}
+
+/// The resource a path belongs to, as the metadata path's suffix: `/mcp` (or
+/// `/mcp/{toolset}`) for MCP, nothing for the REST API.
+fn resource_suffix(path: &str) -> &str {
+    match path.starts_with("/mcp") {
+        true => path.trim_end_matches('/'),
+        false => "",
+    }
+}
+
+/// How clients reach this server: `--public-url`, else `http://` and the request's `Host`.
+fn public_base(state: &AppState, req: &Request) -> String {
+    if let Some(url) = state.public_url() {
+        return url.trim_end_matches('/').to_owned();
+    }
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("127.0.0.1");
+    format!("http://{host}")
+}
+
+/// `GET /.well-known/oauth-protected-resource[/mcp...]` (RFC 9728): this server as an OAuth
+/// protected resource — its identifier, the issuer that grants tokens for it, the scopes it
+/// understands. 404 when no issuer is configured.
+pub async fn resource_metadata(State(state): State<Arc<AppState>>, req: Request) -> Response {
+    use axum::response::IntoResponse;
+    let Some(jwt) = state.jwt() else {
+        return ApiError::not_found(
+            "this server accepts no OAuth tokens (start it with --jwt-issuer to publish metadata)",
+        )
+        .into_response();
+    };
+    let suffix = req
+        .uri()
+        .path()
+        .strip_prefix("/.well-known/oauth-protected-resource")
+        .unwrap_or_default();
+    let base = public_base(&state, &req);
+    axum::Json(serde_json::json!({
+        "resource": format!("{base}{suffix}"),
+        "authorization_servers": [jwt.config.issuer],
+        "scopes_supported": ["toolsmith:read", "toolsmith:call", "toolsmith:admin"],
+        "bearer_methods_supported": ["header"],
+        "resource_name": "toolsmith",
+    }))
+    .into_response()
 }
 
 /// Compares secrets without an early exit on the first difference.

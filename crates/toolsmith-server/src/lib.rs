@@ -9,6 +9,7 @@ pub mod auth;
 pub mod error;
 pub mod federation;
 pub mod guard;
+pub mod jwt;
 pub mod mcp;
 pub mod mcp_ask;
 pub mod mcp_params;
@@ -65,6 +66,8 @@ pub struct AppState {
     /// What could not be served of each upstream's tools (name collisions, refused
     /// definitions).
     pub federation_problems: federation::Problems,
+    /// JWT verification and how clients reach this server, when configured ([`Self::set_identity`]).
+    identity: std::sync::OnceLock<Identity>,
     /// The toolsets as read at one registry generation ([`Self::toolsets`]).
     toolsets: Mutex<Option<(u64, view::Toolsets)>>,
 }
@@ -95,6 +98,7 @@ impl AppState {
             changes: tokio::sync::watch::Sender::new(0),
             federation_problems: federation::Problems::default(),
             toolsets: Mutex::default(),
+            identity: std::sync::OnceLock::new(),
         })
     }
 
@@ -126,6 +130,20 @@ impl AppState {
             current.1.clear();
         }
         current.1.insert(tool.tool.name.to_string(), tool);
+    }
+
+    /// Accepts JWTs from `jwt`'s issuer (besides the static tokens); `public_url` is how
+    /// clients reach this server, for the protected resource metadata. Set once, at start.
+    pub fn set_identity(&self, jwt: Option<Arc<jwt::JwtVerifier>>, public_url: Option<String>) {
+        let _ = self.identity.set(Identity { jwt, public_url });
+    }
+
+    pub fn jwt(&self) -> Option<&Arc<jwt::JwtVerifier>> {
+        self.identity.get().and_then(|i| i.jwt.as_ref())
+    }
+
+    pub fn public_url(&self) -> Option<&str> {
+        self.identity.get().and_then(|i| i.public_url.as_deref())
     }
 
     /// Every live toolset, read again only after the registry changed.
@@ -175,6 +193,12 @@ impl AppState {
         cache.insert(key, c.clone());
         Ok(c)
     }
+}
+
+/// Who may call besides the static tokens.
+struct Identity {
+    jwt: Option<Arc<jwt::JwtVerifier>>,
+    public_url: Option<String>,
 }
 
 /// How the HTTP server behaves towards browsers and MCP clients.
@@ -243,6 +267,14 @@ pub fn app_with(state: Arc<AppState>, options: HttpOptions) -> Router {
     );
     routes::router()
         .merge(ui::routes())
+        .route(
+            "/.well-known/oauth-protected-resource",
+            axum::routing::get(auth::resource_metadata),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/{*resource}",
+            axum::routing::get(auth::resource_metadata),
+        )
         .route_service("/mcp/{toolset}", service.clone())
         .route_service("/mcp", service)
         .layer(axum::middleware::from_fn(mcp_params::repair_http))
@@ -350,9 +382,9 @@ async fn note_changes(
     response
 }
 
-/// Refuses to listen beyond the loopback interface without a token.
-pub fn check_bind(addr: SocketAddr, tokens: &[Token]) -> Result<(), String> {
-    if !addr.ip().is_loopback() && tokens.is_empty() {
+/// Refuses to listen beyond the loopback interface without a token (or a JWT issuer: `jwt`).
+pub fn check_bind(addr: SocketAddr, tokens: &[Token], jwt: bool) -> Result<(), String> {
+    if !addr.ip().is_loopback() && tokens.is_empty() && !jwt {
         return Err(format!(
             "refusing to listen on {addr} without a token: anyone who can reach it could run tools. \
              Add --token NAME=SECRET (or set TOOLSMITH_TOKEN), or listen on 127.0.0.1"

@@ -211,7 +211,10 @@ impl McpServer {
         match token {
             Some(c) => CallOptions {
                 admin: c.role == crate::auth::Role::Admin,
-                ..CallOptions::new(format!("{}:{}", self.options.caller, c.name), confirmed)
+                ..CallOptions::new(
+                    format!("{}:{}", self.options.caller, c.log_name()),
+                    confirmed,
+                )
             },
             None => CallOptions::new(self.options.caller.clone(), confirmed),
         }
@@ -602,7 +605,7 @@ impl ServerHandler for McpServer {
                     tool.meta(Vec::new()),
                 ),
             };
-            return Ok(self.finish(&tool, result, &arguments, false));
+            return Ok(self.finish(&tool, result, &arguments, false, &ctx));
         }
         let (confirmed, declined) = match self.confirmation(&tool, &arguments, &request, &ctx).await
         {
@@ -624,7 +627,7 @@ impl ServerHandler for McpServer {
         } else {
             self.run(&tool, arguments.clone(), confirmed, &ctx).await
         };
-        Ok(self.finish(&tool, result, &arguments, declined))
+        Ok(self.finish(&tool, result, &arguments, declined, &ctx))
     }
 
     /// Protocol 2026-07-28 clients follow changes with `subscriptions/listen`.
@@ -704,6 +707,7 @@ impl McpServer {
         mut result: ToolResult,
         arguments: &Value,
         declined: bool,
+        ctx: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
         if let Some(e) = result
             .error
@@ -723,7 +727,7 @@ impl McpServer {
             &tool.tool,
             &result,
             arguments,
-            &self.options.caller,
+            &self.call_options(false, ctx).caller,
         ));
         to_mcp(tool, &result).into()
     }

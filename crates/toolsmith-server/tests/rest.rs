@@ -456,14 +456,14 @@ async fn tokens_and_roles() {
 #[test]
 fn non_loopback_addresses_need_a_token() {
     let token = Token::parse("a=long-enough").expect("token");
-    assert!(check_bind("127.0.0.1:7700".parse().expect("addr"), &[]).is_ok());
-    assert!(check_bind("[::1]:7700".parse().expect("addr"), &[]).is_ok());
-    let err = check_bind("0.0.0.0:7700".parse().expect("addr"), &[]).expect_err("refused");
+    assert!(check_bind("127.0.0.1:7700".parse().expect("addr"), &[], false).is_ok());
+    assert!(check_bind("[::1]:7700".parse().expect("addr"), &[], false).is_ok());
+    let err = check_bind("0.0.0.0:7700".parse().expect("addr"), &[], false).expect_err("refused");
     assert!(
         err.contains("refusing to listen on 0.0.0.0:7700 without a token"),
         "{err}"
     );
-    assert!(check_bind("0.0.0.0:7700".parse().expect("addr"), &[token]).is_ok());
+    assert!(check_bind("0.0.0.0:7700".parse().expect("addr"), &[token], false).is_ok());
     assert!(Token::parse("short=abc").is_err());
     assert!(Token::parse("x:root=long-enough").is_err());
 }

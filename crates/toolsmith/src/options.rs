@@ -83,3 +83,102 @@ pub fn say_sandbox(engine: &toolsmith_exec::Engine) {
         eprintln!("toolsmith: note: {note}");
     }
 }
+
+/// `serve`'s JWT identity: tokens from an organisation's OpenID provider (SPEC §14).
+#[derive(Debug, clap::Args, Default)]
+pub struct JwtArgs {
+    /// Accept JWTs issued by this issuer (its `iss`); keys from its
+    /// /.well-known/openid-configuration `jwks_uri` (or --jwks-url). https, or http on the
+    /// loopback interface. Needs --jwt-audience.
+    #[arg(long, value_name = "URL", requires = "jwt_audience")]
+    pub jwt_issuer: Option<String>,
+    /// The audience tokens must be for (their `aud`).
+    #[arg(long, value_name = "AUD", requires = "jwt_issuer")]
+    pub jwt_audience: Option<String>,
+    /// Where the issuer's keys are (a JWK set), instead of its OpenID configuration.
+    #[arg(long, value_name = "URL", requires = "jwt_issuer")]
+    pub jwks_url: Option<String>,
+    /// Algorithms accepted, comma-separated [default: RS256,ES256,EdDSA]. `none` never is;
+    /// HS256 only with --jwt-hs256-secret-file.
+    #[arg(
+        long,
+        value_name = "ALGS",
+        value_delimiter = ',',
+        requires = "jwt_issuer"
+    )]
+    pub jwt_algorithms: Vec<String>,
+    /// A file holding the shared secret of HS256 tokens (accepts HS256 with it, and only it).
+    #[arg(long, value_name = "FILE", requires = "jwt_issuer")]
+    pub jwt_hs256_secret_file: Option<PathBuf>,
+    /// The claim naming the caller.
+    #[arg(long, value_name = "CLAIM", default_value = "sub")]
+    pub jwt_name_claim: String,
+    /// The claim giving the role (read, call or admin); without it, OAuth scopes
+    /// toolsmith:read|call|admin decide.
+    #[arg(long, value_name = "CLAIM", default_value = "toolsmith_role")]
+    pub jwt_role_claim: String,
+    /// The claim limiting the caller to toolsets (a list, or comma-separated names).
+    #[arg(long, value_name = "CLAIM", default_value = "toolsmith_toolsets")]
+    pub jwt_toolsets_claim: String,
+    /// The least time between two fetches of the issuer's keys caused by tokens naming an
+    /// unknown key, in seconds.
+    #[arg(long, value_name = "S", default_value_t = 30)]
+    pub jwks_refresh_interval: u64,
+    /// The URL clients reach this server at (behind a proxy), for the OAuth protected
+    /// resource metadata [default: http:// and the request's Host].
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+}
+
+impl JwtArgs {
+    /// The verifier, when an issuer is given; its keys are fetched now.
+    pub async fn verifier(
+        &self,
+    ) -> anyhow::Result<Option<std::sync::Arc<toolsmith_server::jwt::JwtVerifier>>> {
+        use anyhow::Context;
+        use toolsmith_server::jwt::{JwtConfig, JwtVerifier, parse_algorithm};
+        let (Some(issuer), Some(audience)) = (&self.jwt_issuer, &self.jwt_audience) else {
+            return Ok(None);
+        };
+        let mut config = JwtConfig::new(issuer, audience);
+        config.jwks_url = self.jwks_url.clone();
+        if !self.jwt_algorithms.is_empty() {
+            config.algorithms = self
+                .jwt_algorithms
+                .iter()
+                .map(|a| parse_algorithm(a.trim()))
+                .collect::<Result<_, _>>()
+                .map_err(|e| anyhow::anyhow!("--jwt-algorithms: {e}"))?;
+        }
+        if let Some(file) = &self.jwt_hs256_secret_file {
+            let secret = std::fs::read(file)
+                .with_context(|| format!("--jwt-hs256-secret-file {}", file.display()))?;
+            let secret = secret.trim_ascii().to_vec();
+            if secret.len() < 32 {
+                anyhow::bail!(
+                    "--jwt-hs256-secret-file {}: the secret has {} bytes; HS256 needs at least 32",
+                    file.display(),
+                    secret.len()
+                );
+            }
+            config.hs256_secret = Some(secret);
+        } else if config.algorithms.contains(&jsonwebtoken_hs256()) {
+            anyhow::bail!(
+                "--jwt-algorithms: HS256 needs its shared secret (--jwt-hs256-secret-file)"
+            );
+        }
+        config.name_claim = self.jwt_name_claim.clone();
+        config.role_claim = self.jwt_role_claim.clone();
+        config.toolsets_claim = self.jwt_toolsets_claim.clone();
+        config.refresh_interval = std::time::Duration::from_secs(self.jwks_refresh_interval);
+        let verifier = JwtVerifier::start(config)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        Ok(Some(std::sync::Arc::new(verifier)))
+    }
+}
+
+/// HS256, named through the server crate's parser (the CLI does not depend on jsonwebtoken).
+fn jsonwebtoken_hs256() -> toolsmith_server::jwt::Algorithm {
+    toolsmith_server::jwt::Algorithm::HS256
+}

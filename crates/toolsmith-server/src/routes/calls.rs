@@ -159,7 +159,7 @@ async fn call(
         state: s.clone(),
         tool: tool.clone(),
         arguments: arguments.clone(),
-        caller: caller.name.clone(),
+        caller: caller.log_name(),
         started: std::time::Instant::now(),
     };
     let result = match request.arguments_problem {
@@ -172,7 +172,7 @@ async fn call(
                     body.arguments,
                     CallOptions {
                         admin: caller.role == crate::auth::Role::Admin,
-                        ..CallOptions::new(caller.name.clone(), body.confirm)
+                        ..CallOptions::new(caller.log_name(), body.confirm)
                     },
                 )
                 .await
@@ -183,7 +183,7 @@ async fn call(
         &tool.tool,
         &result,
         &arguments,
-        &caller.name,
+        &caller.log_name(),
     ));
     if result
         .error

@@ -254,14 +254,17 @@ pub struct ServeArgs {
     /// With --catalog: delete registry tools the catalog does not have.
     #[arg(long)]
     pub prune: bool,
-    /// A bearer token: NAME=SECRET (admin) or NAME:ROLE=SECRET with ROLE read, call or admin.
+    /// A bearer token: NAME=SECRET (admin), NAME:ROLE=SECRET with ROLE read, call or admin,
+    /// and @TOOLSET[,TOOLSET...] before the `=` to limit it to those toolsets' members.
     /// Repeatable; TOOLSMITH_TOKEN adds an admin token named "env".
-    #[arg(long = "token", value_name = "NAME[:ROLE]=SECRET")]
+    #[arg(long = "token", value_name = "NAME[:ROLE][@TOOLSETS]=SECRET")]
     pub tokens: Vec<String>,
-    /// A file of tokens, one NAME[:ROLE]=SECRET per line (# starts a comment). Keep it
-    /// readable by the server's user only.
+    /// A file of tokens, one NAME[:ROLE][@TOOLSET,...]=SECRET per line (# starts a comment).
+    /// Keep it readable by the server's user only.
     #[arg(long, value_name = "FILE")]
     pub tokens_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub jwt: crate::options::JwtArgs,
     #[command(flatten)]
     pub db: DbArg,
     /// The folder file built-ins are confined to.

@@ -23,7 +23,8 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("TOOLSMITH_TOKEN: {e}"))?,
         );
     }
-    toolsmith_server::check_bind(args.addr, &tokens).map_err(anyhow::Error::msg)?;
+    toolsmith_server::check_bind(args.addr, &tokens, args.jwt.jwt_issuer.is_some())
+        .map_err(anyhow::Error::msg)?;
     let catalog = match (&args.catalog, args.no_catalog) {
         (_, true) => None,
         (Some(file), _) => Some(file.clone()),
@@ -44,6 +45,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         .build()
         .context("starting the runtime")?;
     rt.block_on(async move {
+        let jwt = args.jwt.verifier().await?;
         let store = args.db.open().await?;
         if let Some((file, catalog)) = catalog {
             let (r, held) =
@@ -82,15 +84,20 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
             .await
             .with_context(|| format!("listening on {}", args.addr))?;
         let local = listener.local_addr()?;
-        let no_token = tokens.is_empty();
+        let no_token = tokens.is_empty() && jwt.is_none();
         eprintln!(
             "toolsmith: registry {} ({}); REST API on http://{local}/v1 and MCP on http://{local}/mcp ({})",
             redact_url(&args.db.address()),
             store.backend(),
-            if no_token {
-                "no token: loopback only".to_string()
-            } else {
-                format!("{} token(s)", tokens.len())
+            match (&jwt, no_token) {
+                (_, true) => "no token: loopback only".to_string(),
+                (Some(j), false) => format!(
+                    "{} token(s), JWTs from {} for {}",
+                    tokens.len(),
+                    j.config.issuer,
+                    j.config.audience
+                ),
+                (None, false) => format!("{} token(s)", tokens.len()),
             }
         );
         if no_token {
@@ -103,6 +110,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         let upstreams = engine.upstreams().clone();
         let state =
             toolsmith_server::AppState::with_retention(store, engine, tokens, args.run_retention);
+        state.set_identity(jwt, args.jwt.public_url.clone());
         toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
         // Upstream MCP servers start in the background: serve answers at once.
         toolsmith_server::federation::start(&state);
