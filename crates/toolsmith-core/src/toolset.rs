@@ -263,6 +263,7 @@ tools:
   - {name: gh_delete, description: d, danger: dangerous, tags: [support], command: [rm]}
   - {name: calc, description: d, script: {interpreter: python3, source: "print(1)"}}
   - {name: api_get, description: d, http: {method: GET, url: "http://127.0.0.1:9/x"}}
+  - {name: gh_search, description: d, mcp: {server: gh, tool: search}, input_schema: {type: object}}
 "#;
         crate::catalog::load("c.yaml", &TextSource(yaml.into()))
             .expect("the test catalog loads")
@@ -288,7 +289,7 @@ tools:
             ]
         );
         let by_name = members(
-            json!({"name": "s", "include": {"names": ["gh_*"]}, "exclude": {"danger": "dangerous"}}),
+            json!({"name": "s", "include": {"names": ["gh_*"]}, "exclude": [{"danger": "dangerous"}, {"kinds": ["mcp"]}]}),
         );
         assert_eq!(by_name, [("gh_issues".into(), "name gh_*".into())]);
         let by_kind = members(
@@ -308,8 +309,50 @@ tools:
         let both =
             members(json!({"name": "s", "include": {"tags": ["support"], "kinds": ["script"]}}));
         assert!(both.is_empty());
-        // No upstream server provides these tools.
-        assert!(members(json!({"name": "s", "include": {"servers": ["gh"]}})).is_empty());
+        // Only the upstream server's own tools, whatever their names.
+        assert_eq!(
+            members(json!({"name": "s", "include": {"servers": ["gh"]}})),
+            [("gh_search".into(), "server gh".into())]
+        );
+        assert!(members(json!({"name": "s", "include": {"servers": ["other"]}})).is_empty());
+    }
+
+    #[test]
+    fn a_catalog_reports_every_toolset_problem_with_its_path() {
+        let yaml = r#"
+toolsets:
+  - {name: a, include: {tags: [x]}}
+  - {name: a, include: {tag: [x]}}
+  - {name: "b c", include: [], discovery: sometimes}
+  - {name: d}
+  - {name: e, include: {kinds: [lambda], names: ["[z"]}}
+"#;
+        let errors = crate::catalog::load("c.yaml", &TextSource(yaml.into()))
+            .expect_err("refused")
+            .0;
+        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "toolsets[1].include.tag",
+                "toolsets[2].name",
+                "toolsets[2].include",
+                "toolsets[2].discovery",
+                "toolsets[3].include",
+                "toolsets[4].include.kinds[0]",
+                "toolsets[4].include.names",
+            ],
+            "{errors:?}"
+        );
+        // A valid duplicate is named with where the first one is.
+        let dup = "toolsets:\n  - {name: a, include: {}}\n  - {name: a, include: {}}\n";
+        let errors = crate::catalog::load("c.yaml", &TextSource(dup.into()))
+            .expect_err("refused")
+            .0;
+        assert!(
+            errors[0].message.contains("duplicate toolset name \"a\""),
+            "{errors:?}"
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ Driven by tests/mcp.rs, which starts the servers and passes what to connect to:
     mcp_client.py sessions-http URL BASE WORKSPACE       # sessions through `serve` (MCP + REST)
     mcp_client.py federation-stdio BIN WORKSPACE CATALOG MARK  # upstreams behind `toolsmith mcp`
     mcp_client.py federation-http URL MARK                     # upstreams behind `toolsmith serve`
+    mcp_client.py toolsets URL BASE WORKSPACE   # /mcp/{toolset}, narrowing headers, search mode
 
 Every check raises AssertionError with what was expected; the exit status says pass/fail.
 """
@@ -464,10 +465,103 @@ async def http_api(url):
     print("http tools over MCP: repaired, sent as the spec says, errors reported")
 
 
+def with_headers(url, headers):
+    """A client of `url` sending `headers` with every request."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+    return streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=60))
+
+
+def rest_json(base, method, path, body=None):
+    req = urllib.request.Request(f"{base}{path}", method=method, data=json.dumps(body).encode() if body is not None else b"",
+                                 headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read() or b"null")
+
+
+async def toolsets(url, base, workspace):
+    """Toolsets served as their own endpoints, narrowing on the shared one, list_changed for
+    members only, and search mode on a 1000-tool registry."""
+    origin = url.rsplit("/mcp", 1)[0]
+    # /mcp/files lists exactly the members and calls one.
+    async with Client(f"{origin}/mcp/files") as client:
+        names = sorted(t.name for t in (await list_all(client))[0])
+        assert names == ["find_files", "list_dir", "read_file", "search_text"], names
+        r = await client.call_tool("list_dir", {"path": "."})
+        assert not r.is_error, text(r)
+        await expect_protocol_error("a non-member", client.call_tool("word_stats", {"text": "a"}))
+    # Narrowing the shared endpoint by header: the intersection of toolsets, then name globs.
+    async with Client(with_headers(url, {"X-Toolsmith-Toolset": "files", "X-Toolsmith-Tools": "*_files,list_*"})) as client:
+        names = sorted(t.name for t in (await list_all(client))[0])
+        assert names == ["find_files", "list_dir"], names
+    async with Client(f"{url}?toolset=text") as client:
+        names = sorted(t.name for t in (await list_all(client))[0])
+        assert names == ["convert_temperature", "count_lines", "sort_lines", "word_stats"], names
+    # An unknown toolset names the known ones.
+    try:
+        async with Client(f"{origin}/mcp/nope") as client:
+            await client.list_tools()
+        raise AssertionError("an unknown toolset was served")
+    except AssertionError:
+        raise
+    except Exception as e:
+        assert "not found" in repr(e).lower(), repr(e)
+    # list_changed reaches a toolset's client when a member joins, not when another tool does.
+    async with Client(f"{origin}/mcp/weather") as client:
+        before = [t.name for t in (await list_all(client))[0]]
+        assert before == ["barometer"], before
+        async with client.listen(tools_list_changed=True) as sub:
+            await anyio.to_thread.run_sync(lambda: rest_json(base, "POST", "/tools", {
+                "name": "not_weather", "description": "Unrelated.", "command": ["true"]}))
+            with anyio.move_on_after(1.5) as quiet:
+                async for event in sub:
+                    raise AssertionError(f"list_changed for a tool outside the toolset: {event}")
+            assert quiet.cancelled_caught
+            started = time.monotonic()
+            await anyio.to_thread.run_sync(lambda: rest_json(base, "POST", "/tools", {
+                "name": "rain_gauge", "description": "Millimetres of rain today.", "tags": ["weather"], "command": ["echo", "3"]}))
+            with anyio.fail_after(10):
+                async for event in sub:
+                    break
+            print(f"list_changed when a tagged tool joined: {time.monotonic() - started:.2f} s")
+        after = sorted(t.name for t in (await list_all(client))[0])
+        assert after == ["barometer", "rain_gauge"], after
+    # Search mode: two tools; search_tools finds by words of a description (not one
+    # substring); call_tool runs a member with confirmation and log; non-members refused.
+    asked = []
+
+    async def confirm(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"confirm": True})
+
+    async with Client(f"{origin}/mcp/everything", elicitation_callback=confirm) as client:
+        listed = (await client.list_tools()).tools
+        assert [t.name for t in listed] == ["search_tools", "call_tool"], [t.name for t in listed]
+        r = await client.call_tool("search_tools", {"query": "what is the air pressure in a city"})
+        found = r.structured_content["tools"]
+        assert found and found[0]["name"] == "barometer", [f["name"] for f in found]
+        assert found[0]["inputSchema"]["properties"]["city"]["type"] == "string", found[0]
+        r = await client.call_tool("call_tool", {"name": "barometer", "arguments": {"city": "Oslo"}})
+        assert not r.is_error and "Oslo" in text(r), text(r)
+        with open(f"{workspace}/doomed.txt", "w") as f:
+            f.write("x")
+        r = await client.call_tool("call_tool", {"name": "remove_files", "arguments": {"paths": ["doomed.txt"]}})
+        assert not r.is_error, text(r)
+        assert asked and "remove_files" in asked[0], asked
+        import os
+        assert not os.path.exists(f"{workspace}/doomed.txt"), "the confirmed call did not run"
+        await expect_protocol_error("a non-member through call_tool",
+                                    client.call_tool("call_tool", {"name": "secret_tool", "arguments": {}}))
+    runs = rest_json(base, "GET", "/runs?tool=barometer")["runs"]
+    assert runs and runs[0]["tool"] == "barometer" and runs[0]["kind"] == "ok", runs[:1]
+    assert runs[0]["arguments"] == {"city": "Oslo"}, runs[0]
+    print("toolsets: endpoints, narrowing, list_changed for members, search mode")
+
+
 if __name__ == "__main__":
     kind, args = sys.argv[1], sys.argv[2:]
     anyio.run({"stdio": stdio, "http": http, "replicas": replicas,
                "sessions-stdio": sessions_stdio, "sessions-http": sessions_http,
                "federation-stdio": federation_stdio, "federation-http": federation_http,
-               "http-api": http_api}[kind], *args)
+               "http-api": http_api, "toolsets": toolsets}[kind], *args)
     print("ok")

@@ -1,0 +1,462 @@
+//! Toolsets against a real `serve`: `/v1/toolsets` (versioned CRUD, members with why),
+//! narrowing by header and query on REST, tokens limited to toolsets (nothing outside them
+//! leaks, narrowing cannot widen them, a limited admin edits only members), and — with the
+//! official MCP Python client — `/mcp/{toolset}`, narrowing on `/mcp`, `list_changed` for
+//! members only and search mode over a registry of 1000+ tools.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use common::{BIN, repo, request_as, serve};
+
+/// Toolsets and tools the tests use beside the example catalog (whose toolsets are `files`
+/// and `text`), and 1000 bulk tools.
+const EXTRA: &str = r#"
+toolsets:
+  - name: weather
+    include: {tags: [weather]}
+  - name: everything
+    description: Every tool but the secret one, found by search.
+    include: {}
+    exclude: {names: [secret_tool]}
+    discovery: search
+tools:
+  - name: barometer
+    description: Reports the barometric air pressure in a city.
+    tags: [weather]
+    command: [echo, "pressure in"]
+    parameters:
+      - {name: city, type: string, description: The city.}
+  - name: secret_tool
+    description: Outside every toolset but the whole registry.
+    command: ["true"]
+"#;
+
+fn fill(db: &str, dir: &Path) {
+    let extra = dir.join("extra.yaml");
+    std::fs::write(&extra, EXTRA).expect("write extra");
+    let bulk = dir.join("bulk.yaml");
+    let mut text = String::from("tools:\n");
+    for i in 0..1000 {
+        text.push_str(&format!(
+            "  - {{name: bulk_{i:04}, description: Bulk tool number {i} for the token count., command: [\"true\"], parameters: [{{name: n, type: integer, description: A number.}}]}}\n"
+        ));
+    }
+    std::fs::write(&bulk, text).expect("write bulk");
+    for file in [repo().join("examples/catalog.yaml"), extra, bulk] {
+        let o = Command::new(BIN)
+            .arg("import")
+            .arg(&file)
+            .args(["--db", db])
+            .output()
+            .expect("import");
+        assert!(
+            o.status.success(),
+            "import: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+/// A GET with headers; status and JSON.
+fn get_with(url: &str, token: Option<&str>, headers: &[(&str, &str)]) -> (u16, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut req = ureq::http::Request::builder().method("GET").uri(url);
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let mut resp = agent
+        .run(req.body(Vec::new()).expect("request"))
+        .expect("send");
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+fn names(v: &Value) -> Vec<String> {
+    v["tools"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// One JSON-RPC request to an MCP endpoint; status and JSON.
+fn post_mcp(url: &str, body: Value, token: Option<&str>) -> (u16, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut req = ureq::http::Request::builder()
+        .method("POST")
+        .uri(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18");
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    let mut resp = agent
+        .run(req.body(body.to_string().into_bytes()).expect("request"))
+        .expect("send");
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// Every tool name `tools/list` gives at `url` (all pages), and the bytes it took.
+fn mcp_list(url: &str, token: Option<&str>) -> (Vec<String>, usize) {
+    let (mut all, mut bytes, mut cursor) = (Vec::new(), 0, None::<String>);
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let (status, v) = post_mcp(
+            url,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}),
+            token,
+        );
+        assert_eq!(status, 200, "{v}");
+        bytes += v["result"].to_string().len();
+        all.extend(names(&v["result"]));
+        match v["result"]["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => return (all, bytes),
+        }
+    }
+}
+
+#[test]
+fn toolsets_are_versioned_narrow_requests_and_limit_tokens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let registry = tempfile::tempdir().expect("tempdir");
+    let db = registry.path().join("r.db").display().to_string();
+    fill(&db, dir.path());
+    let (_serve, base, mcp) = serve(
+        &db,
+        dir.path(),
+        &[
+            "--no-catalog",
+            "--token",
+            "root=root-secret-1",
+            "--token",
+            "sup:call@files=sup-secret-1",
+            "--token",
+            "lead:admin@files=lead-secret-1",
+        ],
+    );
+    let root = Some("root-secret-1");
+    let sup = Some("sup-secret-1");
+    let lead = Some("lead-secret-1");
+
+    // CRUD, versioned like tools.
+    let (status, created) = request_as(
+        "POST",
+        &format!("{base}/toolsets"),
+        Some(
+            json!({"name": "ops", "include": {"kinds": ["command"], "tags": ["git", "text"]}, "exclude": {"danger": "dangerous"}}),
+        ),
+        root,
+    );
+    assert_eq!(status, 201, "{created}");
+    let members: Vec<(&str, &str)> = created["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap_or(""),
+                m["why"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        members,
+        [
+            ("count_lines", "tag text, kind command"),
+            ("git_log", "tag git, kind command"),
+            ("sort_lines", "tag text, kind command")
+        ],
+        "{created}"
+    );
+    let (status, bad) = request_as(
+        "POST",
+        &format!("{base}/toolsets"),
+        Some(json!({"name": "x", "include": {"kinds": ["lambda"]}})),
+        root,
+    );
+    assert_eq!(status, 422, "{bad}");
+    assert_eq!(
+        bad["error"]["details"][0]["path"], "include.kinds[0]",
+        "{bad}"
+    );
+    let edit = json!({"name": "ops", "include": {"names": ["git_*"]}});
+    let (status, _) = request_as(
+        "PUT",
+        &format!("{base}/toolsets/ops"),
+        Some(edit.clone()),
+        root,
+    );
+    assert_eq!(status, 428, "an edit names its base version");
+    let (status, v2) = request_as(
+        "PUT",
+        &format!("{base}/toolsets/ops?base_version=1"),
+        Some(edit.clone()),
+        root,
+    );
+    assert_eq!((status, v2["version"].as_u64()), (200, Some(2)), "{v2}");
+    let (status, _) = request_as(
+        "PUT",
+        &format!("{base}/toolsets/ops?base_version=1"),
+        Some(edit),
+        root,
+    );
+    assert_eq!(status, 409, "a stale edit is refused");
+    let (_, versions) = request_as("GET", &format!("{base}/toolsets/ops/versions"), None, root);
+    assert_eq!(versions.as_array().map(Vec::len), Some(2), "{versions}");
+    let (status, _) = request_as("DELETE", &format!("{base}/toolsets/ops"), None, root);
+    assert_eq!(status, 204);
+    let (status, _) = request_as("GET", &format!("{base}/toolsets/ops"), None, root);
+    assert_eq!(status, 404);
+
+    // Narrowing REST by query and header; an unknown toolset names the known ones.
+    let (_, v) = get_with(&format!("{base}/tools?toolset=files"), root, &[]);
+    assert_eq!(
+        names(&v),
+        ["find_files", "list_dir", "read_file", "search_text"]
+    );
+    let (_, v) = get_with(
+        &format!("{base}/tools"),
+        root,
+        &[("x-toolsmith-toolset", "files,text")],
+    );
+    assert!(
+        names(&v).is_empty(),
+        "toolsets narrow together (an intersection): {v}"
+    );
+    let (_, v) = get_with(
+        &format!("{base}/tools?limit=3"),
+        root,
+        &[("x-toolsmith-tools", "bulk_00*")],
+    );
+    assert_eq!(names(&v), ["bulk_0000", "bulk_0001", "bulk_0002"], "{v}");
+    let cursor = v["next_cursor"].as_str().expect("a next page");
+    let (_, v) = get_with(
+        &format!("{base}/tools?limit=200&cursor={cursor}"),
+        root,
+        &[("x-toolsmith-tools", "bulk_00*")],
+    );
+    assert_eq!(
+        names(&v).len(),
+        97,
+        "pages of a narrowed list follow on: {v}"
+    );
+    let (status, v) = get_with(&format!("{base}/tools?toolset=nope"), root, &[]);
+    assert_eq!(status, 400);
+    assert_eq!(
+        v["error"]["message"],
+        "unknown toolset \"nope\"; the toolsets are: everything, files, text, weather"
+    );
+    let (_, v) = get_with(
+        &format!("{base}/export?format=openai&toolset=text"),
+        root,
+        &[],
+    );
+    assert_eq!(v.as_array().map(Vec::len), Some(4), "{v}");
+
+    // A token limited to `files` sees its members only, everywhere, and cannot widen.
+    let (_, v) = get_with(&format!("{base}/tools"), sup, &[]);
+    assert_eq!(
+        names(&v),
+        ["find_files", "list_dir", "read_file", "search_text"]
+    );
+    let (_, v) = get_with(&format!("{base}/tools"), sup, &[("x-toolsmith-tools", "*")]);
+    assert_eq!(
+        names(&v).len(),
+        4,
+        "a glob cannot widen a limited token: {v}"
+    );
+    let (status, v) = get_with(&format!("{base}/tools?toolset=text"), sup, &[]);
+    assert_eq!(status, 400);
+    assert_eq!(
+        v["error"]["message"], "unknown toolset \"text\"; the toolsets are: files",
+        "other toolsets are not named"
+    );
+    let (status, hidden) = get_with(&format!("{base}/tools/word_stats"), sup, &[]);
+    let (_, missing) = get_with(&format!("{base}/tools/no_such_tool"), sup, &[]);
+    assert_eq!(status, 404);
+    assert_eq!(
+        hidden["error"]["message"]
+            .as_str()
+            .map(|m| m.replace("word_stats", "X")),
+        missing["error"]["message"]
+            .as_str()
+            .map(|m| m.replace("no_such_tool", "X")),
+        "a hidden tool answers as a missing one"
+    );
+    let (status, _) = request_as(
+        "POST",
+        &format!("{base}/tools/word_stats/call"),
+        Some(json!({"arguments": {"text": "a"}})),
+        sup,
+    );
+    assert_eq!(status, 404);
+    let (status, r) = request_as(
+        "POST",
+        &format!("{base}/tools/list_dir/call"),
+        Some(json!({"arguments": {"path": "."}})),
+        sup,
+    );
+    assert_eq!((status, r["success"].as_bool()), (200, Some(true)), "{r}");
+    request_as(
+        "POST",
+        &format!("{base}/tools/word_stats/call"),
+        Some(json!({"arguments": {"text": "a"}})),
+        root,
+    );
+    let (_, runs) = get_with(&format!("{base}/runs"), sup, &[]);
+    let tools: Vec<&str> = runs["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter_map(|r| r["tool"].as_str())
+        .collect();
+    assert_eq!(
+        tools,
+        ["list_dir"],
+        "runs of hidden tools are hidden: {runs}"
+    );
+    let (_, v) = get_with(&format!("{base}/toolsets"), sup, &[]);
+    assert_eq!(
+        v["toolsets"]
+            .as_array()
+            .map(|a| a.iter().map(|t| t["name"].clone()).collect::<Vec<_>>()),
+        Some(vec![json!("files")])
+    );
+    let (listed, _) = mcp_list(&mcp, sup);
+    assert_eq!(
+        listed,
+        ["find_files", "list_dir", "read_file", "search_text"]
+    );
+    let (status, _) = post_mcp(
+        &mcp.replace("/mcp", "/mcp/text"),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        sup,
+    );
+    assert_eq!(
+        status, 404,
+        "another toolset's endpoint is unknown to a limited token"
+    );
+
+    // A limited admin edits members only, and cannot move a tool out of its toolsets.
+    let (_, current) = get_with(&format!("{base}/tools/list_dir"), lead, &[]);
+    let mut def = current["definition"].clone();
+    def["description"] = json!("Lists a folder.");
+    let (status, v) = request_as(
+        "PUT",
+        &format!("{base}/tools/list_dir?base_version=1"),
+        Some(def.clone()),
+        lead,
+    );
+    assert_eq!(status, 200, "{v}");
+    def["tags"] = json!(["other"]);
+    let (status, v) = request_as(
+        "PUT",
+        &format!("{base}/tools/list_dir?base_version=2"),
+        Some(def),
+        lead,
+    );
+    assert_eq!(status, 403, "{v}");
+    let new = json!({"name": "lead_tool", "description": "d", "command": ["true"]});
+    let (status, _) = request_as("POST", &format!("{base}/tools"), Some(new), lead);
+    assert_eq!(status, 403, "a new tool outside the toolsets is refused");
+    let new =
+        json!({"name": "lead_tool", "description": "d", "tags": ["files"], "command": ["true"]});
+    let (status, v) = request_as("POST", &format!("{base}/tools"), Some(new), lead);
+    assert_eq!(status, 201, "{v}");
+    let (status, _) = request_as(
+        "POST",
+        &format!("{base}/tools/word_stats/disable"),
+        None,
+        lead,
+    );
+    assert_eq!(status, 404);
+
+    // What search mode saves a client of a big registry (all pages of tools/list).
+    let (all, full) = mcp_list(&mcp, root);
+    let (two, search) = mcp_list(&mcp.replace("/mcp", "/mcp/everything"), root);
+    assert!(
+        all.len() > 1000 && two == ["search_tools", "call_tool"],
+        "{} {two:?}",
+        all.len()
+    );
+    eprintln!(
+        "tools/list of {} tools: {full} bytes (about {} tokens); search mode: {search} bytes (about {} tokens)",
+        all.len(),
+        full / 4,
+        search / 4
+    );
+    assert!(
+        search * 100 < full,
+        "search mode lists a fraction: {search} of {full}"
+    );
+
+    // The CLI shows members and why.
+    let o = Command::new(BIN)
+        .args(["toolsets", "show", "weather", "--json", "--db", &db])
+        .output()
+        .expect("toolsets show");
+    let shown: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(
+        shown["members"],
+        json!([{"name": "barometer", "why": "tag weather"}]),
+        "{shown}"
+    );
+}
+
+#[test]
+#[ignore = "needs the MCP Python client (TOOLSMITH_TEST_PYTHON)"]
+fn python_client_sees_toolsets_narrowing_and_search_mode() {
+    let python = std::env::var("TOOLSMITH_TEST_PYTHON")
+        .expect("TOOLSMITH_TEST_PYTHON must name the python of a virtual environment with .ci/requirements.txt (.ci/run sets it)");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let registry = tempfile::tempdir().expect("tempdir");
+    let db = registry.path().join("r.db").display().to_string();
+    fill(&db, dir.path());
+    let (_serve, base, mcp) = serve(&db, dir.path(), &["--no-catalog"]);
+    let o = Command::new(&python)
+        .arg(repo().join("crates/toolsmith/tests/mcp_client.py"))
+        .args(["toolsets", &mcp, &base])
+        .arg(dir.path())
+        .output()
+        .expect("run the Python MCP client");
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    eprintln!("{out}");
+    assert!(
+        o.status.success() && out.trim_end().ends_with("ok"),
+        "the MCP client failed:\n{out}\n{err}"
+    );
+}
