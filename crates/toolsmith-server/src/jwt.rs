@@ -189,9 +189,8 @@ impl JwtVerifier {
     /// The caller a token stands for, or why it is refused.
     pub async fn verify(&self, token: &str) -> Result<Caller, Refusal> {
         let (alg, kid) = header_of(token)?;
-        if !self.config.algorithms.contains(&alg)
-            && !(alg == Algorithm::HS256 && self.config.hs256_secret.is_some())
-        {
+        let shared = alg == Algorithm::HS256 && self.config.hs256_secret.is_some();
+        if !(self.config.algorithms.contains(&alg) || shared) {
             return Err(format!(
                 "algorithm {alg:?} is not accepted (accepted: {})",
                 self.accepted().join(", ")

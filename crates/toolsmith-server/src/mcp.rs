@@ -109,12 +109,17 @@ impl McpServer {
     /// What this request may see: the view the HTTP layer attached ([`crate::view::attach`]),
     /// or on stdio the `--toolset` this server was started with.
     async fn view(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<View>, ErrorData> {
-        if let Some(view) = ctx
+        // Resolved again for every request (toolsets are cached per registry generation), so
+        // a subscription follows an edited toolset.
+        if let Some(asked) = ctx
             .extensions
             .get::<axum::http::request::Parts>()
-            .and_then(|p| p.extensions.get::<Arc<View>>())
+            .and_then(|p| p.extensions.get::<Arc<crate::view::Asked>>())
         {
-            return Ok(view.clone());
+            return crate::view::resolve(&self.state, &asked.caller, &asked.ask)
+                .await
+                .map(Arc::new)
+                .map_err(|e| ErrorData::invalid_params(e.message, None));
         }
         self.view_of_options().await
     }
@@ -653,6 +658,7 @@ impl ServerHandler for McpServer {
                     if changed.is_err() {
                         return Ok(());
                     }
+                    let view = self.view(context.request_context()).await?;
                     let now = mcp_search::fingerprint(&*self.snapshot().await?, &view);
                     if now == seen {
                         continue;

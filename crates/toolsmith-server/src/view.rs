@@ -224,7 +224,8 @@ pub async fn attach(
     let Some(caller) = req.extensions().get::<Caller>().cloned() else {
         return Ok(next.run(req).await);
     };
-    let view = resolve(&state, &caller, &Ask::of(&req)).await?;
+    let ask = Ask::of(&req);
+    let view = resolve(&state, &caller, &ask).await?;
     if !view.is_everything()
         && let ["v1", "tools", name, ..] = req
             .uri()
@@ -239,7 +240,16 @@ pub async fn attach(
         return Err(toolsmith_store::StoreError::NotFound(format!("tool {name:?}")).into());
     }
     req.extensions_mut().insert(Arc::new(view));
+    req.extensions_mut().insert(Arc::new(Asked { caller, ask }));
     Ok(next.run(req).await)
+}
+
+/// Who asked for what: what a lasting request (an MCP subscription) resolves its view from
+/// again after each registry change, so an edited toolset is followed.
+#[derive(Debug, Clone)]
+pub struct Asked {
+    pub caller: Caller,
+    pub ask: Ask,
 }
 
 /// The view a request carries (every tool when none was attached: a route outside the

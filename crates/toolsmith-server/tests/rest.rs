@@ -485,7 +485,7 @@ fn tokens_files_name_the_bad_line() {
     let err = toolsmith_server::auth::parse_tokens_file("a=long-enough-1\nbroken line\n")
         .expect_err("bad line");
     assert!(
-        err.starts_with("line 2: token \"broken line\": expected NAME=SECRET"),
+        err.starts_with("line 2: token \"broken line\": expected NAME[:ROLE][@TOOLSET,...]=SECRET"),
         "{err}"
     );
 }

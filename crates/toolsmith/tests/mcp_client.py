@@ -524,8 +524,16 @@ async def toolsets(url, base, workspace):
                 async for event in sub:
                     break
             print(f"list_changed when a tagged tool joined: {time.monotonic() - started:.2f} s")
+            after = sorted(t.name for t in (await list_all(client))[0])
+            assert after == ["barometer", "rain_gauge"], after
+            # Editing the toolset itself is followed too.
+            await anyio.to_thread.run_sync(lambda: rest_json(base, "PUT", "/toolsets/weather?base_version=1", {
+                "name": "weather", "include": [{"tags": ["weather"]}, {"names": ["not_weather"]}]}))
+            with anyio.fail_after(10):
+                async for event in sub:
+                    break
         after = sorted(t.name for t in (await list_all(client))[0])
-        assert after == ["barometer", "rain_gauge"], after
+        assert after == ["barometer", "not_weather", "rain_gauge"], after
     # Search mode: two tools; search_tools finds by words of a description (not one
     # substring); call_tool runs a member with confirmation and log; non-members refused.
     asked = []

@@ -350,7 +350,7 @@ fn file_level_problems() {
     check(
         "defaults: {}\n",
         expect![[r#"
-            : a catalog needs `tools:` (a list of tools), `mcp_servers:`, `openapi:` or `imports:`
+            : a catalog needs `tools:` (a list of tools), `mcp_servers:`, `openapi:`, `toolsets:` or `imports:`
         "#]],
     );
     check(

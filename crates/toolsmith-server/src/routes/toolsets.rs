@@ -9,9 +9,9 @@ use super::*;
 
 /// Registers this file's handlers.
 pub(super) fn routes(api: Api) -> Api {
-    api.routes(routes!(list, create))
-        .routes(routes!(show, update, remove))
-        .routes(routes!(versions))
+    api.routes(routes!(list_toolsets, create_toolset))
+        .routes(routes!(show_toolset, update_toolset, remove_toolset))
+        .routes(routes!(toolset_versions))
 }
 
 /// A toolset in a listing.
@@ -124,7 +124,7 @@ fn parse(body: Value, name: Option<&str>) -> ApiResult<Toolset> {
 
 /// Every toolset the caller may see, with its member count.
 #[utoipa::path(get, path = "/v1/toolsets", tag = "toolsets", responses((status = 200, body = ToolsetList)))]
-async fn list(
+async fn list_toolsets(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
 ) -> ApiResult<Json<ToolsetList>> {
@@ -150,7 +150,7 @@ async fn list(
 #[utoipa::path(post, path = "/v1/toolsets", tag = "toolsets",
     request_body(content = Object, description = "A toolset in catalog form: name, description, include, exclude, discovery"),
     responses((status = 201, body = ToolsetView), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
-async fn create(
+async fn create_toolset(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
     Body(body): Body<Value>,
@@ -178,7 +178,7 @@ async fn create(
 /// A toolset's definition and its members now, each with why it is in.
 #[utoipa::path(get, path = "/v1/toolsets/{name}", tag = "toolsets", params(("name" = String, Path, description = "The toolset's name")),
     responses((status = 200, body = ToolsetView), (status = 404, body = ErrorBody)))]
-async fn show(
+async fn show_toolset(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
@@ -195,7 +195,7 @@ async fn show(
     request_body(content = Object, description = "The whole definition in catalog form"),
     responses((status = 200, body = ToolsetView), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
         (status = 422, body = ErrorBody), (status = 428, body = ErrorBody)))]
-async fn update(
+async fn update_toolset(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
@@ -219,7 +219,7 @@ async fn update(
 /// Deletes a toolset (its versions are kept). Tokens limited to it then see nothing.
 #[utoipa::path(delete, path = "/v1/toolsets/{name}", tag = "toolsets", params(("name" = String, Path, description = "The toolset's name")),
     responses((status = 204, description = "Deleted"), (status = 404, body = ErrorBody)))]
-async fn remove(
+async fn remove_toolset(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
@@ -236,7 +236,7 @@ async fn remove(
 /// Every version of a toolset, oldest first.
 #[utoipa::path(get, path = "/v1/toolsets/{name}/versions", tag = "toolsets", params(("name" = String, Path, description = "The toolset's name")),
     responses((status = 200, body = Vec<ToolsetVersionView>), (status = 404, body = ErrorBody)))]
-async fn versions(
+async fn toolset_versions(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
