@@ -443,6 +443,44 @@ mod tests {
         assert!(check_url("--jwt-issuer", "http://127.0.0.1:9/").is_ok());
     }
 
+    /// HS256 is accepted only with the configured secret, and then never with a JWKS key.
+    #[tokio::test]
+    async fn hs256_takes_only_its_shared_secret() {
+        let mut config = JwtConfig::new("http://127.0.0.1:9", "aud");
+        config.jwks_url = Some("http://127.0.0.1:9/jwks".into());
+        config.hs256_secret = Some(b"0123456789abcdef0123456789abcdef".to_vec());
+        let verifier = JwtVerifier::start(config)
+            .await
+            .expect("starts without its keys");
+        let claims = serde_json::json!({"iss": "http://127.0.0.1:9", "aud": "aud", "sub": "s", "exp": 4_000_000_000u64, "toolsmith_role": "call"});
+        let sign = |secret: &[u8]| {
+            jsonwebtoken::encode(
+                &jsonwebtoken::Header::new(Algorithm::HS256),
+                &claims,
+                &jsonwebtoken::EncodingKey::from_secret(secret),
+            )
+            .expect("sign")
+        };
+        let caller = verifier
+            .verify(&sign(b"0123456789abcdef0123456789abcdef"))
+            .await
+            .expect("the shared secret verifies");
+        assert_eq!((caller.name.as_str(), caller.role), ("s", Role::Call));
+        let e = verifier
+            .verify(&sign(b"another secret of the same length!!"))
+            .await
+            .expect_err("another secret is refused");
+        assert!(e.contains("signature"), "{e}");
+        // HS384 is not HS256.
+        let other = jsonwebtoken::encode(
+            &jsonwebtoken::Header::new(Algorithm::HS384),
+            &claims,
+            &jsonwebtoken::EncodingKey::from_secret(b"0123456789abcdef0123456789abcdef"),
+        )
+        .expect("sign");
+        assert!(verifier.verify(&other).await.is_err());
+    }
+
     #[test]
     fn roles_come_from_the_highest_scope() {
         let c = serde_json::json!({"scope": "openid toolsmith:read toolsmith:call"});

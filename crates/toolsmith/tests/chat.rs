@@ -112,6 +112,8 @@ fn model(replies: Vec<Reply>) -> Model {
 }
 
 const CATALOG: &str = r#"
+toolsets:
+  - {name: quiet, include: {names: [list_dir, echo_*]}}
 tools:
   - name: list_dir
     builtin: list_dir
@@ -253,6 +255,29 @@ fn a_text_answer_streams_to_stdout() {
     // The key is nowhere but in that header.
     assert!(!env.transcripts().contains("sk-test-secret"));
     assert!(env.transcripts().contains("\"type\":\"session\""));
+}
+
+#[test]
+fn a_toolset_limits_what_the_model_is_offered() {
+    let env = Env::new();
+    let m = model(vec![sse(TEXT_ONLY)]);
+    let o = env.run(&m, "openai", &["--toolset", "quiet", "Say hi"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let requests = m.requests();
+    let names: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["list_dir", "echo_args"]);
+    let o = env.run(&m, "openai", &["--toolset", "loud", "Say hi"]);
+    let (_, err) = text(&o);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        err.contains("--toolset loud: no such toolset; the toolsets are: quiet"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -460,3 +460,79 @@ fn python_client_sees_toolsets_narrowing_and_search_mode() {
         "the MCP client failed:\n{out}\n{err}"
     );
 }
+
+/// `toolsmith mcp --toolset` over stdio: only the members are listed and callable; an
+/// unknown toolset is an error naming the known ones.
+#[test]
+fn stdio_mcp_serves_one_toolset() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let catalog = repo().join("examples/catalog.yaml");
+    let session = |toolset: &str, requests: &[Value]| -> Vec<Value> {
+        let mut child = Command::new(BIN)
+            .args(["mcp", "--no-cgroups", "--toolset", toolset, "--catalog"])
+            .arg(&catalog)
+            .arg("--workspace")
+            .arg(dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("mcp");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut send = |v: Value| writeln!(stdin, "{v}").expect("write");
+        send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        );
+        let _ = lines.next();
+        send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        let answers = requests
+            .iter()
+            .map(|r| {
+                send(r.clone());
+                serde_json::from_str(&lines.next().expect("an answer").expect("line"))
+                    .expect("json")
+            })
+            .collect();
+        let _ = child.kill();
+        let _ = child.wait();
+        answers
+    };
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "word_stats", "arguments": {"text": "a"}}});
+    let answers = session("text", &[list.clone(), call]);
+    let mut listed = names(&answers[0]["result"]);
+    listed.sort();
+    assert_eq!(
+        listed,
+        [
+            "convert_temperature",
+            "count_lines",
+            "sort_lines",
+            "word_stats"
+        ],
+        "{}",
+        answers[0]
+    );
+    assert_eq!(answers[1]["result"]["isError"], false, "{}", answers[1]);
+    let answers = session(
+        "files",
+        &[
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "word_stats", "arguments": {"text": "a"}}}),
+        ],
+    );
+    assert!(
+        answers[0]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("unknown tool")),
+        "{}",
+        answers[0]
+    );
+    let answers = session("nope", &[list]);
+    assert_eq!(
+        answers[0]["error"]["message"], "unknown toolset \"nope\"; the toolsets are: files, text",
+        "{}",
+        answers[0]
+    );
+}
