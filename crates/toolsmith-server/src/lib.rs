@@ -13,6 +13,7 @@ pub mod jwt;
 pub mod mcp;
 pub mod mcp_ask;
 pub mod mcp_params;
+mod mcp_result;
 pub mod mcp_search;
 pub mod openapi;
 mod routes;

@@ -14,14 +14,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{BIN, repo, serve};
-
-/// The Python with the `mcp` client (`TOOLSMITH_TEST_PYTHON`).
-fn python() -> String {
-    std::env::var("TOOLSMITH_TEST_PYTHON").expect(
-        "TOOLSMITH_TEST_PYTHON must name the python of a virtual environment with .ci/requirements.txt (.ci/run sets it)",
-    )
-}
+use common::{BIN, mcp_client as client, python, repo, serve};
 
 /// A registry (`db`: a file path or URL) holding the example catalog and 1000 tools more.
 fn fill(db: &str, dir: &Path) {
@@ -50,23 +43,6 @@ fn fill(db: &str, dir: &Path) {
             String::from_utf8_lossy(&o.stderr)
         );
     }
-}
-
-fn client(python: &str, args: &[&str]) {
-    let o = Command::new(python)
-        .arg(repo().join("crates/toolsmith/tests/mcp_client.py"))
-        .args(args)
-        .output()
-        .expect("run the Python MCP client");
-    let (out, err) = (
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr),
-    );
-    eprintln!("{out}");
-    assert!(
-        o.status.success() && out.trim_end().ends_with("ok"),
-        "the MCP client failed:\n{out}\n{err}"
-    );
 }
 
 fn stdio(mode: &str) {

@@ -437,28 +437,14 @@ fn toolsets_are_versioned_narrow_requests_and_limit_tokens() {
 #[test]
 #[ignore = "needs the MCP Python client (TOOLSMITH_TEST_PYTHON)"]
 fn python_client_sees_toolsets_narrowing_and_search_mode() {
-    let python = std::env::var("TOOLSMITH_TEST_PYTHON")
-        .expect("TOOLSMITH_TEST_PYTHON must name the python of a virtual environment with .ci/requirements.txt (.ci/run sets it)");
+    let python = common::python();
     let dir = tempfile::tempdir().expect("tempdir");
     let registry = tempfile::tempdir().expect("tempdir");
     let db = registry.path().join("r.db").display().to_string();
     fill(&db, dir.path());
     let (_serve, base, mcp) = serve(&db, dir.path(), &["--no-catalog"]);
-    let o = Command::new(&python)
-        .arg(repo().join("crates/toolsmith/tests/mcp_client.py"))
-        .args(["toolsets", &mcp, &base])
-        .arg(dir.path())
-        .output()
-        .expect("run the Python MCP client");
-    let (out, err) = (
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr),
-    );
-    eprintln!("{out}");
-    assert!(
-        o.status.success() && out.trim_end().ends_with("ok"),
-        "the MCP client failed:\n{out}\n{err}"
-    );
+    let workspace = dir.path().display().to_string();
+    common::mcp_client(&python, &["toolsets", &mcp, &base, &workspace]);
 }
 
 /// `toolsmith mcp --toolset` over stdio: only the members are listed and callable; an

@@ -184,3 +184,28 @@ pub fn toolsmith(
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
 }
+
+/// The Python with the official MCP client (`TOOLSMITH_TEST_PYTHON`).
+pub fn python() -> String {
+    std::env::var("TOOLSMITH_TEST_PYTHON").expect(
+        "TOOLSMITH_TEST_PYTHON must name the python of a virtual environment with .ci/requirements.txt (.ci/run sets it)",
+    )
+}
+
+/// Runs `tests/mcp_client.py` with `args`; it must print `ok` last.
+pub fn mcp_client(python: &str, args: &[&str]) {
+    let o = Command::new(python)
+        .arg(repo().join("crates/toolsmith/tests/mcp_client.py"))
+        .args(args)
+        .output()
+        .expect("run the Python MCP client");
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    eprintln!("{out}");
+    assert!(
+        o.status.success() && out.trim_end().ends_with("ok"),
+        "the MCP client failed:\n{out}\n{err}"
+    );
+}
