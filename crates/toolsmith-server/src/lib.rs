@@ -15,6 +15,7 @@ pub mod mcp_ask;
 pub mod mcp_params;
 mod mcp_result;
 pub mod mcp_search;
+pub mod metrics;
 pub mod openapi;
 mod routes;
 pub mod runlog;
@@ -67,6 +68,8 @@ pub struct AppState {
     /// What could not be served of each upstream's tools (name collisions, refused
     /// definitions).
     pub federation_problems: federation::Problems,
+    /// Prometheus metrics ([`metrics`]).
+    pub metrics: metrics::Metrics,
     /// JWT verification and how clients reach this server, when configured ([`Self::set_identity`]).
     identity: std::sync::OnceLock<Identity>,
     /// The toolsets as read at one registry generation ([`Self::toolsets`]).
@@ -98,6 +101,7 @@ impl AppState {
             current: Mutex::default(),
             changes: tokio::sync::watch::Sender::new(0),
             federation_problems: federation::Problems::default(),
+            metrics: metrics::Metrics::new(),
             toolsets: Mutex::default(),
             identity: std::sync::OnceLock::new(),
         })
@@ -216,6 +220,8 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// The address the server listens on: a specific non-loopback one is an allowed `Host`.
     pub listen: Option<SocketAddr>,
+    /// Leave `/metrics` out of this router (`--metrics off`, or served on `--metrics-addr`).
+    pub no_metrics: bool,
 }
 
 /// The router with the default options (loopback hosts, the server's own origin).
@@ -266,7 +272,11 @@ pub fn app_with(state: Arc<AppState>, options: HttpOptions) -> Router {
         ),
         config,
     );
-    routes::router()
+    let mut router = routes::router();
+    if !options.no_metrics {
+        router = router.route(metrics::PATH, axum::routing::get(metrics::serve));
+    }
+    router
         .merge(ui::routes())
         .route(
             "/.well-known/oauth-protected-resource",
@@ -294,6 +304,10 @@ pub fn app_with(state: Arc<AppState>, options: HttpOptions) -> Router {
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn(error::refuse_nul))
         .layer(axum::middleware::from_fn(error::json_errors))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track,
+        ))
         .layer(axum::middleware::from_fn_with_state(policy, guard::check))
         .with_state(state)
 }
@@ -317,6 +331,7 @@ pub fn follow_registry(state: &Arc<AppState>, every: Duration) -> tokio::task::J
             let Some(state) = weak.upgrade() else { return };
             match state.store.generation().await {
                 Ok(g) => {
+                    state.metrics.polled();
                     if last.is_some_and(|l| l != g) {
                         state.changed();
                     }

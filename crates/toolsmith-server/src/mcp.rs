@@ -526,6 +526,7 @@ impl ServerHandler for McpServer {
             };
             return Ok(self.finish(&tool, result, &arguments, false, &ctx));
         }
+        let _flight = self.state.metrics.in_flight();
         let (confirmed, declined) = match self.confirmation(&tool, &arguments, &request, &ctx).await
         {
             Confirmation::Ask(ask) => return Ok(CallToolResponse::InputRequired(ask)),
@@ -643,6 +644,9 @@ impl McpServer {
                 }
             });
         }
+        self.state
+            .metrics
+            .call(&tool.tool, &result, &self.options.caller);
         self.state.runs.record(RunRecord::of_tool(
             &tool.tool,
             &result,

@@ -19,6 +19,14 @@ macro_rules! outln {
     };
 }
 
+/// A note of the command's own on stderr: `toolsmith: ...`, or with `--log-format json` one
+/// JSON log line like every other.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::output::say(format_args!($($arg)*))
+    };
+}
+
 mod chat;
 mod cli;
 mod options;

@@ -73,14 +73,14 @@ pub fn registry_files(address: &str) -> Vec<PathBuf> {
 pub fn say_sandbox(engine: &toolsmith_exec::Engine) {
     let sandbox = engine.sandbox();
     if !sandbox.enabled() {
-        eprintln!(
-            "toolsmith: WARNING: --sandbox off: tools, sessions and stdio upstreams run with everything this user can reach (the registry, tokens, other calls' folders)"
+        say!(
+            "WARNING: --sandbox off: tools, sessions and stdio upstreams run with everything this user can reach (the registry, tokens, other calls' folders)"
         );
         return;
     }
-    eprintln!("toolsmith: {}", sandbox.kernel().describe());
+    say!("{}", sandbox.kernel().describe());
     for note in sandbox.notes() {
-        eprintln!("toolsmith: note: {note}");
+        say!("note: {note}");
     }
 }
 

@@ -460,3 +460,20 @@ mod tests {
         assert_eq!(super::utc(951_782_400_000), "2000-02-29 00:00:00");
     }
 }
+
+/// Whether notes go out as JSON log lines (`--log-format json`).
+static JSON_LOGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Sends the command's own notes ([`say!`]) through the JSON log from now on.
+pub fn notes_as_json() {
+    JSON_LOGS.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// One note: `toolsmith: ...` on stderr, or an `info` line of the JSON log.
+pub fn say(message: std::fmt::Arguments<'_>) {
+    if JSON_LOGS.load(std::sync::atomic::Ordering::Relaxed) {
+        tracing::info!(target: "toolsmith", "{message}");
+    } else {
+        eprintln!("toolsmith: {message}");
+    }
+}

@@ -93,8 +93,8 @@ pub async fn open_registry(address: &str, file: Option<&Path>) -> Result<Registr
             let key = SecretKey::generate();
             match create(&path, &key) {
                 Ok(()) => {
-                    eprintln!(
-                        "toolsmith: made the secret key {} (0600): keep it with the registry; without it, the registry's secrets cannot be read",
+                    say!(
+                        "made the secret key {} (0600): keep it with the registry; without it, the registry's secrets cannot be read",
                         path.display()
                     );
                     key
@@ -119,9 +119,10 @@ pub async fn open_registry(address: &str, file: Option<&Path>) -> Result<Registr
         .with_context(|| format!("the registry {shown}"))?
         && done.secrets > 0
     {
-        eprintln!(
-            "toolsmith: sealed {} secret value(s) in {} stored definition(s) of {shown}; no plain copy is left in the file",
-            done.secrets, done.definitions
+        say!(
+            "sealed {} secret value(s) in {} stored definition(s) of {shown}; no plain copy is left in the file",
+            done.secrets,
+            done.definitions
         );
     }
     Ok(store)
@@ -146,10 +147,7 @@ async fn finish_rotation(store: &Registry, key: SecretKey, origin: &Origin) -> R
         )
     })?;
     std::fs::rename(&next, path).with_context(|| format!("putting {} in place", next.display()))?;
-    eprintln!(
-        "toolsmith: finished a key rotation: {} is the key now",
-        path.display()
-    );
+    say!("finished a key rotation: {} is the key now", path.display());
     Ok(new)
 }
 

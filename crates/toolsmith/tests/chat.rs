@@ -725,8 +725,14 @@ fn a_catalogs_mcp_server_serves_the_model_and_ends_with_the_chat() {
     let v: Value = serde_json::from_str(&result).expect("result json");
     assert_eq!(v["data"]["content"][0]["text"], "PONG", "{v}");
     assert_eq!(v["coerced"], json!(["loud: string→boolean"]), "{v}");
-    assert!(
-        common::processes_with(&format!("TS_MARKER={marker}")).is_empty(),
-        "the chat's MCP server outlived it"
-    );
+    // The server is stopped as the chat ends (TERM, then its group killed); on a loaded
+    // machine its exit can trail the chat's by a moment.
+    let gone = (0..50).any(|_| {
+        let none = common::processes_with(&format!("TS_MARKER={marker}")).is_empty();
+        if !none {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        none
+    });
+    assert!(gone, "the chat's MCP server outlived it by 5 s");
 }

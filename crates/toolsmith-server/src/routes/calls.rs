@@ -99,6 +99,7 @@ async fn validate(
 ) -> ApiResult<Json<Validation>> {
     let body = request.body;
     let tool = compiled_tool(&s, &name, body.version).await?;
+    let _flight = s.metrics.in_flight();
     let prepared = match request.arguments_problem {
         Some(problem) => Err(vec![problem]),
         None => tool.prepare(body.arguments),
@@ -179,6 +180,7 @@ async fn call(
         }
     };
     unfinished.disarm();
+    s.metrics.call(&tool.tool, &result, "rest");
     s.runs.record(RunRecord::of_tool(
         &tool.tool,
         &result,
@@ -231,6 +233,7 @@ impl Drop for LogIfDropped {
             Vec::new(),
             meta,
         );
+        self.state.metrics.call(&self.tool.tool, &result, "rest");
         self.state.runs.record(RunRecord::of_tool(
             &self.tool.tool,
             &result,

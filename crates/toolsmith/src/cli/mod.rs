@@ -27,7 +27,7 @@ mod openapi;
 mod registry;
 mod runtime;
 mod secrets;
-mod serve;
+pub(crate) mod serve;
 mod servers;
 mod toolsets;
 
@@ -283,6 +283,16 @@ pub struct ServeArgs {
     /// clients slow to send their request's headers are closed after 15 s.
     #[arg(long, value_name = "N", default_value_t = 4096)]
     pub max_connections: usize,
+    /// Prometheus metrics at /metrics (role `read` when tokens are on): on or off.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub metrics: String,
+    /// Serve /metrics on this address instead of the main one (for a scraper on another
+    /// network); the same tokens apply.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Logs on stderr as text lines, or one JSON object per line (start-up notes included).
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: serve::LogFormat,
     /// A Host header the server answers besides localhost, 127.0.0.1 and [::1] (and the
     /// --addr it listens on): NAME (any port) or NAME:PORT; repeatable. Anything else is
     /// refused with 403, which protects against DNS rebinding. '*' turns the check off (only
@@ -323,6 +333,9 @@ pub struct McpArgs {
     /// Serve only this toolset's members (`toolsets:` in the catalog or the registry).
     #[arg(long, value_name = "NAME")]
     pub toolset: Option<String>,
+    /// Logs on stderr as text lines, or one JSON object per line.
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: serve::LogFormat,
     #[command(flatten)]
     pub run: RunArgs,
 }

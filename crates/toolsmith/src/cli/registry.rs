@@ -42,7 +42,7 @@ pub(super) fn say_held(held: &[(String, toolsmith_store::held::HeldReport)], std
             r.held.join(", ")
         );
         if stderr {
-            eprintln!("toolsmith: {line}");
+            say!("{line}");
         } else {
             outln!("  {line}");
         }

@@ -3,7 +3,7 @@
 use super::*;
 
 pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
-    init_logging();
+    init_logging(args.log_format);
     let mut tokens = args
         .tokens
         .iter()
@@ -49,9 +49,10 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         let store = args.db.open().await?;
         if let Some((file, catalog)) = catalog {
             let (r, held) =
-                toolsmith_store::held::import_catalog(&store, &catalog, args.prune, &author).await?;
-            eprintln!(
-                "toolsmith: imported {}: {} created, {} updated, {} unchanged, {} deleted",
+                toolsmith_store::held::import_catalog(&store, &catalog, args.prune, &author)
+                    .await?;
+            say!(
+                "imported {}: {} created, {} updated, {} unchanged, {} deleted",
                 file.display(),
                 r.created.len(),
                 r.updated.len(),
@@ -61,8 +62,8 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
             super::registry::say_held(&held, true);
             if !catalog.servers.is_empty() {
                 let r = toolsmith_store::import_servers(&store, &catalog.servers, &author).await?;
-                eprintln!(
-                    "toolsmith: MCP servers of {}: {} created, {} updated, {} unchanged",
+                say!(
+                    "MCP servers of {}: {} created, {} updated, {} unchanged",
                     file.display(),
                     r.created.len(),
                     r.updated.len(),
@@ -70,9 +71,10 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                 );
             }
             if !catalog.toolsets.is_empty() {
-                let r = toolsmith_store::import_toolsets(&store, &catalog.toolsets, &author).await?;
-                eprintln!(
-                    "toolsmith: toolsets of {}: {} created, {} updated, {} unchanged",
+                let r =
+                    toolsmith_store::import_toolsets(&store, &catalog.toolsets, &author).await?;
+                say!(
+                    "toolsets of {}: {} created, {} updated, {} unchanged",
                     file.display(),
                     r.created.len(),
                     r.updated.len(),
@@ -85,8 +87,8 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
             .with_context(|| format!("listening on {}", args.addr))?;
         let local = listener.local_addr()?;
         let no_token = tokens.is_empty() && jwt.is_none();
-        eprintln!(
-            "toolsmith: registry {} ({}); REST API on http://{local}/v1 and MCP on http://{local}/mcp ({})",
+        say!(
+            "registry {} ({}); REST API on http://{local}/v1 and MCP on http://{local}/mcp ({})",
             redact_url(&args.db.address()),
             store.backend(),
             match (&jwt, no_token) {
@@ -101,8 +103,8 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
             }
         );
         if no_token {
-            eprintln!(
-                "toolsmith: no token, so only this machine can connect — but every user of this machine \
+            say!(
+                "no token, so only this machine can connect — but every user of this machine \
                  can; on a shared machine start with --token NAME=SECRET"
             );
         }
@@ -117,6 +119,23 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         // The registry's Python script tools find a warm runtime started at their first call.
         toolsmith_server::prewarm_registry(&state);
         let log = state.runs.clone();
+        let metrics_on = args.metrics == "on";
+        if let (true, Some(addr)) = (metrics_on, args.metrics_addr) {
+            toolsmith_server::check_bind(addr, &state.tokens, state.jwt().is_some())
+                .map_err(|e| anyhow::anyhow!("--metrics-addr: {e}"))?;
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("--metrics-addr: listening on {addr}"))?;
+            say!("metrics on http://{}/metrics", listener.local_addr()?);
+            let metrics = toolsmith_server::metrics::app(state.clone());
+            tokio::spawn(async move {
+                let shutdown = std::future::pending::<()>();
+                let grace = std::time::Duration::from_secs(1);
+                if let Err(e) = toolsmith_server::serve(listener, metrics, shutdown, grace).await {
+                    tracing::error!("the metrics listener stopped: {e}");
+                }
+            });
+        }
         let app = toolsmith_server::app_with(
             state,
             toolsmith_server::HttpOptions {
@@ -124,6 +143,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                 allowed_hosts: args.allow_hosts,
                 allowed_origins: args.allow_origins,
                 listen: Some(local),
+                no_metrics: !metrics_on || args.metrics_addr.is_some(),
             },
         );
         toolsmith_server::serve_with(
@@ -142,7 +162,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         sessions.shutdown(SESSION_GRACE).await;
         upstreams.shutdown(SESSION_GRACE).await;
         log.flush().await;
-        eprintln!("toolsmith: stopped");
+        say!("stopped");
         Ok(ExitCode::SUCCESS)
     })
 }
@@ -151,7 +171,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
 const SESSION_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
-    init_logging();
+    init_logging(args.log_format);
     let catalog = args
         .catalog
         .as_ref()
@@ -236,14 +256,36 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
 /// Diagnostics go to stderr (stdout may be an MCP transport); `RUST_LOG` sets the level.
 /// rmcp logs every protocol error it answers (an unknown tool, say) as a warning; those are
 /// the client's mistakes, not the server's, so only its errors show by default.
-fn init_logging() {
+/// Logs on stderr: human-readable lines, or (`--log-format json`) one JSON object per line —
+/// the command's own notes included ([`crate::output::say`]).
+fn init_logging(format: LogFormat) {
+    let default = match format {
+        LogFormat::Text => "warn,rmcp::service=error",
+        LogFormat::Json => "warn,toolsmith=info,rmcp::service=error",
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp::service=error"));
-    let _ = tracing_subscriber::fmt()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
+        .with_ansi(false);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => {
+            crate::output::notes_as_json();
+            builder.json().flatten_event(true).try_init()
+        }
+    };
+}
+
+/// How `serve` and `mcp` write their logs.
+#[derive(Debug, Clone, Copy, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// Ctrl-C or SIGTERM.

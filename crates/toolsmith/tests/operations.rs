@@ -1,0 +1,257 @@
+//! Operations against a real `serve`: Prometheus metrics (what is counted, under which
+//! labels, the cap on tool labels, who may read them, off and on another address) and JSON
+//! logs (every line on stderr one JSON object, start-up notes included).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use common::{BIN, repo, request_as, serve};
+
+/// The metrics text at `url` (with `token`), or its status when refused.
+fn scrape(url: &str, token: Option<&str>) -> Result<String, u16> {
+    let (status, body) = request_as("GET", url, None, token);
+    match (status, body) {
+        (200, Value::String(text)) => Ok(text),
+        (status, _) => Err(status),
+    }
+}
+
+/// The value of the sample `name{labels}` (labels as written, in order).
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+#[test]
+fn metrics_count_calls_requests_and_the_runtime_with_bounded_labels() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let registry = tempfile::tempdir().expect("tempdir");
+    let db = registry.path().join("r.db").display().to_string();
+    // 510 tools: more than get labels of their own.
+    let mut catalog = String::from("tools:\n");
+    for i in 0..510 {
+        catalog.push_str(&format!(
+            "  - {{name: t{i:03}, description: d, command: [\"true\"], parameters: [{{name: n, type: integer, required: false}}]}}\n"
+        ));
+    }
+    let file = dir.path().join("many.yaml");
+    std::fs::write(&file, catalog).expect("catalog");
+    let (_serve, base, _) = serve(
+        &db,
+        dir.path(),
+        &[
+            "--catalog",
+            file.to_str().expect("path"),
+            "--token",
+            "root=root-secret-1",
+            "--token",
+            "viewer:read=read-secret-1",
+        ],
+    );
+    let origin = base.trim_end_matches("/v1");
+    let root = Some("root-secret-1");
+    assert_eq!(
+        scrape(&format!("{origin}/metrics"), None),
+        Err(401),
+        "metrics need a token when tokens are on"
+    );
+    let before = scrape(&format!("{origin}/metrics"), Some("read-secret-1"))
+        .expect("a read token reads them");
+    assert!(
+        before.contains("toolsmith_build_info{version=\""),
+        "{before}"
+    );
+
+    // Calls: ok with a repaired argument, invalid arguments, and one of every tool.
+    for (args, expect_ok) in [(json!({"n": "7"}), true), (json!({"n": "seven"}), false)] {
+        let (status, r) = request_as(
+            "POST",
+            &format!("{base}/tools/t000/call"),
+            Some(json!({"arguments": args})),
+            root,
+        );
+        assert_eq!(
+            (status, r["success"].as_bool()),
+            (200, Some(expect_ok)),
+            "{r}"
+        );
+    }
+    for i in 0..510 {
+        request_as(
+            "POST",
+            &format!("{base}/tools/t{i:03}/call"),
+            Some(json!({"arguments": {}})),
+            root,
+        );
+    }
+    let text = scrape(&format!("{origin}/metrics"), root).expect("metrics");
+    assert_eq!(
+        sample(
+            &text,
+            "toolsmith_calls_total{tool=\"t000\",kind=\"command\",door=\"rest\",outcome=\"ok\"}"
+        ),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "toolsmith_calls_total{tool=\"t000\",kind=\"command\",door=\"rest\",outcome=\"invalid_arguments\"}"
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(&text, "toolsmith_argument_coercions_total{tool=\"t000\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "toolsmith_argument_validation_failures_total{tool=\"t000\"}"
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "toolsmith_call_duration_seconds_count{tool=\"t000\",kind=\"command\"}"
+        ),
+        Some(3.0)
+    );
+    assert!(
+        sample(
+            &text,
+            "toolsmith_call_duration_seconds_bucket{le=\"60.0\",tool=\"t000\",kind=\"command\"}"
+        )
+        .is_some()
+            || sample(
+                &text,
+                "toolsmith_call_duration_seconds_bucket{tool=\"t000\",kind=\"command\",le=\"60.0\"}"
+            )
+            .is_some(),
+        "a bucket at 60 s"
+    );
+    assert_eq!(sample(&text, "toolsmith_calls_in_flight"), Some(0.0));
+    // 500 tools have labels of their own; the other ten share `_other`.
+    let tools: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("toolsmith_calls_total{"))
+        .filter_map(|l| l.split("tool=\"").nth(1)?.split('"').next())
+        .collect();
+    assert_eq!(tools.len(), 501, "500 tools and _other");
+    assert_eq!(
+        sample(
+            &text,
+            "toolsmith_calls_total{tool=\"_other\",kind=\"command\",door=\"rest\",outcome=\"ok\"}"
+        ),
+        Some(10.0)
+    );
+    // Requests by route template, never by raw path.
+    assert!(
+        sample(&text, "toolsmith_http_requests_total{route=\"/v1/tools/{name}/call\",method=\"POST\",status=\"200\"}")
+            .is_some_and(|n| n >= 512.0),
+        "{}",
+        text.lines().filter(|l| l.contains("http_requests_total")).collect::<Vec<_>>().join("\n")
+    );
+    assert!(
+        !text.contains("route=\"/v1/tools/t000"),
+        "raw paths are not labels"
+    );
+    assert!(
+        sample(&text, "toolsmith_registry_poll_age_seconds").is_some_and(|s| s < 5.0),
+        "the registry is followed"
+    );
+    assert!(
+        text.contains("toolsmith_warm_runtimes ") && text.contains("toolsmith_sessions "),
+        "{text}"
+    );
+}
+
+#[test]
+fn metrics_can_be_off_or_on_their_own_address() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("r.db").display().to_string();
+    let catalog = repo().join("examples/catalog.yaml");
+    let (_a, base, _) = serve(
+        &db,
+        dir.path(),
+        &[
+            "--catalog",
+            catalog.to_str().expect("path"),
+            "--metrics",
+            "off",
+        ],
+    );
+    assert_eq!(
+        scrape(&format!("{}/metrics", base.trim_end_matches("/v1")), None),
+        Err(404)
+    );
+    drop(_a);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let (_b, base, _) = serve(&db, dir.path(), &["--no-catalog", "--metrics-addr", &addr]);
+    assert_eq!(
+        scrape(&format!("{}/metrics", base.trim_end_matches("/v1")), None),
+        Err(404),
+        "not on the main listener"
+    );
+    let mut text = Err(0);
+    for _ in 0..50 {
+        text = scrape(&format!("http://{addr}/metrics"), None);
+        if text.is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(text.is_ok_and(|t| t.contains("toolsmith_build_info")));
+}
+
+#[test]
+fn json_logs_make_every_stderr_line_one_object() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("r.db").display().to_string();
+    let mut child = Command::new(BIN)
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--no-cgroups",
+            "--log-format",
+            "json",
+            "--db",
+            &db,
+        ])
+        .arg("--catalog")
+        .arg(repo().join("examples/catalog.yaml"))
+        .arg("--workspace")
+        .arg(dir.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("serve");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.expect("line");
+        let v: Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert!(v["timestamp"].is_string() && v["level"].is_string(), "{v}");
+        let message = v["message"].as_str().unwrap_or_default().to_owned();
+        let done = message.contains("REST API on");
+        seen.push(message);
+        if done {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(seen.iter().any(|m| m.starts_with("imported ")), "{seen:?}");
+    assert!(seen.iter().any(|m| m.starts_with("sandbox: ")), "{seen:?}");
+}
