@@ -451,16 +451,6 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>, newline: bool) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn utc_dates() {
-        assert_eq!(super::utc(0), "1970-01-01 00:00:00");
-        assert_eq!(super::utc(1_795_000_000_000), "2026-11-18 11:06:40");
-        assert_eq!(super::utc(951_782_400_000), "2000-02-29 00:00:00");
-    }
-}
-
 /// Whether notes go out as JSON log lines (`--log-format json`).
 static JSON_LOGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -475,5 +465,15 @@ pub fn say(message: std::fmt::Arguments<'_>) {
         tracing::info!(target: "toolsmith", "{message}");
     } else {
         eprintln!("toolsmith: {message}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_dates() {
+        assert_eq!(super::utc(0), "1970-01-01 00:00:00");
+        assert_eq!(super::utc(1_795_000_000_000), "2026-11-18 11:06:40");
+        assert_eq!(super::utc(951_782_400_000), "2000-02-29 00:00:00");
     }
 }
