@@ -70,6 +70,11 @@ pub enum Answer {
 }
 
 /// What the person (or a program, with `--json`) sees, and how they answer.
+/// A call over its tool's rate limit is tried again after the wait this many times at most,
+/// and only when the wait is at most [`RATE_WAIT_MAX`].
+const RATE_WAITS: u32 = 5;
+const RATE_WAIT_MAX: Duration = Duration::from_secs(60);
+
 pub trait Ui: Send {
     fn delta(&mut self, delta: &Delta);
     /// Every effect as it is performed (transitions, notices, saved items).
@@ -517,15 +522,34 @@ impl Agent {
             };
         };
         let interrupt = self.interrupt.clone();
-        let fut = self.engine.call(
-            &tool,
-            Value::String(call.arguments.clone()),
-            CallOptions::new("chat", confirmed),
-        );
-        let result = tokio::select! {
-            r = fut => r,
-            // Dropping the call kills its processes.
-            () = interrupt.wait() => return Event::Interrupted { partial: String::new() },
+        let mut waited = 0;
+        let result = loop {
+            let fut = self.engine.call(
+                &tool,
+                Value::String(call.arguments.clone()),
+                CallOptions::new("chat", confirmed),
+            );
+            let result = tokio::select! {
+                r = fut => r,
+                // Dropping the call kills its processes.
+                () = interrupt.wait() => return Event::Interrupted { partial: String::new() },
+            };
+            // Over the tool's rate limit: wait (saying so) and call again, a few times.
+            let wait = result
+                .error
+                .as_ref()
+                .filter(|e| e.kind == ErrorKind::RateLimited)
+                .and(result.meta.retry_after_ms)
+                .map(Duration::from_millis)
+                .filter(|w| *w <= RATE_WAIT_MAX && waited < RATE_WAITS);
+            let Some(wait) = wait else { break result };
+            waited += 1;
+            self.ui
+                .retrying(&format!("`{}` is over its rate limit", call.name), wait);
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = interrupt.wait() => return Event::Interrupted { partial: String::new() },
+            }
         };
         self.ui.result(call, &result);
         Event::ToolCompleted {

@@ -14,6 +14,7 @@
 //!   are refused, with their JSON pointer.
 //! - [`plan`] turns validated arguments into the exact argv, stdin and environment of a
 //!   command.
+//! - [`rate`] is rate limits: their forms and reading (enforced by the engine).
 //! - [`render`] shows tools to every provider (OpenAI, Anthropic, Gemini, MCP, XML).
 //! - [`result`] is the `ToolResult` contract every execution returns.
 //! - [`upstream`] is upstream MCP servers: their declaration, and how what they list becomes
@@ -34,6 +35,7 @@ pub mod model;
 pub mod openapi;
 pub mod pipeline;
 pub mod plan;
+pub mod rate;
 pub mod render;
 pub mod result;
 pub mod sandbox;

@@ -125,6 +125,9 @@ pub struct Tool {
     /// `session_start` starts); `None`: the server's default (`workspace`, best effort).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::Sandbox>,
+    /// How often each caller may call it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<crate::rate::RateLimit>,
     /// How a command tool's stdout becomes `data`.
     #[serde(skip_serializing_if = "OutputMode::is_text")]
     pub output: OutputMode,

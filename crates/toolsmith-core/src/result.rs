@@ -39,6 +39,9 @@ pub enum ErrorKind {
     /// The process could not be sandboxed as its policy requires: the kernel lacks what an
     /// `enforce: required` policy needs, or a protected file has a second name (a hard link).
     Sandbox,
+    /// Over a rate limit (the tool's, or the caller's): `meta.retry_after_ms` says how long
+    /// to wait.
+    RateLimited,
     Internal,
 }
 
@@ -127,6 +130,9 @@ pub struct Meta {
     /// (`{"policy", "filesystem", "network", "signals", "landlock_abi", "seccomp", ...}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Value>,
+    /// When a call was refused by a rate limit: milliseconds until it would be let through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

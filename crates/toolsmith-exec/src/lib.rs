@@ -22,6 +22,7 @@ pub mod http;
 mod kinds;
 mod limits;
 mod process;
+pub mod rate;
 pub mod runtime;
 pub mod sandbox;
 mod script;
@@ -120,6 +121,9 @@ pub struct CallOptions {
     pub caller: String,
     /// The caller may see and use every caller's sessions.
     pub admin: bool,
+    /// Whose rate-limit bucket the call takes from: the token's holder whatever the front
+    /// door (empty: `caller`).
+    pub principal: String,
     /// What an MCP client calling an upstream tool offers the upstream: its progress token,
     /// a user to ask, answers to earlier questions.
     pub downstream: upstream::Downstream,
@@ -132,6 +136,7 @@ impl CallOptions {
             confirmed,
             caller: caller.into(),
             admin: false,
+            principal: String::new(),
             downstream: upstream::Downstream::default(),
         }
     }
@@ -156,6 +161,8 @@ pub struct Engine {
     http: http::HttpClient,
     /// The kernel sandbox: what the kernel offers, the protected paths, the filters.
     sandbox: Arc<sandbox::Sandboxes>,
+    /// Tools' rate limits, per caller; also the server's limits of callers.
+    rates: rate::RateLimiter,
 }
 
 impl Engine {
@@ -217,9 +224,15 @@ impl Engine {
             upstreams,
             http: http::HttpClient::new()?,
             sandbox,
+            rates: rate::RateLimiter::default(),
             workspace,
             config,
         })
+    }
+
+    /// The rate limits of this process (tools' per caller, and callers' own).
+    pub fn rates(&self) -> &rate::RateLimiter {
+        &self.rates
     }
 
     pub fn workspace(&self) -> &Workspace {
@@ -351,6 +364,30 @@ impl Engine {
         let problems = self.workspace_paths(t, &prepared.arguments);
         if !problems.is_empty() {
             return tool.invalid_arguments(problems);
+        }
+        if let Some(limit) = t.rate_limit
+            && let Err(wait) = self.rates.check(
+                t.name.as_str(),
+                limit,
+                match opts.principal.as_str() {
+                    "" => &opts.caller,
+                    p => p,
+                },
+            )
+        {
+            let mut meta = meta;
+            meta.retry_after_ms = Some(wait.as_millis() as u64 + 1);
+            return ToolResult::err(
+                ErrorKind::RateLimited,
+                format!(
+                    "`{}` allows {} for each caller; try again in {:.1} s",
+                    t.name,
+                    limit.text(),
+                    wait.as_secs_f64()
+                ),
+                Vec::new(),
+                meta,
+            );
         }
         let _permits = match self.acquire(t).await {
             Ok(p) => p,

@@ -43,11 +43,34 @@ pub struct Token {
     pub role: Role,
     /// The toolsets the token is limited to (empty: not limited).
     pub toolsets: Vec<String>,
+    /// How often its holder may call tools (`rate_limit=100/1m` after the secret).
+    pub rate_limit: Option<toolsmith_core::rate::RateLimit>,
 }
 
 impl Token {
-    /// `NAME[:ROLE][@TOOLSET[,TOOLSET...]]=SECRET`; the role is `admin` when not given.
+    /// `NAME[:ROLE][@TOOLSET[,TOOLSET...]]=SECRET [rate_limit=N/PER]`; the role is `admin`
+    /// when not given.
     pub fn parse(spec: &str) -> Result<Self, String> {
+        let (spec, options) = match spec.split_once(char::is_whitespace) {
+            Some((s, o)) => (s, o.trim()),
+            None => (spec, ""),
+        };
+        let mut rate_limit = None;
+        for option in options.split_whitespace() {
+            match option.split_once('=') {
+                Some(("rate_limit", v)) => {
+                    rate_limit = Some(
+                        toolsmith_core::rate::RateLimit::parse(v)
+                            .map_err(|e| format!("rate_limit: {e}"))?,
+                    );
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown option {option:?} after the secret (expected rate_limit=N/PER)"
+                    ));
+                }
+            }
+        }
         let (who, secret) = spec
             .split_once('=')
             .ok_or_else(|| format!("token {spec:?}: expected NAME[:ROLE][@TOOLSET,...]=SECRET"))?;
@@ -85,6 +108,7 @@ impl Token {
             secret: secret.to_owned(),
             role,
             toolsets,
+            rate_limit,
         })
     }
 }
@@ -112,6 +136,8 @@ pub struct Caller {
     pub kind: &'static str,
     /// The toolsets the caller is limited to (empty: not limited).
     pub toolsets: Vec<String>,
+    /// Its own rate limit across tools (its token's or JWT's; else the server's default).
+    pub rate_limit: Option<toolsmith_core::rate::RateLimit>,
 }
 
 impl Caller {
@@ -133,6 +159,7 @@ impl Caller {
             auth_required: false,
             kind: "none",
             toolsets: Vec::new(),
+            rate_limit: None,
         }
     }
 }
@@ -190,6 +217,7 @@ pub async fn require(
                 auth_required: true,
                 kind: "token",
                 toolsets: token.toolsets.clone(),
+                rate_limit: token.rate_limit,
             },
             (None, Some(jwt)) if presented.matches('.').count() == 2 => {
                 match jwt.verify(presented).await {

@@ -7,7 +7,8 @@
 //! names, `iss`, `aud`, `exp`, `nbf` and `iat` (60 s leeway). The caller's name comes from
 //! `sub` (or a configured claim), the role from a claim (`toolsmith_role`) or OAuth scopes
 //! (`toolsmith:read|call|admin`, the highest wins), the toolsets from a claim
-//! (`toolsmith_toolsets`, a list or a comma-separated string).
+//! (`toolsmith_toolsets`, a list or a comma-separated string), a rate limit from
+//! `toolsmith_rate_limit` (`100/1m`).
 //!
 //! Keys are fetched at start (from `--jwks-url`, or the `jwks_uri` of the issuer's
 //! `/.well-known/openid-configuration`), again after an hour, and again when a token names a
@@ -42,6 +43,8 @@ pub struct JwtConfig {
     pub name_claim: String,
     pub role_claim: String,
     pub toolsets_claim: String,
+    /// The claim giving the caller's rate limit (`100/1m`).
+    pub rate_limit_claim: String,
     /// The least time between two key fetches caused by unknown `kid`s.
     pub refresh_interval: Duration,
 }
@@ -58,6 +61,7 @@ impl JwtConfig {
             name_claim: "sub".into(),
             role_claim: "toolsmith_role".into(),
             toolsets_claim: "toolsmith_toolsets".into(),
+            rate_limit_claim: "toolsmith_rate_limit".into(),
             refresh_interval: Duration::from_secs(30),
         }
     }
@@ -366,12 +370,26 @@ impl JwtVerifier {
                 ));
             }
         };
+        let rate_limit = match claims.get(&self.config.rate_limit_claim) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(
+                toolsmith_core::rate::RateLimit::parse(s)
+                    .map_err(|e| format!("the `{}` claim: {e}", self.config.rate_limit_claim))?,
+            ),
+            Some(_) => {
+                return Err(format!(
+                    "the `{}` claim must be text such as 100/1m",
+                    self.config.rate_limit_claim
+                ));
+            }
+        };
         Ok(Caller {
             name: name.to_owned(),
             role,
             auth_required: true,
             kind: "jwt",
             toolsets,
+            rate_limit,
         })
     }
 }

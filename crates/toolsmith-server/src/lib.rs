@@ -140,7 +140,56 @@ impl AppState {
     /// Accepts JWTs from `jwt`'s issuer (besides the static tokens); `public_url` is how
     /// clients reach this server, for the protected resource metadata. Set once, at start.
     pub fn set_identity(&self, jwt: Option<Arc<jwt::JwtVerifier>>, public_url: Option<String>) {
-        let _ = self.identity.set(Identity { jwt, public_url });
+        self.set_identity_with(jwt, public_url, None);
+    }
+
+    /// [`Self::set_identity`] with the rate limit of callers whose token gives none
+    /// (`serve --rate-limit`).
+    pub fn set_identity_with(
+        &self,
+        jwt: Option<Arc<jwt::JwtVerifier>>,
+        public_url: Option<String>,
+        rate_limit: Option<toolsmith_core::rate::RateLimit>,
+    ) {
+        let _ = self.identity.set(Identity {
+            jwt,
+            public_url,
+            rate_limit,
+        });
+    }
+
+    /// Whether `caller` may call `tool` now under its own rate limit (its token's, else the
+    /// server's): `None`, or the refusal (kind `rate_limited`, `meta.retry_after_ms`).
+    pub fn admit(
+        &self,
+        caller: &auth::Caller,
+        tool: &CompiledTool,
+    ) -> Option<toolsmith_core::ToolResult> {
+        let limit = caller
+            .rate_limit
+            .or_else(|| self.identity.get().and_then(|i| i.rate_limit));
+        let limit = limit?;
+        let who = caller.log_name();
+        self.engine
+            .rates()
+            // One scope per distinct limit: callers with different limits never reset
+            // each other's buckets.
+            .check(&format!("caller {}", limit.text()), limit, &who)
+            .err()
+            .map(|wait| {
+                let mut meta = tool.meta(Vec::new());
+                meta.retry_after_ms = Some(wait.as_millis() as u64 + 1);
+                toolsmith_core::ToolResult::err(
+                    toolsmith_core::ErrorKind::RateLimited,
+                    format!(
+                        "{who:?} may make {} calls; try again in {:.1} s",
+                        limit.text(),
+                        wait.as_secs_f64()
+                    ),
+                    Vec::new(),
+                    meta,
+                )
+            })
     }
 
     pub fn jwt(&self) -> Option<&Arc<jwt::JwtVerifier>> {
@@ -204,6 +253,8 @@ impl AppState {
 struct Identity {
     jwt: Option<Arc<jwt::JwtVerifier>>,
     public_url: Option<String>,
+    /// Callers' rate limit when their token gives none.
+    rate_limit: Option<toolsmith_core::rate::RateLimit>,
 }
 
 /// How the HTTP server behaves towards browsers and MCP clients.

@@ -216,6 +216,7 @@ impl McpServer {
         match token {
             Some(c) => CallOptions {
                 admin: c.role == crate::auth::Role::Admin,
+                principal: c.log_name(),
                 ..CallOptions::new(
                     format!("{}:{}", self.options.caller, c.log_name()),
                     confirmed,
@@ -495,6 +496,15 @@ impl ServerHandler for McpServer {
             Some(Value::String(text)) if !wrapped => Value::String(text.clone()),
             _ => Value::Object(request.arguments.clone().unwrap_or_default()),
         };
+        // The caller's own rate limit (over HTTP, where callers are known).
+        if let Some(caller) = ctx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<crate::auth::Caller>())
+            && let Some(refused) = self.state.admit(caller, &tool)
+        {
+            return Ok(self.finish(&tool, refused, &arguments, false, &ctx));
+        }
         let upstream = matches!(tool.tool.executor, Executor::Mcp(_));
         // The answer to an upstream's question asked of this client (protocol 2026-07-28):
         // the parked call goes on.

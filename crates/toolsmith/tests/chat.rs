@@ -281,6 +281,50 @@ fn a_toolset_limits_what_the_model_is_offered() {
 }
 
 #[test]
+fn a_call_over_its_tools_rate_limit_waits_and_says_so() {
+    let env = Env::new();
+    std::fs::write(
+        env.dir.path().join("catalog.yaml"),
+        "tools:\n  - {name: tick, description: Ticks., command: [echo, tick], rate_limit: 1/1s}\n",
+    )
+    .expect("catalog");
+    let m = model(vec![
+        sse(&openai_calls(&[("c1", "tick", "{}"), ("c2", "tick", "{}")])),
+        sse(TEXT_ONLY),
+    ]);
+    let o = env.run(&m, "openai", &["--json", "tick twice"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let retries: Vec<Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "retry")
+        .collect();
+    assert_eq!(retries.len(), 1, "{out}");
+    assert_eq!(retries[0]["reason"], "`tick` is over its rate limit");
+    assert!(
+        retries[0]["wait_ms"]
+            .as_u64()
+            .is_some_and(|w| w > 0 && w <= 1001),
+        "{}",
+        retries[0]
+    );
+    let requests = m.requests();
+    let results: Vec<&str> = requests[1]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert!(
+        results.iter().all(|r| r.contains("tick")),
+        "both ran: {results:?}"
+    );
+}
+
+#[test]
 fn parallel_calls_under_approval_never_run_the_safe_one_and_answer_both() {
     let env = Env::new();
     let m = model(vec![

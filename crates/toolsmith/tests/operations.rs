@@ -255,3 +255,141 @@ fn json_logs_make_every_stderr_line_one_object() {
     assert!(seen.iter().any(|m| m.starts_with("imported ")), "{seen:?}");
     assert!(seen.iter().any(|m| m.starts_with("sandbox: ")), "{seen:?}");
 }
+
+/// One REST call; status, `Retry-After`, body.
+fn call_with(base: &str, tool: &str, token: &str) -> (u16, Option<u64>, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let req = ureq::http::Request::builder()
+        .method("POST")
+        .uri(format!("{base}/tools/{tool}/call"))
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {token}"))
+        .body(br#"{"arguments": {}}"#.to_vec())
+        .expect("request");
+    let mut resp = agent.run(req).expect("send");
+    let retry = resp
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    let status = resp.status().as_u16();
+    let body = resp.body_mut().read_to_string().unwrap_or_default();
+    (
+        status,
+        retry,
+        serde_json::from_str(&body).unwrap_or(Value::String(body)),
+    )
+}
+
+#[test]
+fn rate_limits_hold_per_tool_per_caller_and_per_token() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("r.db").display().to_string();
+    let catalog = dir.path().join("limits.yaml");
+    std::fs::write(
+        &catalog,
+        "defaults:\n  rate_limit: {calls: 100, per: 1h}\ntools:\n  - {name: scarce, description: d, command: [\"true\"], rate_limit: {calls: 2, per: 1h}}\n  - {name: plenty, description: d, command: [\"true\"]}\n  - {name: free, description: d, command: [\"true\"], rate_limit: 1000/1s}\n",
+    )
+    .expect("catalog");
+    let (_serve, base, mcp) = serve(
+        &db,
+        dir.path(),
+        &[
+            "--catalog",
+            catalog.to_str().expect("path"),
+            "--rate-limit",
+            "6/1h",
+            "--token",
+            "a:call=a-secret-1",
+            "--token",
+            "b:call=b-secret-1",
+            "--token",
+            "slow:call=slow-secret-1 rate_limit=1/1h",
+        ],
+    );
+    // The tool's limit, for each caller apart.
+    for _ in 0..2 {
+        assert_eq!(call_with(&base, "scarce", "a-secret-1").0, 200);
+    }
+    let (status, retry, body) = call_with(&base, "scarce", "a-secret-1");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (429, Some("rate_limited")),
+        "{body}"
+    );
+    assert!(
+        retry.is_some_and(|s| s > 60 && s <= 1800),
+        "Retry-After {retry:?}"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("2/1h")),
+        "{body}"
+    );
+    assert_eq!(
+        call_with(&base, "scarce", "b-secret-1").0,
+        200,
+        "b has its own bucket"
+    );
+    // Over MCP: the same bucket (b's second call passes, its third does not), and an
+    // isError result of kind rate_limited with the wait.
+    let mcp_call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "scarce", "arguments": {}}});
+    let (_, answer) = common::post_mcp(&mcp, mcp_call, Some("b-secret-1"));
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    let (status, answer) = common::post_mcp(
+        &mcp,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "scarce", "arguments": {}}}),
+        Some("b-secret-1"),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.starts_with("rate_limited: ") && text.contains("try again in"),
+        "{text}"
+    );
+    // The token's own limit, across tools.
+    assert_eq!(call_with(&base, "plenty", "slow-secret-1").0, 200);
+    let (status, retry, _) = call_with(&base, "free", "slow-secret-1");
+    assert_eq!(status, 429, "the token's 1/1h holds across tools");
+    assert!(retry.is_some_and(|s| s > 3000), "{retry:?}");
+    // The server's default for tokens without one: a has made 3 calls; 3 more pass.
+    for _ in 0..3 {
+        assert_eq!(call_with(&base, "free", "a-secret-1").0, 200);
+    }
+    let (status, _, body) = call_with(&base, "free", "a-secret-1");
+    assert_eq!(status, 429, "--rate-limit 6/1h: {body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("6/1h")),
+        "{body}"
+    );
+    // Refusals are in the run log and the metrics.
+    let (_, runs) = request_as(
+        "GET",
+        &format!("{base}/runs?kind=rate_limited"),
+        None,
+        Some("a-secret-1"),
+    );
+    assert!(
+        runs["runs"].as_array().is_some_and(|r| r.len() >= 3),
+        "{runs}"
+    );
+    let text = scrape(
+        &format!("{}/metrics", base.trim_end_matches("/v1")),
+        Some("a-secret-1"),
+    )
+    .expect("metrics");
+    assert_eq!(
+        sample(&text, "toolsmith_rate_limited_total{tool=\"scarce\"}"),
+        Some(2.0),
+        "{text}"
+    );
+}

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use common::{BIN, repo, request_as, serve};
+use common::{BIN, post_mcp, repo, request_as, serve};
 
 /// Toolsets and tools the tests use beside the example catalog (whose toolsets are `files`
 /// and `text`), and 1000 bulk tools.
@@ -95,32 +95,6 @@ fn names(v: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// One JSON-RPC request to an MCP endpoint; status and JSON.
-fn post_mcp(url: &str, body: Value, token: Option<&str>) -> (u16, Value) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut req = ureq::http::Request::builder()
-        .method("POST")
-        .uri(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18");
-    if let Some(t) = token {
-        req = req.header("authorization", format!("Bearer {t}"));
-    }
-    let mut resp = agent
-        .run(req.body(body.to_string().into_bytes()).expect("request"))
-        .expect("send");
-    let status = resp.status().as_u16();
-    let text = resp.body_mut().read_to_string().unwrap_or_default();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
 }
 
 /// Every tool name `tools/list` gives at `url` (all pages), and the bytes it took.

@@ -1,5 +1,5 @@
 //! The `defaults:` of a catalog file: timeout, environment allowlist, naming rule, limits and
-//! the hosts its http tools may reach,
+//! the hosts its http tools may reach, sandbox and rate limit,
 //! inherited by the files it imports.
 
 use super::*;
@@ -33,7 +33,37 @@ pub(super) fn read_defaults(v: &Value, inherited: &Defaults, e: &mut Errs) -> De
             Some(v) => crate::sandbox::read(v, &f.at("sandbox"), e),
             None => inherited.sandbox.clone(),
         },
+        rate_limit: match f.get("rate_limit") {
+            Some(v) => read_rate_limit(v, &f.at("rate_limit"), e),
+            None => inherited.rate_limit,
+        },
     }
+}
+
+/// `rate_limit:` — `{calls: N, per: 1s|1m|1h, burst: M}`, or the text `N/PER[,burst=M]`.
+pub(super) fn read_rate_limit(v: &Value, at: &str, e: &mut Errs) -> Option<crate::rate::RateLimit> {
+    use crate::rate::RateLimit;
+    if let Value::String(text) = v {
+        return RateLimit::parse(text).map_err(|m| e.push(at, m)).ok();
+    }
+    let f = Fields::new(v, at, &["calls", "per", "burst"], e)?;
+    let calls = f.uint("calls", e);
+    if calls.is_none() && !f.has("calls") {
+        e.push(&f.at("calls"), "missing; how many calls per period");
+    }
+    let per = f.string("per", e).unwrap_or_else(|| "1s".into());
+    let burst = f.uint("burst", e);
+    let calls = u32::try_from(calls?)
+        .map_err(|_| e.push(&f.at("calls"), "too large"))
+        .ok()?;
+    let burst = burst.map(|b| u32::try_from(b).unwrap_or(u32::MAX));
+    if burst == Some(0) {
+        e.push(&f.at("burst"), "must be at least 1");
+        return None;
+    }
+    RateLimit::new(calls, &per, burst)
+        .map_err(|m| e.push(at, m))
+        .ok()
 }
 
 pub(super) fn read_limits(v: &Value, at: &str, e: &mut Errs) -> Limits {

@@ -134,6 +134,8 @@ struct Defaults {
     /// `sandbox` of the file's process tools, `session_start` and stdio servers that do not
     /// give their own.
     sandbox: Option<crate::sandbox::Sandbox>,
+    /// `rate_limit` of the file's tools that do not give their own.
+    rate_limit: Option<crate::rate::RateLimit>,
 }
 
 struct Loader<'s> {
@@ -185,6 +187,7 @@ const DEFAULT_KEYS: &[&str] = &[
     "limits",
     "http_allow_hosts",
     "sandbox",
+    "rate_limit",
 ];
 const TOOL_KEYS: &[&str] = &[
     "name",
@@ -215,6 +218,7 @@ const TOOL_KEYS: &[&str] = &[
     "max_concurrency",
     "limits",
     "sandbox",
+    "rate_limit",
     "output",
 ];
 const EXECUTORS: [&str; 5] = ["command", "script", "builtin", "mcp", "http"];
@@ -467,6 +471,10 @@ impl Loader<'_> {
         }
         .or(defaults.limits);
         let sandbox = sandbox::read_tool(&f, defaults, process, executor.as_ref(), e);
+        let rate_limit = match f.get("rate_limit") {
+            Some(v) => defaults::read_rate_limit(v, &f.at("rate_limit"), e),
+            None => defaults.rate_limit,
+        };
         let output = f
             .choice(
                 "output",
@@ -508,6 +516,7 @@ impl Loader<'_> {
             max_concurrency: max_concurrency.and_then(|m| u32::try_from(m).ok()),
             limits: if process { limits } else { Limits::default() },
             sandbox,
+            rate_limit,
             output,
             parameters,
             config_schema,

@@ -209,6 +209,7 @@ impl McpServer {
             working_dir: None,
             max_concurrency: None,
             sandbox: None,
+            rate_limit: None,
             limits: Limits::default(),
             output: OutputMode::Text,
             parameters: Vec::new(),

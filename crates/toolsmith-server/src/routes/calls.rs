@@ -146,13 +146,15 @@ async fn plan(
 /// kind and a message; a dangerous tool without `"confirm": true` runs nothing and returns
 /// `needs_confirmation`.
 #[utoipa::path(post, path = "/v1/tools/{name}/call", tag = "calls", params(("name" = String, Path, description = "The tool's name")), request_body = CallBody,
-    responses((status = 200, body = ToolResult), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = ToolResult), (status = 404, body = ErrorBody),
+        (status = 429, description = "Over a rate limit (the tool's for this caller, or the caller's own); `Retry-After` says when to try again",
+            headers(("Retry-After" = String, description = "Seconds to wait")), body = ErrorBody)))]
 async fn call(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     request: CallRequest<CallBody>,
-) -> ApiResult<Json<ToolResult>> {
+) -> ApiResult<Response> {
     let body = request.body;
     let tool = compiled_tool(&s, &name, body.version).await?;
     let arguments = body.arguments.clone();
@@ -163,9 +165,10 @@ async fn call(
         caller: caller.log_name(),
         started: std::time::Instant::now(),
     };
-    let result = match request.arguments_problem {
+    let result = match (request.arguments_problem, s.admit(&caller, &tool)) {
+        (_, Some(refused)) => refused,
         // (A disabled tool answers `disabled` whatever its arguments: the engine says so.)
-        Some(problem) if tool.tool.enabled => tool.invalid_arguments(vec![problem]),
+        (Some(problem), _) if tool.tool.enabled => tool.invalid_arguments(vec![problem]),
         _ => {
             s.engine
                 .call(
@@ -197,9 +200,31 @@ async fn call(
             e.message
                 .push_str("; send the call again with \"confirm\": true once the user has agreed");
         }
-        return Ok(Json(r));
+        return Ok(Json(r).into_response());
     }
-    Ok(Json(result))
+    if let Some(e) = result
+        .error
+        .as_ref()
+        .filter(|e| e.kind == ErrorKind::RateLimited)
+    {
+        let wait = result
+            .meta
+            .retry_after_ms
+            .unwrap_or(1000)
+            .div_ceil(1000)
+            .max(1);
+        let mut response = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            e.message.clone(),
+        )
+        .into_response();
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from(wait));
+        return Ok(response);
+    }
+    Ok(Json(result).into_response())
 }
 
 /// Writes a `cancelled` entry to the execution log when a call's request goes away before

@@ -283,6 +283,11 @@ pub struct ServeArgs {
     /// clients slow to send their request's headers are closed after 15 s.
     #[arg(long, value_name = "N", default_value_t = 4096)]
     pub max_connections: usize,
+    /// How often each caller may call tools when its token gives no `rate_limit`: N/PER
+    /// with PER s, m or h (100/1m, 5/1s,burst=10). Over it, REST answers 429 with
+    /// Retry-After and MCP a `rate_limited` result. Per process.
+    #[arg(long, value_name = "N/PER", value_parser = |s: &str| toolsmith_core::rate::RateLimit::parse(s))]
+    pub rate_limit: Option<toolsmith_core::rate::RateLimit>,
     /// Prometheus metrics at /metrics (role `read` when tokens are on): on or off.
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
     pub metrics: String,

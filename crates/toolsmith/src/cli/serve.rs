@@ -112,7 +112,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         let upstreams = engine.upstreams().clone();
         let state =
             toolsmith_server::AppState::with_retention(store, engine, tokens, args.run_retention);
-        state.set_identity(jwt, args.jwt.public_url.clone());
+        state.set_identity_with(jwt, args.jwt.public_url.clone(), args.rate_limit);
         toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
         // Upstream MCP servers start in the background: serve answers at once.
         toolsmith_server::federation::start(&state);

@@ -209,3 +209,29 @@ pub fn mcp_client(python: &str, args: &[&str]) {
         "the MCP client failed:\n{out}\n{err}"
     );
 }
+
+/// One JSON-RPC request to an MCP endpoint; status and JSON.
+pub fn post_mcp(url: &str, body: Value, token: Option<&str>) -> (u16, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut req = ureq::http::Request::builder()
+        .method("POST")
+        .uri(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18");
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    let mut resp = agent
+        .run(req.body(body.to_string().into_bytes()).expect("request"))
+        .expect("send");
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
