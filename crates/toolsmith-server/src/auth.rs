@@ -50,11 +50,14 @@ pub struct Token {
 impl Token {
     /// `NAME[:ROLE][@TOOLSET[,TOOLSET...]]=SECRET [rate_limit=N/PER]`; the role is `admin`
     /// when not given.
-    pub fn parse(spec: &str) -> Result<Self, String> {
-        let (spec, options) = match spec.split_once(char::is_whitespace) {
+    pub fn parse(line: &str) -> Result<Self, String> {
+        let (spec, options) = match line.split_once(char::is_whitespace) {
             Some((s, o)) => (s, o.trim()),
-            None => (spec, ""),
+            None => (line, ""),
         };
+        let (who, secret) = spec.split_once('=').ok_or_else(|| {
+            format!("token {line:?}: expected NAME[:ROLE][@TOOLSET,...]=SECRET [rate_limit=N/PER]")
+        })?;
         let mut rate_limit = None;
         for option in options.split_whitespace() {
             match option.split_once('=') {
@@ -71,9 +74,6 @@ impl Token {
                 }
             }
         }
-        let (who, secret) = spec
-            .split_once('=')
-            .ok_or_else(|| format!("token {spec:?}: expected NAME[:ROLE][@TOOLSET,...]=SECRET"))?;
         let (who, toolsets) = match who.split_once('@') {
             Some((who, sets)) => {
                 let sets: Vec<String> = sets.split(',').map(|s| s.trim().to_owned()).collect();

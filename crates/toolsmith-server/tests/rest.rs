@@ -466,6 +466,17 @@ fn non_loopback_addresses_need_a_token() {
     assert!(check_bind("0.0.0.0:7700".parse().expect("addr"), &[token], false).is_ok());
     assert!(Token::parse("short=abc").is_err());
     assert!(Token::parse("x:root=long-enough").is_err());
+    let limited = Token::parse("ci:call@build,test=long-enough rate_limit=10/1m").expect("token");
+    assert_eq!(
+        (limited.toolsets, limited.rate_limit.map(|r| r.text())),
+        (
+            vec!["build".to_string(), "test".to_string()],
+            Some("10/1m".into())
+        )
+    );
+    let err = Token::parse("ci=long-enough rate=10/1m").expect_err("an unknown option");
+    assert!(err.contains("unknown option \"rate=10/1m\""), "{err}");
+    assert!(Token::parse("ci@bad name=long-enough").is_err());
 }
 
 #[test]
@@ -485,7 +496,7 @@ fn tokens_files_name_the_bad_line() {
     let err = toolsmith_server::auth::parse_tokens_file("a=long-enough-1\nbroken line\n")
         .expect_err("bad line");
     assert!(
-        err.starts_with("line 2: token \"broken line\": expected NAME[:ROLE][@TOOLSET,...]=SECRET"),
+        err.starts_with("line 2: token \"broken line\": expected NAME[:ROLE][@TOOLSET,...]=SECRET [rate_limit=N/PER]"),
         "{err}"
     );
 }

@@ -1,0 +1,141 @@
+//! What operations cost (SPEC §16): calls per second of a `true` command tool over REST with
+//! 8 calls in flight, against two real `toolsmith serve` processes side by side — one with
+//! metrics on (the default), one with `--metrics off` — in alternating rounds, so both see
+//! the same machine. Also the cost of a rate-limited caller (`--rate-limit` high enough never
+//! to refuse) against none.
+//!
+//! Run with `cargo bench -p toolsmith --bench operations` (`BENCH_SECONDS` per round,
+//! `BENCH_ROUNDS` rounds).
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+#[path = "common.rs"]
+mod common;
+
+use common::{Killed, env, free_port};
+
+const IN_FLIGHT: usize = 8;
+
+fn start(dir: &std::path::Path, name: &str, extra: &[&str]) -> (Killed, String) {
+    let port = free_port();
+    let catalog = dir.join("catalog.yaml");
+    let server = Killed(
+        Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+            .args([
+                "serve",
+                "--no-cgroups",
+                "--addr",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .arg("--catalog")
+            .arg(&catalog)
+            .arg("--db")
+            .arg(dir.join(format!("{name}.db")))
+            .arg("--workspace")
+            .arg(dir)
+            .args(extra)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve"),
+    );
+    let base = format!("http://127.0.0.1:{port}/v1");
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let started = Instant::now();
+    while agent.get(format!("{base}/health")).call().is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "serve did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (server, base)
+}
+
+/// Calls per second with `IN_FLIGHT` clients calling for `seconds`.
+fn rate(base: &str, seconds: f64) -> f64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let clients: Vec<_> = (0..IN_FLIGHT)
+        .map(|_| {
+            let (stop, done, url) = (stop.clone(), done.clone(), format!("{base}/tools/yes/call"));
+            std::thread::spawn(move || {
+                let agent: ureq::Agent = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .build()
+                    .into();
+                while !stop.load(Ordering::Relaxed) {
+                    let r = agent
+                        .post(&url)
+                        .header("content-type", "application/json")
+                        .send(r#"{"arguments": {}}"#)
+                        .expect("call");
+                    assert_eq!(r.status().as_u16(), 200);
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    stop.store(true, Ordering::Relaxed);
+    for c in clients {
+        c.join().expect("client");
+    }
+    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let seconds = env("BENCH_SECONDS", 3) as f64;
+    let rounds = env("BENCH_ROUNDS", 5) as usize;
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("catalog.yaml"),
+        "tools:\n  - {name: yes, description: Succeeds., command: [\"true\"]}\n",
+    )
+    .expect("catalog");
+    let servers = [
+        (
+            "metrics off",
+            start(dir.path(), "off", &["--metrics", "off"]),
+        ),
+        ("metrics on (default)", start(dir.path(), "on", &[])),
+        (
+            "metrics on, --rate-limit 1000000/1s",
+            start(dir.path(), "limited", &["--rate-limit", "1000000/1s"]),
+        ),
+    ];
+    for (_, (_, base)) in &servers {
+        rate(base, 1.0);
+    }
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); servers.len()];
+    for _ in 0..rounds {
+        for (i, (_, (_, base))) in servers.iter().enumerate() {
+            rates[i].push(rate(base, seconds));
+        }
+    }
+    println!(
+        "REST calls of a `true` tool, {IN_FLIGHT} in flight, {rounds} rounds of {seconds} s, alternating:"
+    );
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let base = median(&mut rates[0].clone());
+    for (i, (name, _)) in servers.iter().enumerate() {
+        let m = median(&mut rates[i]);
+        println!(
+            "  {name:<40} median {m:>7.0} calls/s  (rounds {:?})  {:+.1} %",
+            rates[i]
+                .iter()
+                .map(|r| r.round() as u64)
+                .collect::<Vec<_>>(),
+            (m / base - 1.0) * 100.0
+        );
+    }
+}
