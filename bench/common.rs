@@ -1,5 +1,8 @@
-//! Helpers the server benchmarks share (`serve.rs`, `mcp.rs`): settings from the environment,
-//! percentiles, and child servers that are killed when the bench ends.
+//! Helpers the server benchmarks share (`serve.rs`, `mcp.rs`, `toolsets.rs`,
+//! `operations.rs`): settings from the environment, percentiles, and child servers that are
+//! killed when the bench ends. Not every bench uses every helper.
+
+#![allow(dead_code)]
 
 use std::process::Child;
 use std::time::Duration;
