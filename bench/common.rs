@@ -42,3 +42,19 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// Waits until the server at `base` (`http://.../v1`) answers its health check.
+pub fn wait_healthy(base: &str) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let started = std::time::Instant::now();
+    while agent.get(format!("{base}/health")).call().is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "serve did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

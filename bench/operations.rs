@@ -42,18 +42,7 @@ fn start(dir: &std::path::Path, name: &str, extra: &[&str]) -> (Killed, String) 
             .expect("serve"),
     );
     let base = format!("http://127.0.0.1:{port}/v1");
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let started = Instant::now();
-    while agent.get(format!("{base}/health")).call().is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "serve did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_healthy(&base);
     (server, base)
 }
 

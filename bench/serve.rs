@@ -53,14 +53,7 @@ fn main() {
         .http_status_as_error(false)
         .build()
         .into();
-    let started = Instant::now();
-    while agent.get(format!("{base}/health")).call().is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "serve did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::wait_healthy(&base);
     std::thread::sleep(Duration::from_millis(500));
     let idle = rss_mib(server.0.id());
 

@@ -12,7 +12,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::{BIN, mcp_client as client, python, repo, serve};
 
@@ -29,20 +28,7 @@ fn fill(db: &str, dir: &Path) {
         ));
     }
     std::fs::write(&bulk, text).expect("write bulk catalog");
-    for file in [repo().join("examples/catalog.yaml"), bulk] {
-        let o = Command::new(BIN)
-            .arg("import")
-            .arg(&file)
-            .args(["--db", db])
-            .output()
-            .expect("import");
-        assert!(
-            o.status.success(),
-            "import {}: {}",
-            file.display(),
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
+    common::import_all(db, &[repo().join("examples/catalog.yaml"), bulk]);
 }
 
 fn stdio(mode: &str) {

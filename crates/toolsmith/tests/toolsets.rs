@@ -47,19 +47,7 @@ fn fill(db: &str, dir: &Path) {
         ));
     }
     std::fs::write(&bulk, text).expect("write bulk");
-    for file in [repo().join("examples/catalog.yaml"), extra, bulk] {
-        let o = Command::new(BIN)
-            .arg("import")
-            .arg(&file)
-            .args(["--db", db])
-            .output()
-            .expect("import");
-        assert!(
-            o.status.success(),
-            "import: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
+    common::import_all(db, &[repo().join("examples/catalog.yaml"), extra, bulk]);
 }
 
 /// A GET with headers; status and JSON.

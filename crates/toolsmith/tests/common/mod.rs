@@ -235,3 +235,21 @@ pub fn post_mcp(url: &str, body: Value, token: Option<&str>) -> (u16, Value) {
         serde_json::from_str(&text).unwrap_or(Value::String(text)),
     )
 }
+
+/// Imports each catalog file into the registry `db` with `toolsmith import`.
+pub fn import_all(db: &str, files: &[PathBuf]) {
+    for file in files {
+        let o = Command::new(BIN)
+            .arg("import")
+            .arg(file)
+            .args(["--db", db])
+            .output()
+            .expect("import");
+        assert!(
+            o.status.success(),
+            "import {}: {}",
+            file.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
