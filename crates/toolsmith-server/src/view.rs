@@ -224,6 +224,22 @@ pub async fn attach(
     let Some(caller) = req.extensions().get::<Caller>().cloned() else {
         return Ok(next.run(req).await);
     };
+    // Upstream servers and OpenAPI sources span toolsets: a caller limited to some works
+    // with its tools only.
+    let path = req.uri().path();
+    if !caller.toolsets.is_empty()
+        && (path.starts_with("/v1/servers") || path.starts_with("/v1/openapi/"))
+    {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "{:?} is limited to the toolsets {}: upstream servers and OpenAPI imports are for callers that are not",
+                caller.name,
+                caller.toolsets.join(", ")
+            ),
+        ));
+    }
     let ask = Ask::of(&req);
     let view = resolve(&state, &caller, &ask).await?;
     if !view.is_everything()

@@ -363,6 +363,12 @@ fn toolsets_are_versioned_narrow_requests_and_limit_tokens() {
         lead,
     );
     assert_eq!(status, 404);
+    // Upstream servers and OpenAPI imports span toolsets: not for a limited caller.
+    let (status, _) = request_as("GET", &format!("{base}/servers"), None, lead);
+    assert_eq!(status, 403);
+    let spec = json!({"spec": {"openapi": "3.1.0", "info": {"title": "t", "version": "1"}, "paths": {}}, "base_url": "http://127.0.0.1:9"});
+    let (status, _) = request_as("POST", &format!("{base}/openapi/import"), Some(spec), lead);
+    assert_eq!(status, 403);
 
     // What search mode saves a client of a big registry (all pages of tools/list).
     let (all, full) = mcp_list(&mcp, root);
