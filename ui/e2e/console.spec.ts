@@ -285,3 +285,42 @@ test('a command tool says what its sandbox lets it reach, as this server enforce
   await expect(page.getByRole('heading', { name: 'Parameters' })).toBeVisible();
   await expect(page.getByRole('region', { name: 'Sandbox' })).toHaveCount(0);
 });
+
+test('toolsets: the list, a toolset with its members, URL and client configuration, and a new one from the form', async ({ page }) => {
+  await page.goto(`${env.url}/ui/tools`);
+  await page.getByRole('link', { name: 'Toolsets', exact: true }).click();
+  await expect(page.getByRole('heading', { name: 'Toolsets', level: 2 })).toBeVisible();
+  const files = page.getByRole('row', { name: /files/ });
+  await expect(files).toContainText('Reading and searching the workspace');
+  await expect(files).toContainText('4');
+  await page.getByRole('link', { name: 'files', exact: true }).click();
+  await expect(page).toHaveURL(/\/ui\/toolsets\/files$/);
+  await expect(page.getByRole('heading', { name: /^files/, level: 3 })).toBeVisible();
+  await expect(page.getByLabel('MCP URL')).toHaveText(`${env.url}/mcp/files`);
+  const member = page.getByRole('row', { name: /read_file/ });
+  await expect(member).toContainText('tag files');
+  await expect(page.getByRole('row', { name: /remove_files/ })).toHaveCount(0);
+  await page.getByRole('tab', { name: 'VS Code' }).click();
+  await expect(page.getByLabel('VS Code configuration')).toContainText(`"url": "${env.url}/mcp/files"`);
+  await page.getByRole('button', { name: 'Copy MCP URL' }).click();
+  await accessible(page, 'a toolset');
+  await shot(page, 'toolset');
+  // A new toolset from the form: its fields are named after the catalog keys.
+  await page.getByRole('button', { name: 'New toolset' }).click();
+  await page.getByLabel('Name', { exact: true }).fill('history');
+  await page.getByLabel('Description', { exact: true }).fill('What git says.');
+  await page.getByLabel('Tags', { exact: true }).fill('git');
+  await accessible(page, 'the toolset editor');
+  await page.getByRole('button', { name: 'Create' }).click();
+  await expect(page).toHaveURL(/\/ui\/toolsets\/history$/);
+  await expect(page.getByRole('row', { name: /git_log/ })).toContainText('tag git');
+  const saved = (await rest('GET', '/toolsets/history')).json;
+  expect(saved.definition).toEqual({ name: 'history', description: 'What git says.', include: { tags: ['git'] } });
+  expect(saved.members.map((m: { name: string }) => m.name)).toEqual(['git_log']);
+  // A refused definition says why, with the path.
+  await page.getByRole('button', { name: 'New toolset' }).click();
+  await page.getByLabel('Name', { exact: true }).fill('bad name');
+  await page.getByRole('button', { name: 'Create' }).click();
+  await expect(page.getByText('The toolset was not saved')).toBeVisible();
+  await expect(page.getByText('invalid toolset name')).toBeVisible();
+});

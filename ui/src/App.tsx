@@ -15,6 +15,7 @@ const ToolPage = lazy(() => import('./pages/Tool'));
 const EditorPage = lazy(() => import('./pages/Editor'));
 const RunsPage = lazy(() => import('./pages/Runs'));
 const ExportPage = lazy(() => import('./pages/Export'));
+const ToolsetsPage = lazy(() => import('./pages/Toolsets'));
 
 /** Who is using the UI (from /v1/whoami). */
 export const MeContext = createContext<WhoAmI | undefined>(undefined);
@@ -121,6 +122,7 @@ function Shell({ dark, setDark }: { dark: boolean; setDark: (d: boolean) => void
               style={{ borderBottom: 'none', background: 'transparent' }}
               items={[
                 { key: 'tools', label: <Link to="/tools">Tools</Link> },
+                { key: 'toolsets', label: <Link to="/toolsets">Toolsets</Link> },
                 { key: 'runs', label: <Link to="/runs">Runs</Link> },
                 { key: 'export', label: <Link to="/export">Export</Link> },
               ]}
@@ -191,6 +193,8 @@ function theRouter() {
           { path: 'new', element: <EditorPage /> },
           { path: 'tools/:name', element: <ToolPage /> },
           { path: 'tools/:name/edit', element: <EditorPage /> },
+          { path: 'toolsets', element: <ToolsetsPage /> },
+          { path: 'toolsets/:name', element: <ToolsetsPage /> },
           { path: 'runs', element: <RunsPage /> },
           { path: 'export', element: <ExportPage /> },
           { path: '*', element: <NotFound /> },

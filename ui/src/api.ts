@@ -8,6 +8,45 @@ export interface WhoAmI {
   name: string;
   role: Role;
   auth_required: boolean;
+  /** `token`, `jwt` or `none`. */
+  kind?: string;
+  /** The toolsets the caller is limited to (empty: every tool). */
+  toolsets?: string[];
+}
+
+/** One selector of a toolset: every key given must match. */
+export interface Selector {
+  names?: string[];
+  tags?: string[];
+  kinds?: string[];
+  servers?: string[];
+  danger?: 'safe' | 'dangerous';
+}
+
+/** A toolset in catalog form. */
+export interface ToolsetDef {
+  name: string;
+  description?: string;
+  include: Selector | Selector[];
+  exclude?: Selector | Selector[];
+  discovery?: 'all' | 'search';
+}
+
+export interface ToolsetSummary {
+  name: string;
+  description: string;
+  version: number;
+  discovery: 'all' | 'search';
+  members: number;
+}
+
+export interface ToolsetView {
+  name: string;
+  version: number;
+  updated_at_ms: number;
+  updated_by: string;
+  definition: ToolsetDef;
+  members: { name: string; why: string }[];
 }
 
 export interface ToolSummary {
@@ -317,6 +356,12 @@ export const api = {
   restore: (name: string, v: number) => request<ToolView>('POST', `/tools/${encodeURIComponent(name)}/restore/${v}`),
   check: (body: { definition: Definition; format?: string; strict?: boolean; arguments?: unknown }) =>
     request<CheckResult>('POST', '/check', body),
+  toolsets: () => request<{ toolsets: ToolsetSummary[] }>('GET', '/toolsets'),
+  toolset: (name: string) => request<ToolsetView>('GET', `/toolsets/${encodeURIComponent(name)}`),
+  createToolset: (def: ToolsetDef) => request<ToolsetView>('POST', '/toolsets', def),
+  updateToolset: (name: string, def: ToolsetDef, base: number) =>
+    request<ToolsetView>('PUT', `/toolsets/${encodeURIComponent(name)}`, def, { 'if-match': String(base) }),
+  removeToolset: (name: string) => request<void>('DELETE', `/toolsets/${encodeURIComponent(name)}`),
   runs: (p: { tool?: string; kind?: string; caller?: string; limit?: number; cursor?: string | null }) =>
     request<RunList>('GET', `/runs${query(p)}`),
   export: (p: { format: string; strict?: boolean; tag?: string; name?: string }) =>

@@ -11,7 +11,7 @@ import { useDebounced } from './Tools';
 import { Pill } from '../Pill';
 import { Pager } from '../Pager';
 
-const KINDS = ['ok', 'invalid_arguments', 'unknown_tool', 'disabled', 'needs_confirmation', 'timeout', 'exit_status', 'output_limit', 'spawn_failed', 'bad_output', 'cancelled', 'session', 'upstream', 'tool_error', 'http_status', 'network', 'sandbox', 'internal'];
+const KINDS = ['ok', 'invalid_arguments', 'unknown_tool', 'disabled', 'needs_confirmation', 'timeout', 'exit_status', 'output_limit', 'spawn_failed', 'bad_output', 'cancelled', 'session', 'upstream', 'tool_error', 'http_status', 'network', 'sandbox', 'rate_limited', 'internal'];
 
 /** A run's sandbox in a few words: the policy, and what was not enforced if anything. */
 export function sandboxText(s?: SandboxReport): string {
