@@ -163,6 +163,21 @@ pub struct Engine {
     sandbox: Arc<sandbox::Sandboxes>,
     /// Tools' rate limits, per caller; also the server's limits of callers.
     rates: rate::RateLimiter,
+    /// Calls waiting for a free slot now.
+    queued: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts a queued call out when dropped (however its wait ended).
+struct QueuedGuard<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for QueuedGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn scopeguard(counter: &std::sync::atomic::AtomicUsize) -> QueuedGuard<'_> {
+    QueuedGuard(counter)
 }
 
 impl Engine {
@@ -225,9 +240,15 @@ impl Engine {
             http: http::HttpClient::new()?,
             sandbox,
             rates: rate::RateLimiter::default(),
+            queued: std::sync::atomic::AtomicUsize::new(0),
             workspace,
             config,
         })
+    }
+
+    /// Calls waiting for a free slot now (the global limit or their tool's).
+    pub fn queued(&self) -> usize {
+        self.queued.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The rate limits of this process (tools' per caller, and callers' own).
@@ -455,8 +476,26 @@ impl Engine {
             }
             entry.1.clone()
         });
+        // Free slots are taken at once; a call that must wait counts as queued meanwhile.
+        let mut permits = Vec::with_capacity(2);
+        let tool_sem = match tool_sem.map(|s| (s.clone().try_acquire_owned(), s)) {
+            Some((Ok(p), _)) => {
+                permits.push(p);
+                None
+            }
+            Some((Err(_), s)) => Some(s),
+            None => None,
+        };
+        if tool_sem.is_none()
+            && let Ok(p) = self.global.clone().try_acquire_owned()
+        {
+            permits.push(p);
+            return Ok(permits);
+        }
+        self.queued
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let _queued = scopeguard(&self.queued);
         let acquire = async {
-            let mut permits = Vec::with_capacity(2);
             if let Some(s) = tool_sem {
                 permits.push(s.acquire_owned().await.map_err(|e| e.to_string())?);
             }

@@ -69,6 +69,11 @@ struct ServerLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ServerLabel {
+    server: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VersionLabel {
     version: String,
 }
@@ -85,6 +90,8 @@ pub struct Metrics {
     calls: Family<CallLabels, Counter>,
     durations: Durations,
     in_flight: Gauge,
+    queued: Gauge,
+    upstream_durations: Family<ServerLabel, Histogram, fn() -> Histogram>,
     coercions: Family<ToolLabel, Counter>,
     invalid: Family<ToolLabel, Counter>,
     rate_limited: Family<ToolLabel, Counter>,
@@ -95,7 +102,7 @@ pub struct Metrics {
     warm_calls: Counter,
     sessions: Gauge,
     upstream_status: Family<ServerLabels, Gauge>,
-    upstream_restarts: Family<ToolLabel, Counter>,
+    upstream_restarts: Family<ServerLabel, Counter>,
     generation: Gauge,
     poll_age: Gauge<f64, AtomicU64>,
     /// Milliseconds since `started` of the last successful registry poll.
@@ -124,6 +131,8 @@ impl Metrics {
             calls: Family::default(),
             durations: Durations::new_with_constructor(histogram),
             in_flight: Gauge::default(),
+            queued: Gauge::default(),
+            upstream_durations: Family::new_with_constructor(histogram),
             coercions: Family::default(),
             invalid: Family::default(),
             rate_limited: Family::default(),
@@ -156,6 +165,16 @@ impl Metrics {
             "calls_in_flight",
             "Tool calls running now",
             m.in_flight.clone(),
+        );
+        registry.register(
+            "calls_queued",
+            "Tool calls waiting for a free slot (the server's limit or their tool's max_concurrency)",
+            m.queued.clone(),
+        );
+        registry.register(
+            "upstream_call_duration_seconds",
+            "Calls of upstream MCP servers' tools, by server",
+            m.upstream_durations.clone(),
         );
         registry.register(
             "argument_coercions",
@@ -280,6 +299,15 @@ impl Metrics {
                 })
                 .inc_by(result.meta.coerced.len() as u64);
         }
+        if let (Some(ms), toolsmith_core::model::Executor::Mcp(target)) =
+            (result.meta.duration_ms, &tool.executor)
+        {
+            self.upstream_durations
+                .get_or_create(&ServerLabel {
+                    server: target.server.clone(),
+                })
+                .observe(ms / 1000.0);
+        }
         if let Some(ms) = result.meta.duration_ms {
             self.durations
                 .get_or_create(&ToolKind {
@@ -324,6 +352,7 @@ impl Metrics {
     /// The metrics as text, after reading what is sampled at scrape time from `state`.
     pub fn encode(&self, state: &crate::AppState) -> String {
         let engine = &state.engine;
+        self.queued.set(engine.queued() as i64);
         self.warm_live.set(engine.warm_runtimes() as i64);
         self.warm_ready.set(engine.warm_ready() as i64);
         self.warm_starts
@@ -345,8 +374,8 @@ impl Metrics {
                 })
                 .set(1);
             self.upstream_restarts
-                .get_or_create(&ToolLabel {
-                    tool: s.name.clone(),
+                .get_or_create(&ServerLabel {
+                    server: s.name.clone(),
                 })
                 .inner()
                 .store(u64::from(s.restarts), Ordering::Relaxed);

@@ -393,3 +393,51 @@ fn rate_limits_hold_per_tool_per_caller_and_per_token() {
         "{text}"
     );
 }
+
+#[test]
+fn metrics_show_calls_waiting_for_a_slot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("r.db").display().to_string();
+    let catalog = dir.path().join("slow.yaml");
+    std::fs::write(
+        &catalog,
+        "tools:\n  - {name: slow, description: d, command: [sleep, \"1.5\"], max_concurrency: 1}\n",
+    )
+    .expect("catalog");
+    let (_serve, base, _) = serve(
+        &db,
+        dir.path(),
+        &["--catalog", catalog.to_str().expect("path")],
+    );
+    let calls: Vec<_> = (0..2)
+        .map(|_| {
+            let base = base.clone();
+            std::thread::spawn(move || {
+                request_as(
+                    "POST",
+                    &format!("{base}/tools/slow/call"),
+                    Some(json!({"arguments": {}})),
+                    None,
+                )
+                .0
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let text = scrape(&format!("{}/metrics", base.trim_end_matches("/v1")), None).expect("metrics");
+    assert_eq!(
+        sample(&text, "toolsmith_calls_in_flight"),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "toolsmith_calls_queued"),
+        Some(1.0),
+        "one call waits for the tool's only slot"
+    );
+    for c in calls {
+        assert_eq!(c.join().expect("call"), 200);
+    }
+    let text = scrape(&format!("{}/metrics", base.trim_end_matches("/v1")), None).expect("metrics");
+    assert_eq!(sample(&text, "toolsmith_calls_queued"), Some(0.0));
+}

@@ -99,7 +99,6 @@ async fn validate(
 ) -> ApiResult<Json<Validation>> {
     let body = request.body;
     let tool = compiled_tool(&s, &name, body.version).await?;
-    let _flight = s.metrics.in_flight();
     let prepared = match request.arguments_problem {
         Some(problem) => Err(vec![problem]),
         None => tool.prepare(body.arguments),
@@ -157,6 +156,7 @@ async fn call(
 ) -> ApiResult<Response> {
     let body = request.body;
     let tool = compiled_tool(&s, &name, body.version).await?;
+    let _flight = s.metrics.in_flight();
     let arguments = body.arguments.clone();
     let mut unfinished = LogIfDropped {
         state: s.clone(),
