@@ -387,14 +387,17 @@ impl Engine {
             return tool.invalid_arguments(problems);
         }
         if let Some(limit) = t.rate_limit
-            && let Err(wait) = self.rates.check(
-                t.name.as_str(),
-                limit,
-                match opts.principal.as_str() {
-                    "" => &opts.caller,
-                    p => p,
-                },
-            )
+            && let Err(wait) = self
+                .rates
+                .take(
+                    t.name.as_str(),
+                    limit,
+                    match opts.principal.as_str() {
+                        "" => &opts.caller,
+                        p => p,
+                    },
+                )
+                .await
         {
             let mut meta = meta;
             meta.retry_after_ms = Some(wait.as_millis() as u64 + 1);

@@ -15,12 +15,26 @@ use toolsmith_core::rate::RateLimit;
 /// Checks between two sweeps of buckets that have refilled (so idle callers cost nothing).
 const SWEEP_EVERY: u64 = 4096;
 
+/// Where buckets are kept when not in this process: the registry shared by replicas.
+pub trait SharedBuckets: Send + Sync {
+    /// Takes one call of `key` from the bucket of `scope` under `limit`: `Ok(None)` when it
+    /// passes, `Ok(Some(wait))` when not, `Err` when the store could not be asked.
+    fn take<'a>(
+        &'a self,
+        scope: &'a str,
+        limit: RateLimit,
+        key: &'a str,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Option<Duration>, String>> + Send + 'a>>;
+}
+
 /// One scope's limit and its buckets by caller.
 type Scope = (RateLimit, std::sync::Arc<DefaultKeyedRateLimiter<String>>);
 
-/// Every bucket of one process.
+/// Every bucket of one process, or the shared store's when one is set.
 #[derive(Default)]
 pub struct RateLimiter {
+    /// The replicas' shared buckets (PostgreSQL), when the registry has them.
+    shared: std::sync::OnceLock<std::sync::Arc<dyn SharedBuckets>>,
     /// By scope: the limit it was made for and its buckets by caller.
     scopes: Mutex<HashMap<String, Scope>>,
     checks: AtomicU64,
@@ -41,6 +55,29 @@ fn quota(limit: RateLimit) -> Quota {
 }
 
 impl RateLimiter {
+    /// Keeps buckets in `shared` from now on (set once, at start).
+    pub fn share(&self, shared: std::sync::Arc<dyn SharedBuckets>) {
+        let _ = self.shared.set(shared);
+    }
+
+    /// [`Self::check`], in the shared buckets when there are some; if the store cannot be
+    /// asked, the call is judged by this process's bucket (and the failure logged).
+    pub async fn take(&self, scope: &str, limit: RateLimit, key: &str) -> Result<(), Duration> {
+        let Some(shared) = self.shared.get() else {
+            return self.check(scope, limit, key);
+        };
+        match shared.take(scope, limit, key).await {
+            Ok(None) => Ok(()),
+            Ok(Some(wait)) => Err(wait),
+            Err(e) => {
+                tracing::warn!(
+                    "the shared rate limits could not be read ({e}); judging by this process's"
+                );
+                self.check(scope, limit, key)
+            }
+        }
+    }
+
     /// Takes one call of `key` from the bucket of `scope` under `limit`; `Err` with the wait
     /// when the bucket is empty. A scope whose limit changed starts afresh.
     pub fn check(&self, scope: &str, limit: RateLimit, key: &str) -> Result<(), Duration> {

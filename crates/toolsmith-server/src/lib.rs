@@ -160,7 +160,7 @@ impl AppState {
 
     /// Whether `caller` may call `tool` now under its own rate limit (its token's, else the
     /// server's): `None`, or the refusal (kind `rate_limited`, `meta.retry_after_ms`).
-    pub fn admit(
+    pub async fn admit(
         &self,
         caller: &auth::Caller,
         tool: &CompiledTool,
@@ -174,7 +174,8 @@ impl AppState {
             .rates()
             // One scope per distinct limit: callers with different limits never reset
             // each other's buckets.
-            .check(&format!("caller {}", limit.text()), limit, &who)
+            .take(&format!("caller {}", limit.text()), limit, &who)
+            .await
             .err()
             .map(|wait| {
                 let mut meta = tool.meta(Vec::new());
@@ -198,6 +199,16 @@ impl AppState {
 
     pub fn public_url(&self) -> Option<&str> {
         self.identity.get().and_then(|i| i.public_url.as_deref())
+    }
+
+    /// Keeps rate-limit buckets in the registry when it is shared by replicas (PostgreSQL),
+    /// so a limit holds across them; with SQLite they stay in this process.
+    pub fn share_rate_limits(&self) {
+        if matches!(self.store, Registry::Postgres(_)) {
+            self.engine
+                .rates()
+                .share(Arc::new(RegistryBuckets(self.store.clone())));
+        }
     }
 
     /// Every live toolset, read again only after the registry changed.
@@ -246,6 +257,26 @@ impl AppState {
         }
         cache.insert(key, c.clone());
         Ok(c)
+    }
+}
+
+/// Rate-limit buckets in the registry ([`Registry::take_rate`]).
+struct RegistryBuckets(Registry);
+
+impl toolsmith_exec::rate::SharedBuckets for RegistryBuckets {
+    fn take<'a>(
+        &'a self,
+        scope: &'a str,
+        limit: toolsmith_core::rate::RateLimit,
+        key: &'a str,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Option<Duration>, String>> + Send + 'a>> {
+        Box::pin(async move {
+            match self.0.take_rate(scope, key, limit).await {
+                Some(Ok(wait)) => Ok(wait.map(Duration::from_millis)),
+                Some(Err(e)) => Err(e.to_string()),
+                None => Err("this registry keeps no rate limits".into()),
+            }
+        })
     }
 }
 

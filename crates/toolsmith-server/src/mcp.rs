@@ -501,7 +501,7 @@ impl ServerHandler for McpServer {
             .extensions
             .get::<axum::http::request::Parts>()
             .and_then(|p| p.extensions.get::<crate::auth::Caller>())
-            && let Some(refused) = self.state.admit(caller, &tool)
+            && let Some(refused) = self.state.admit(caller, &tool).await
         {
             return Ok(self.finish(&tool, refused, &arguments, false, &ctx));
         }

@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0008_secrets.sql"),
     include_str!("../migrations/postgres/0009_run_sandbox.sql"),
     include_str!("../migrations/postgres/0010_toolsets.sql"),
+    include_str!("../migrations/postgres/0011_rate_buckets.sql"),
 ];
 
 /// An arbitrary constant naming toolsmith's migration lock.
@@ -124,6 +125,49 @@ impl PgStore {
         .execute(&self.pool)
         .await?;
         Ok(())
+    }
+}
+
+impl PgStore {
+    /// Takes one call of `key` from the shared bucket of `scope` (GCRA: a call every
+    /// `interval_ms`, `burst` at once), in one statement, on the database's clock: `None`
+    /// when it passes, else the milliseconds to wait.
+    pub async fn take_rate(
+        &self,
+        scope: &str,
+        key: &str,
+        interval_ms: i64,
+        burst: i64,
+    ) -> Result<Option<u64>> {
+        let tolerance = interval_ms * burst;
+        let taken: Option<i64> = sqlx::query_scalar(
+            "WITH now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms) \
+             INSERT INTO rate_buckets (scope, key, tat) SELECT $1, $2, ms + $3 FROM now \
+             ON CONFLICT (scope, key) DO UPDATE SET tat = GREATEST(rate_buckets.tat, (SELECT ms FROM now)) + $3 \
+             WHERE GREATEST(rate_buckets.tat, (SELECT ms FROM now)) + $3 - (SELECT ms FROM now) <= $4 \
+             RETURNING tat",
+        )
+        .bind(scope)
+        .bind(key)
+        .bind(interval_ms)
+        .bind(tolerance)
+        .fetch_optional(&self.pool)
+        .await?;
+        if taken.is_some() {
+            return Ok(None);
+        }
+        let wait: Option<i64> = sqlx::query_scalar(
+            "SELECT GREATEST(tat, now.ms) + $3 - now.ms - $4 FROM rate_buckets, \
+             (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms) AS now \
+             WHERE scope = $1 AND key = $2",
+        )
+        .bind(scope)
+        .bind(key)
+        .bind(interval_ms)
+        .bind(tolerance)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(Some(wait.unwrap_or(interval_ms).max(1) as u64))
     }
 }
 

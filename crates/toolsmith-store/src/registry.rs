@@ -52,7 +52,29 @@ impl Registry {
                 })?;
                 Ok(None)
             }
-            None => self.reseal(None, key).await.map(Some),
+            None => match self.reseal(None, key).await {
+                Ok(done) => Ok(Some(done)),
+                // Another replica sealed the same new registry at the same moment: what it
+                // wrote must open with this key.
+                Err(e) => match self.stored_check().await? {
+                    Some(check) => {
+                        key.open_text(&check).map_err(|_| {
+                            crate::StoreError::Invalid(
+                                "another process sealed this registry's secrets with another key just now (give every replica the same key: --secret-key-file or TOOLSMITH_SECRET_KEY)".into(),
+                            )
+                        })?;
+                        Ok(None)
+                    }
+                    None => Err(e),
+                },
+            },
+        }
+    }
+
+    async fn stored_check(&self) -> Result<Option<String>> {
+        match self {
+            Self::Sqlite(s) => s.stored_key_check().await,
+            Self::Postgres(s) => s.stored_key_check().await,
         }
     }
 
@@ -74,6 +96,27 @@ impl Registry {
         match self {
             Self::Sqlite(s) => s.reseal(from, to).await,
             Self::Postgres(s) => s.reseal(from, to).await,
+        }
+    }
+
+    /// Takes one call of `key` from the bucket of `scope` shared by every replica (`calls`
+    /// per `per_ms`, `burst` at once): `Some(Ok(None))` when it passes, `Some(Ok(Some(wait
+    /// ms)))` when not; `None` with SQLite, whose limits are kept in the process.
+    pub async fn take_rate(
+        &self,
+        scope: &str,
+        key: &str,
+        limit: toolsmith_core::rate::RateLimit,
+    ) -> Option<Result<Option<u64>>> {
+        match self {
+            Self::Sqlite(_) => None,
+            Self::Postgres(s) => {
+                let interval = (limit.per_ms / u64::from(limit.calls)).max(1) as i64;
+                Some(
+                    s.take_rate(scope, key, interval, i64::from(limit.burst))
+                        .await,
+                )
+            }
         }
     }
 

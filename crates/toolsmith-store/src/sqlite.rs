@@ -30,6 +30,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0008_secrets.sql"),
     include_str!("../migrations/sqlite/0009_run_sandbox.sql"),
     include_str!("../migrations/sqlite/0010_toolsets.sql"),
+    include_str!("../migrations/sqlite/0011_rate_buckets.sql"),
 ];
 
 /// The SQLite registry.

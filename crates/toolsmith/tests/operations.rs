@@ -441,3 +441,57 @@ fn metrics_show_calls_waiting_for_a_slot() {
     let text = scrape(&format!("{}/metrics", base.trim_end_matches("/v1")), None).expect("metrics");
     assert_eq!(sample(&text, "toolsmith_calls_queued"), Some(0.0));
 }
+
+#[test]
+#[ignore = "needs PostgreSQL (TOOLSMITH_TEST_POSTGRES)"]
+fn rate_limits_hold_across_replicas_on_postgresql() {
+    let url = std::env::var("TOOLSMITH_TEST_POSTGRES")
+        .expect("TOOLSMITH_TEST_POSTGRES must name a PostgreSQL database (.ci/run sets it)");
+    let schema = format!("ts_rates_{}", std::process::id());
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(toolsmith_store::postgres::PgStore::open_in_schema(
+            &url,
+            Some(&schema),
+        ))
+        .expect("schema");
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let db = format!("{url}{sep}options[search_path]={schema}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let catalog = dir.path().join("limits.yaml");
+    std::fs::write(
+        &catalog,
+        "tools:\n  - {name: scarce, description: d, command: [\"true\"], rate_limit: 3/1h}\n  - {name: plenty, description: d, command: [\"true\"]}\n",
+    )
+    .expect("catalog");
+    let args = [
+        "--catalog",
+        catalog.to_str().expect("path"),
+        "--rate-limit",
+        "5/1h",
+        "--token",
+        "a:call=a-secret-1",
+    ];
+    let (_a, base_a, _) = serve(&db, dir.path(), &args);
+    let (_b, base_b, _) = serve(&db, dir.path(), &args);
+    // The tool's 3/1h: calls alternate between the replicas; the fourth is refused on either.
+    for base in [&base_a, &base_b, &base_a] {
+        assert_eq!(call_with(base, "scarce", "a-secret-1").0, 200);
+    }
+    let (status, retry, body) = call_with(&base_b, "scarce", "a-secret-1");
+    assert_eq!(status, 429, "{body}");
+    assert!(retry.is_some_and(|s| s > 600), "{retry:?}");
+    assert_eq!(call_with(&base_a, "scarce", "a-secret-1").0, 429);
+    // The caller's 5/1h across tools and replicas: 5 taken above (4 passed the caller's
+    // bucket, the refused ones too), so the next call is refused wherever it lands.
+    let (status, _, body) = call_with(&base_b, "plenty", "a-secret-1");
+    assert_eq!(status, 429, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("5/1h")),
+        "{body}"
+    );
+}

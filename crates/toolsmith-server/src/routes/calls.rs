@@ -165,7 +165,8 @@ async fn call(
         caller: caller.log_name(),
         started: std::time::Instant::now(),
     };
-    let result = match (request.arguments_problem, s.admit(&caller, &tool)) {
+    let refused = s.admit(&caller, &tool).await;
+    let result = match (request.arguments_problem, refused) {
         (_, Some(refused)) => refused,
         // (A disabled tool answers `disabled` whatever its arguments: the engine says so.)
         (Some(problem), _) if tool.tool.enabled => tool.invalid_arguments(vec![problem]),

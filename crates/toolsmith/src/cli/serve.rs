@@ -113,6 +113,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         let state =
             toolsmith_server::AppState::with_retention(store, engine, tokens, args.run_retention);
         state.set_identity_with(jwt, args.jwt.public_url.clone(), args.rate_limit);
+        state.share_rate_limits();
         toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
         // Upstream MCP servers start in the background: serve answers at once.
         toolsmith_server::federation::start(&state);
