@@ -72,21 +72,8 @@ fn python_client_over_streamable_http() {
 #[ignore = "needs the MCP Python client (TOOLSMITH_TEST_PYTHON) and PostgreSQL (TOOLSMITH_TEST_POSTGRES)"]
 fn an_edit_on_one_replica_reaches_an_mcp_client_of_another() {
     let python = python();
-    let url = std::env::var("TOOLSMITH_TEST_POSTGRES")
-        .expect("TOOLSMITH_TEST_POSTGRES must name a PostgreSQL database (.ci/run sets it)");
     // A schema of its own, created and migrated first; both replicas use it.
-    let schema = format!("ts_replicas_{}", std::process::id());
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-        .block_on(toolsmith_store::postgres::PgStore::open_in_schema(
-            &url,
-            Some(&schema),
-        ))
-        .expect("schema");
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let db = format!("{url}{sep}options[search_path]={schema}");
+    let db = common::postgres_registry("ts_replicas");
     let dir = tempfile::tempdir().expect("tempdir");
     fill(&db, dir.path());
     let (_a, rest_a, mcp_a) = serve(&db, dir.path(), &["--no-catalog"]);

@@ -445,20 +445,8 @@ fn metrics_show_calls_waiting_for_a_slot() {
 #[test]
 #[ignore = "needs PostgreSQL (TOOLSMITH_TEST_POSTGRES)"]
 fn rate_limits_hold_across_replicas_on_postgresql() {
-    let url = std::env::var("TOOLSMITH_TEST_POSTGRES")
-        .expect("TOOLSMITH_TEST_POSTGRES must name a PostgreSQL database (.ci/run sets it)");
-    let schema = format!("ts_rates_{}", std::process::id());
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-        .block_on(toolsmith_store::postgres::PgStore::open_in_schema(
-            &url,
-            Some(&schema),
-        ))
-        .expect("schema");
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let db = format!("{url}{sep}options[search_path]={schema}");
+    // A schema of its own, created and migrated first; both replicas use it.
+    let db = common::postgres_registry("ts_rates");
     let dir = tempfile::tempdir().expect("tempdir");
     let catalog = dir.path().join("limits.yaml");
     std::fs::write(

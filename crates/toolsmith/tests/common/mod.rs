@@ -253,3 +253,23 @@ pub fn import_all(db: &str, files: &[PathBuf]) {
         );
     }
 }
+
+/// A registry address on the test PostgreSQL (`TOOLSMITH_TEST_POSTGRES`) in a schema of its
+/// own (`prefix` and this process's id), created and migrated first, so replicas started on
+/// it one after another share it.
+pub fn postgres_registry(prefix: &str) -> String {
+    let url = std::env::var("TOOLSMITH_TEST_POSTGRES")
+        .expect("TOOLSMITH_TEST_POSTGRES must name a PostgreSQL database (.ci/run sets it)");
+    let schema = format!("{prefix}_{}", std::process::id());
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(toolsmith_store::postgres::PgStore::open_in_schema(
+            &url,
+            Some(&schema),
+        ))
+        .expect("schema");
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}options[search_path]={schema}")
+}
