@@ -285,7 +285,8 @@ pub struct ServeArgs {
     pub max_connections: usize,
     /// How often each caller may call tools when its token gives no `rate_limit`: N/PER
     /// with PER s, m or h (100/1m, 5/1s,burst=10). Over it, REST answers 429 with
-    /// Retry-After and MCP a `rate_limited` result. Per process.
+    /// Retry-After and MCP a `rate_limited` result. Kept in the process with SQLite, shared
+    /// by the replicas of a PostgreSQL registry.
     #[arg(long, value_name = "N/PER", value_parser = |s: &str| toolsmith_core::rate::RateLimit::parse(s))]
     pub rate_limit: Option<toolsmith_core::rate::RateLimit>,
     /// Prometheus metrics at /metrics (role `read` when tokens are on): on or off.
