@@ -69,6 +69,11 @@ struct ServerLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ServerLabel {
     server: String,
 }
@@ -100,7 +105,7 @@ pub struct Metrics {
     warm_ready: Gauge,
     warm_starts: Counter,
     warm_calls: Counter,
-    sessions: Gauge,
+    sessions: Family<KindLabel, Gauge>,
     upstream_status: Family<ServerLabels, Gauge>,
     upstream_restarts: Family<ServerLabel, Counter>,
     generation: Gauge,
@@ -141,7 +146,7 @@ impl Metrics {
             warm_ready: Gauge::default(),
             warm_starts: Counter::default(),
             warm_calls: Counter::default(),
-            sessions: Gauge::default(),
+            sessions: Family::default(),
             upstream_status: Family::default(),
             upstream_restarts: Family::default(),
             generation: Gauge::default(),
@@ -218,7 +223,7 @@ impl Metrics {
         );
         registry.register(
             "sessions",
-            "Sessions (shells, processes, terminals) live",
+            "Sessions live, by kind (shell, process, terminal)",
             m.sessions.clone(),
         );
         registry.register(
@@ -361,7 +366,11 @@ impl Metrics {
         self.warm_calls
             .inner()
             .store(engine.warm_calls(), Ordering::Relaxed);
-        self.sessions.set(engine.sessions().count() as i64);
+        for (kind, n) in engine.sessions().count_by_kind() {
+            self.sessions
+                .get_or_create(&KindLabel { kind: kind.into() })
+                .set(n as i64);
+        }
         self.upstream_status.clear();
         for s in engine.upstreams().status() {
             self.upstream_status

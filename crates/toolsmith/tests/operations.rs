@@ -166,10 +166,14 @@ fn metrics_count_calls_requests_and_the_runtime_with_bounded_labels() {
         sample(&text, "toolsmith_registry_poll_age_seconds").is_some_and(|s| s < 5.0),
         "the registry is followed"
     );
-    assert!(
-        text.contains("toolsmith_warm_runtimes ") && text.contains("toolsmith_sessions "),
-        "{text}"
-    );
+    assert!(text.contains("toolsmith_warm_runtimes "), "{text}");
+    for kind in ["shell", "process", "terminal"] {
+        assert_eq!(
+            sample(&text, &format!("toolsmith_sessions{{kind=\"{kind}\"}}")),
+            Some(0.0),
+            "{text}"
+        );
+    }
 }
 
 #[test]
@@ -481,5 +485,55 @@ fn rate_limits_hold_across_replicas_on_postgresql() {
             .as_str()
             .is_some_and(|m| m.contains("5/1h")),
         "{body}"
+    );
+}
+
+#[test]
+fn metrics_count_live_sessions_by_kind() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let registry = tempfile::tempdir().expect("tempdir");
+    let db = registry.path().join("r.db").display().to_string();
+    let catalog = repo().join("examples/sessions.yaml");
+    let (_serve, base, _) = serve(
+        &db,
+        dir.path(),
+        &[
+            "--catalog",
+            catalog.to_str().expect("path"),
+            "--allow-dangerous",
+        ],
+    );
+    let start = |args: Value| {
+        let (status, r) = request_as(
+            "POST",
+            &format!("{base}/tools/session_start/call"),
+            Some(json!({"arguments": args, "confirm": true})),
+            None,
+        );
+        assert_eq!((status, r["success"].as_bool()), (200, Some(true)), "{r}");
+        r["data"]["session_id"]
+            .as_str()
+            .or(r["data"]["id"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    start(json!({}));
+    start(json!({"command": ["sleep", "300"]}));
+    start(json!({"command": ["sleep", "300"]}));
+    let text = scrape(&format!("{}/metrics", base.trim_end_matches("/v1")), None).expect("metrics");
+    assert_eq!(
+        sample(&text, "toolsmith_sessions{kind=\"shell\"}"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "toolsmith_sessions{kind=\"process\"}"),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "toolsmith_sessions{kind=\"terminal\"}"),
+        Some(0.0),
+        "{text}"
     );
 }

@@ -388,6 +388,17 @@ impl Sessions {
         lock(&self.inner.live).len()
     }
 
+    /// Sessions held now by kind (`shell`, `process`, `terminal`), exited ones included.
+    pub fn count_by_kind(&self) -> [(&'static str, usize); 3] {
+        let live = lock(&self.inner.live);
+        let count = |kind: Kind| live.values().filter(|s| s.kind == kind).count();
+        [
+            ("shell", count(Kind::Shell)),
+            ("process", count(Kind::Process)),
+            ("terminal", count(Kind::Terminal)),
+        ]
+    }
+
     /// Ends every session (TERM, then KILL after `grace`): the server is stopping.
     pub async fn shutdown(&self, grace: Duration) {
         let all: Vec<Arc<Session>> = lock(&self.inner.live).values().cloned().collect();
