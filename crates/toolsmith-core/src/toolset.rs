@@ -243,7 +243,8 @@ impl Toolset {
     }
 }
 
-/// `[A-Za-z0-9_-]{1,64}`: a toolset's name is part of URLs (`/mcp/{toolset}`) and tokens.
+/// `[A-Za-z0-9_-]{1,64}`: a toolset's (and an upstream server's) name is part of URLs
+/// (`/mcp/{toolset}`), tokens and tool names.
 pub fn valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name

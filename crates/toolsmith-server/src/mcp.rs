@@ -74,8 +74,8 @@ impl Snapshot {
 /// The MCP server handler; cheap to clone (one per HTTP request or stdio connection).
 #[derive(Clone)]
 pub struct McpServer {
-    state: Arc<AppState>,
-    options: Arc<McpOptions>,
+    pub(crate) state: Arc<AppState>,
+    pub(crate) options: Arc<McpOptions>,
     snapshot: Arc<Mutex<Option<Arc<Snapshot>>>>,
     /// Upstream calls waiting for this server's clients to answer a question.
     parking: Parking,
@@ -104,36 +104,6 @@ impl McpServer {
         })?);
         *guard = Some(s.clone());
         Ok(s)
-    }
-
-    /// What this request may see: the view the HTTP layer attached ([`crate::view::attach`]),
-    /// or on stdio the `--toolset` this server was started with.
-    async fn view(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<View>, ErrorData> {
-        // Resolved again for every request (toolsets are cached per registry generation), so
-        // a subscription follows an edited toolset.
-        if let Some(asked) = ctx
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|p| p.extensions.get::<Arc<crate::view::Asked>>())
-        {
-            return crate::view::resolve(&self.state, &asked.caller, &asked.ask)
-                .await
-                .map(Arc::new)
-                .map_err(|e| ErrorData::invalid_params(e.message, None));
-        }
-        self.view_of_options().await
-    }
-
-    /// The view of a server started for one toolset (or for every tool).
-    async fn view_of_options(&self) -> Result<Arc<View>, ErrorData> {
-        let ask = crate::view::Ask {
-            endpoint: self.options.toolset.clone(),
-            ..Default::default()
-        };
-        crate::view::resolve(&self.state, &crate::auth::Caller::local(), &ask)
-            .await
-            .map(Arc::new)
-            .map_err(|e| ErrorData::invalid_params(e.message, None))
     }
 
     /// Whether a call may run: always for safe tools or with --allow-dangerous; otherwise
@@ -574,7 +544,7 @@ impl ServerHandler for McpServer {
     /// or a new version of one in it.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let mut changes = self.state.subscribe();
-        let view = self.view(context.request_context()).await?;
+        let view = self.current_view(context.request_context()).await?;
         let mut seen = mcp_search::fingerprint(&*self.snapshot().await?, &view);
         loop {
             tokio::select! {
@@ -583,7 +553,7 @@ impl ServerHandler for McpServer {
                     if changed.is_err() {
                         return Ok(());
                     }
-                    let view = self.view(context.request_context()).await?;
+                    let view = self.current_view(context.request_context()).await?;
                     let now = mcp_search::fingerprint(&*self.snapshot().await?, &view);
                     if now == seen {
                         continue;

@@ -37,10 +37,7 @@ const OVERRIDE_KEYS: &[&str] = &[
 
 /// `[A-Za-z0-9_-]{1,64}`: a server's name, part of its tools' names and of URLs.
 pub(crate) fn valid_server_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    crate::toolset::valid_name(name)
 }
 
 /// Reads one server definition given as a JSON value (the registry's and the REST API's
