@@ -67,9 +67,15 @@ impl Token {
                             .map_err(|e| format!("rate_limit: {e}"))?,
                     );
                 }
-                _ => {
+                // Never quoted: a secret written with a space would be shown.
+                Some(_) => {
                     return Err(format!(
-                        "unknown option {option:?} after the secret (expected rate_limit=N/PER)"
+                        "token {who:?}: an unknown option after the secret (the only one is rate_limit=N/PER)"
+                    ));
+                }
+                None => {
+                    return Err(format!(
+                        "token {who:?}: text after the secret that is not an option (secrets hold no spaces; options are rate_limit=N/PER)"
                     ));
                 }
             }
