@@ -133,6 +133,10 @@ pub struct Meta {
     /// When a call was refused by a rate limit: milliseconds until it would be let through.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,
+    /// A session call answered by the replica holding the session (behind a load balancer):
+    /// that replica, `ID (host:pid)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarded_to: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -127,6 +127,9 @@ pub struct CallOptions {
     /// What an MCP client calling an upstream tool offers the upstream: its progress token,
     /// a user to ask, answers to earlier questions.
     pub downstream: upstream::Downstream,
+    /// Another replica forwarded this session call here (it holds the session): it is
+    /// answered here and never forwarded again.
+    pub forwarded: bool,
 }
 
 impl CallOptions {
@@ -138,6 +141,7 @@ impl CallOptions {
             admin: false,
             principal: String::new(),
             downstream: upstream::Downstream::default(),
+            forwarded: false,
         }
     }
 }

@@ -74,6 +74,8 @@ pub struct AppState {
     identity: std::sync::OnceLock<Identity>,
     /// The toolsets as read at one registry generation ([`Self::toolsets`]).
     toolsets: Mutex<Option<(u64, view::Toolsets)>>,
+    /// Where this replica's sessions are recorded, and how calls for another's are sent on.
+    directory: Arc<sessions::RegistryDirectory>,
 }
 
 impl AppState {
@@ -88,9 +90,8 @@ impl AppState {
         tokens: Vec<Token>,
         run_retention: usize,
     ) -> Arc<Self> {
-        engine
-            .sessions()
-            .set_directory(sessions::RegistryDirectory::start(store.clone()));
+        let directory = sessions::RegistryDirectory::start(store.clone());
+        engine.sessions().set_directory(directory.clone());
         Arc::new(Self {
             runs: runlog::RunLog::start(store.clone(), run_retention.max(1)),
             store,
@@ -104,7 +105,14 @@ impl AppState {
             metrics: metrics::Metrics::new(),
             toolsets: Mutex::default(),
             identity: std::sync::OnceLock::new(),
+            directory,
         })
+    }
+
+    /// Says where this replica can be reached: replicas sharing its registry forward calls
+    /// for its sessions there ([`sessions`]).
+    pub fn advertise(&self, url: &str) {
+        self.directory.advertise(url);
     }
 
     /// Says the registry changed (a write here, or one a replica announced).

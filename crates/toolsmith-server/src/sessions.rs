@@ -7,14 +7,69 @@
 //! for a session it does not hold asks [`Directory::locate`]: a session whose replica
 //! reported it lately is `session_elsewhere`, one whose replica went silent (or, on this
 //! host, whose server process is gone) is `session_lost`.
+//!
+//! Behind a load balancer a session's calls reach any replica. Each replica records with its
+//! sessions the address it can be reached at (`serve --advertise-url`); a replica that gets a
+//! call for a session another holds forwards it there ([`PEER_PATH`]), as the caller, and
+//! answers with the holder's answer. Replicas prove to each other that they share the
+//! registry with a token derived from its secret key, which every replica must hold.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use axum::http::{HeaderMap, StatusCode};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use tokio::sync::mpsc;
-use toolsmith_exec::session::{Directory, DirectoryEvent, HEARTBEAT, Located};
+use toolsmith_core::ToolResult;
+use toolsmith_exec::session::{Directory, DirectoryEvent, Forward, HEARTBEAT, Located};
 use toolsmith_store::{Registry, SessionNote, Store};
+
+use crate::error::ApiError;
+
+/// Where a replica takes the session calls another forwards to it.
+pub const PEER_PATH: &str = "/v1/peer/session";
+/// The header carrying the replicas' shared token.
+const PEER_HEADER: &str = "x-toolsmith-peer";
+/// The longest a forwarded call may take: a session call waits at most 30 s.
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// A forwarded session call, as the holder receives it.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeerCall {
+    pub tool: String,
+    pub arguments: Map<String, Value>,
+    /// Who called the replica the call reached; the session must be theirs.
+    pub caller: String,
+    pub admin: bool,
+}
+
+/// Whether `headers` carry the token of a replica of this registry.
+pub fn check_peer(headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(expected) = toolsmith_store::secrets::peer_token() else {
+        return Err(ApiError::not_found(
+            "no such route; the API lives under /v1",
+        ));
+    };
+    let shown = headers
+        .get(PEER_HEADER)
+        .map(|v| v.as_bytes())
+        .unwrap_or_default();
+    if crate::auth::constant_time_eq(shown, expected.as_bytes()) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "only a replica sharing this registry's secret key may forward session calls here",
+        ))
+    }
+}
 
 /// A replica whose heartbeat is older than this is taken for gone with its sessions.
 pub const STALE_AFTER_MS: u64 = 3 * HEARTBEAT.as_millis() as u64;
@@ -25,6 +80,9 @@ pub struct RegistryDirectory {
     /// `host:pid` of this server.
     place: String,
     notes: mpsc::UnboundedSender<SessionNote>,
+    /// Where this replica can be reached, once said ([`Self::advertise`]).
+    url: OnceLock<String>,
+    http: OnceLock<reqwest::Client>,
 }
 
 impl RegistryDirectory {
@@ -43,7 +101,34 @@ impl RegistryDirectory {
             store,
             place: format!("{}:{}", hostname(), std::process::id()),
             notes,
+            url: OnceLock::new(),
+            http: OnceLock::new(),
         })
+    }
+
+    /// Says where this replica can be reached (before it serves): other replicas forward
+    /// calls for its sessions there.
+    pub fn advertise(&self, url: &str) {
+        let _ = self.url.set(url.trim_end_matches('/').to_owned());
+    }
+
+    /// Where this replica said it can be reached.
+    pub fn advertised(&self) -> Option<&str> {
+        self.url.get().map(String::as_str)
+    }
+
+    fn client(&self) -> Result<&reqwest::Client, String> {
+        if let Some(c) = self.http.get() {
+            return Ok(c);
+        }
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(3))
+            .timeout(FORWARD_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| format!("the HTTP client could not start: {e}"))?;
+        Ok(self.http.get_or_init(|| client))
     }
 }
 
@@ -85,6 +170,7 @@ impl Directory for RegistryDirectory {
                 owner,
                 command,
                 at_ms,
+                url: self.url.get().cloned().unwrap_or_default(),
             },
             DirectoryEvent::Ended { id, status } => SessionNote::Ended { id, status, at_ms },
             DirectoryEvent::Alive { replica, .. } => SessionNote::Alive { replica, at_ms },
@@ -111,7 +197,43 @@ impl Directory for RegistryDirectory {
                 replica: format!("{} ({})", row.replica, row.place),
                 status: row.status,
                 last_seen_ms,
+                url: Some(row.url).filter(|u| !u.is_empty()),
             })
+        })
+    }
+
+    fn forward<'a>(
+        &'a self,
+        url: &'a str,
+        call: Forward<'a>,
+    ) -> Pin<Box<dyn Future<Output = Result<ToolResult, String>> + Send + 'a>> {
+        Box::pin(async move {
+            let token = toolsmith_store::secrets::peer_token()
+                .ok_or("this replica has no registry key to show the holder")?;
+            let body = PeerCall {
+                tool: call.tool.to_owned(),
+                arguments: call.arguments.clone(),
+                caller: call.caller.to_owned(),
+                admin: call.admin,
+            };
+            let answer = self
+                .client()?
+                .post(format!("{url}{PEER_PATH}"))
+                .header(PEER_HEADER, token)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(serde_json::to_vec(&body).map_err(|e| format!("{e}"))?)
+                .send()
+                .await
+                .map_err(|e| format!("{e}"))?;
+            let status = answer.status();
+            let text = answer.text().await.map_err(|e| format!("{e}"))?;
+            if !status.is_success() {
+                return Err(format!(
+                    "HTTP {status}: {}",
+                    text.chars().take(300).collect::<String>()
+                ));
+            }
+            serde_json::from_str(&text).map_err(|e| format!("its answer was not a result: {e}"))
         })
     }
 }

@@ -223,6 +223,8 @@ pub enum SessionNote {
         owner: String,
         command: String,
         at_ms: i64,
+        /// Where the holder can be reached (`serve --advertise-url`); empty when nowhere.
+        url: String,
     },
     Ended {
         id: String,
@@ -245,6 +247,8 @@ pub struct SessionRow {
     pub status: String,
     pub created_ms: i64,
     pub last_seen_ms: i64,
+    /// Where the holder can be reached; empty when it gave no address.
+    pub url: String,
 }
 
 /// Rows of sessions that ended (or whose replica went silent) this long ago are removed.

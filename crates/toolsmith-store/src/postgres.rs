@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0009_run_sandbox.sql"),
     include_str!("../migrations/postgres/0010_toolsets.sql"),
     include_str!("../migrations/postgres/0011_rate_buckets.sql"),
+    include_str!("../migrations/postgres/0012_session_url.sql"),
 ];
 
 /// An arbitrary constant naming toolsmith's migration lock.

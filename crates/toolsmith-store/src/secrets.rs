@@ -134,6 +134,16 @@ pub(crate) fn key() -> Option<Arc<SecretKey>> {
     KEY.read().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
+/// What replicas sharing this registry (and so its key) show each other when one forwards a
+/// session call to another: HMAC-SHA256 of a fixed label under the key, as hex. `None`
+/// without a key.
+pub fn peer_token() -> Option<String> {
+    let key = key()?;
+    let mac = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key.0);
+    let tag = ring::hmac::sign(&mac, b"toolsmith replica peer v1");
+    Some(tag.as_ref().iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// The names of `definition`'s secret config fields.
 fn secret_fields(definition: &Value) -> Vec<String> {
     definition["config_schema"]

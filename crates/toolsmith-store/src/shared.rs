@@ -26,15 +26,15 @@ pub(crate) mod sql {
          AND (CAST($3 AS TEXT) IS NULL OR kind = $3) AND (CAST($4 AS TEXT) IS NULL OR caller = $4) \
          ORDER BY id DESC LIMIT $5";
 
-    pub const SESSION_START: &str = "INSERT INTO sessions (id, replica, place, owner, command, status, created_ms, last_seen_ms) \
-         VALUES ($1, $2, $3, $4, $5, 'running', $6, $6) \
+    pub const SESSION_START: &str = "INSERT INTO sessions (id, replica, place, owner, command, status, created_ms, last_seen_ms, url) \
+         VALUES ($1, $2, $3, $4, $5, 'running', $6, $6, $7) \
          ON CONFLICT (id) DO UPDATE SET status = 'running', last_seen_ms = $6";
     pub const SESSION_PRUNE: &str = "DELETE FROM sessions WHERE last_seen_ms < $1";
     pub const SESSION_END: &str =
         "UPDATE sessions SET status = $1, last_seen_ms = $2 WHERE id = $3";
     pub const SESSION_ALIVE: &str =
         "UPDATE sessions SET last_seen_ms = $1 WHERE replica = $2 AND status = 'running'";
-    pub const SESSION_FIND: &str = "SELECT id, replica, place, owner, command, status, created_ms, last_seen_ms \
+    pub const SESSION_FIND: &str = "SELECT id, replica, place, owner, command, status, created_ms, last_seen_ms, url \
          FROM sessions WHERE id = $1";
 }
 
@@ -320,6 +320,7 @@ macro_rules! store_methods {
                     owner,
                     command,
                     at_ms,
+                    url,
                 } => {
                     sqlx::query(sql::SESSION_PRUNE)
                         .bind(at_ms - crate::SESSION_ROWS_KEPT_MS)
@@ -332,6 +333,7 @@ macro_rules! store_methods {
                         .bind(owner)
                         .bind(command)
                         .bind(at_ms)
+                        .bind(url)
                         .execute(&self.pool)
                         .await?;
                 }
@@ -355,13 +357,23 @@ macro_rules! store_methods {
         }
 
         async fn find_session(&self, id: &str) -> crate::Result<Option<crate::SessionRow>> {
-            let row: Option<(String, String, String, String, String, String, i64, i64)> =
-                sqlx::query_as(crate::shared::sql::SESSION_FIND)
-                    .bind(id)
-                    .fetch_optional(&self.pool)
-                    .await?;
+            #[allow(clippy::type_complexity)]
+            let row: Option<(
+                String,
+                String,
+                String,
+                String,
+                String,
+                String,
+                i64,
+                i64,
+                String,
+            )> = sqlx::query_as(crate::shared::sql::SESSION_FIND)
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
             Ok(row.map(
-                |(id, replica, place, owner, command, status, created_ms, last_seen_ms)| {
+                |(id, replica, place, owner, command, status, created_ms, last_seen_ms, url)| {
                     crate::SessionRow {
                         id,
                         replica,
@@ -371,6 +383,7 @@ macro_rules! store_methods {
                         status,
                         created_ms,
                         last_seen_ms,
+                        url,
                     }
                 },
             ))

@@ -31,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0009_run_sandbox.sql"),
     include_str!("../migrations/sqlite/0010_toolsets.sql"),
     include_str!("../migrations/sqlite/0011_rate_buckets.sql"),
+    include_str!("../migrations/sqlite/0012_session_url.sql"),
 ];
 
 /// The SQLite registry.

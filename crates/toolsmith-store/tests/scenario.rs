@@ -602,6 +602,7 @@ async fn session_directory(s: &impl Store) {
         owner: "alice".into(),
         command: "bash".into(),
         at_ms,
+        url: format!("http://{replica}.test:7700"),
     };
     s.note_session(&started("s-a-1", "a", 1000))
         .await
@@ -619,6 +620,7 @@ async fn session_directory(s: &impl Store) {
         ),
         ("a", "host:1", "alice", "running")
     );
+    assert_eq!(row.url, "http://a.test:7700");
     assert_eq!((row.created_ms, row.last_seen_ms), (1000, 1000));
     // A heartbeat moves only its replica's running sessions.
     s.note_session(&SessionNote::Alive {

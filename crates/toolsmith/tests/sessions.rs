@@ -1,5 +1,6 @@
-//! Sessions through the real binary: REST calls to `toolsmith serve`, two servers sharing a
-//! registry (where a session lives, and that it was lost), a server killed with SIGKILL and
+//! Sessions through the real binary: REST calls to `toolsmith serve`, replicas sharing a
+//! registry (a session's calls forwarded to the replica holding it, as their caller; a
+//! holder that cannot be reached; a session lost with its replica), a server killed with SIGKILL and
 //! the next one sweeping what its sessions left, and `toolsmith call` refusing them.
 
 mod common;
@@ -113,14 +114,18 @@ fn sessions_over_rest_across_replicas_and_after_a_killed_server() {
         "{runs}"
     );
 
-    // A second replica on the same registry knows where the session lives.
+    // A second replica on the same registry forwards the session's calls to the first,
+    // which holds it (each advertises the address it listens on).
     let (b, base_b) = serve(dir.path());
-    let r = call(&base_b, "session_read", json!({"session_id": id}));
-    let m = error(&r);
-    assert!(
-        m.starts_with("session_elsewhere:") && m.contains(&id),
-        "{m}"
+    let r = call(
+        &base_b,
+        "session_exec",
+        json!({"session_id": id, "command": "echo $N in $(basename $PWD)"}),
     );
+    assert_eq!(data(&r)["stdout"], "41 in app\n", "{r}");
+    let holder = r["meta"]["forwarded_to"].as_str().unwrap_or_default();
+    let replica_a = id.split('-').nth(1).expect("replica in the id");
+    assert!(holder.starts_with(replica_a), "{r}");
 
     // The first server dies without a chance to clean up: the shell ends with its input, the
     // two sleeps are left…
@@ -143,6 +148,114 @@ fn sessions_over_rest_across_replicas_and_after_a_killed_server() {
     let (_c, _) = serve(dir.path());
     assert_eq!(wait_until_gone(&marker), Vec::<u32>::new());
     drop(b);
+}
+
+/// A session call through `base` as the token's holder.
+fn call_as(base: &str, token: &str, tool: &str, arguments: Value) -> Value {
+    let (status, r) = common::request_as(
+        "POST",
+        &format!("{base}/tools/{tool}/call"),
+        Some(json!({"arguments": arguments, "confirm": true})),
+        Some(token),
+    );
+    assert_eq!(status, 200, "{r}");
+    r
+}
+
+#[test]
+fn a_session_answers_through_any_replica_as_its_caller() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tokens = [
+        "--token",
+        "alice:call=alice-secret",
+        "--token",
+        "bob:call=bob-secret",
+    ];
+    let (_a, base_a) = {
+        let (s, rest, _) = serve_with(dir.path(), &tokens);
+        (s, rest)
+    };
+    let (_b, base_b) = {
+        let (s, rest, _) = serve_with(dir.path(), &tokens);
+        (s, rest)
+    };
+    let r = call_as(&base_a, "alice-secret", "session_start", json!({}));
+    let id = data(&r)["session_id"].as_str().expect("id").to_owned();
+    // At once through the other replica (its start is recorded off the call path).
+    let r = call_as(
+        &base_b,
+        "alice-secret",
+        "session_exec",
+        json!({"session_id": id, "command": "X=7; echo set"}),
+    );
+    assert_eq!(data(&r)["stdout"], "set\n", "{r}");
+    assert!(r["meta"]["forwarded_to"].is_string(), "{r}");
+    // The shell is the same one: what B's call set, A's sees.
+    let r = call_as(
+        &base_a,
+        "alice-secret",
+        "session_exec",
+        json!({"session_id": id, "command": "echo $X"}),
+    );
+    assert_eq!(data(&r)["stdout"], "7\n", "{r}");
+    assert!(r["meta"].get("forwarded_to").is_none(), "{r}");
+    // Another caller gets from the holder what the holder would tell them: no such session.
+    let r = call_as(
+        &base_b,
+        "bob-secret",
+        "session_read",
+        json!({"session_id": id}),
+    );
+    assert!(error(&r).starts_with("session_unknown:"), "{r}");
+    // The forwarded call is in the log of the replica it reached, under its caller.
+    let (_, runs) = common::request_as(
+        "GET",
+        &format!("{base_b}/runs?tool=session_exec"),
+        None,
+        Some("alice-secret"),
+    );
+    assert_eq!(runs["runs"][0]["caller"], "alice", "{runs}");
+    // Only a replica holding the registry's key may use the forwarding door.
+    let forged = json!({"tool": "session_read", "arguments": {"session_id": id}, "caller": "alice", "admin": true});
+    for token in [None, Some("alice-secret")] {
+        let (status, body) = common::request_as(
+            "POST",
+            &format!("{}/peer/session", base_a.trim_end_matches('/')),
+            Some(forged.clone()),
+            token,
+        );
+        assert_eq!(status, 401, "{body}");
+    }
+    let r = call_as(
+        &base_b,
+        "alice-secret",
+        "session_end",
+        json!({"session_id": id}),
+    );
+    assert_eq!(r["success"], true, "{r}");
+
+    // A replica that advertises an address where nothing answers: its session is reported
+    // lost by the replica that could not reach it, never hung on.
+    let (_c, base_c) = {
+        let (s, rest, _) = serve_with(
+            dir.path(),
+            &[&tokens[..], &["--advertise-url", "http://127.0.0.1:9"]].concat(),
+        );
+        (s, rest)
+    };
+    let r = call_as(&base_c, "alice-secret", "session_start", json!({}));
+    let id = data(&r)["session_id"].as_str().expect("id").to_owned();
+    let r = call_as(
+        &base_a,
+        "alice-secret",
+        "session_read",
+        json!({"session_id": id}),
+    );
+    let m = error(&r);
+    assert!(
+        m.starts_with("session_lost:") && m.contains("did not answer at http://127.0.0.1:9"),
+        "{m}"
+    );
 }
 
 #[test]

@@ -99,6 +99,7 @@ impl Engine {
             niceness: self.config.tool_niceness,
             cgroups: self.cgroups.as_ref(),
             sandbox: &self.sandbox,
+            forwarded: opts.forwarded,
         };
         match self.sessions.call(name, args, ctx).await {
             Ok(data) => ToolResult::ok(data, meta),
@@ -110,6 +111,12 @@ impl Engine {
             ),
             Err(session::SessionError::Session(code, m)) => {
                 ToolResult::err(ErrorKind::Session, format!("{code}: {m}"), Vec::new(), meta)
+            }
+            // The replica holding the session answered: its answer, saying it came from there.
+            Err(session::SessionError::Answered(answer, replica)) => {
+                let mut answer = *answer;
+                answer.meta.forwarded_to = Some(replica);
+                answer
             }
         }
     }

@@ -1,6 +1,6 @@
 //! Limits and owners: who may start a session (per-caller and per-server caps, starts racing
 //! each other counted), and whose session an id names — here, in a tombstone, or on another
-//! replica.
+//! replica, where the call is forwarded when that replica gave an address.
 
 use super::*;
 
@@ -72,6 +72,57 @@ impl Sessions {
         })
     }
 
+    /// A call for a session another replica holds, sent to that replica when it gave an
+    /// address and answered as it answers; `None` when this replica holds the session or the
+    /// call cannot be sent (then [`Self::find`] says where the session is, or that it is lost).
+    pub(super) async fn forward(
+        &self,
+        name: &str,
+        args: &Map<String, Value>,
+        ctx: &Ctx<'_>,
+    ) -> Option<Result<Value>> {
+        if ctx.forwarded {
+            return None;
+        }
+        let id = str_arg(args, "session_id")?.trim();
+        let replica = id.strip_prefix("s-").and_then(|r| r.split('-').next())?;
+        if replica == self.inner.replica || lock(&self.inner.live).contains_key(id) {
+            return None;
+        }
+        let directory = lock(&self.inner.directory).clone()?;
+        // Its replica records a new session off the call path: a call that follows the
+        // start at once, through another replica, may look before the record is written.
+        let mut at = directory.locate(id).await;
+        for _ in 0..RECORD_WAITS {
+            if at.is_some() {
+                break;
+            }
+            tokio::time::sleep(RECORD_WAIT).await;
+            at = directory.locate(id).await;
+        }
+        let at = at?;
+        let url = at
+            .url
+            .as_deref()
+            .filter(|_| at.alive && at.status == "running")?;
+        let call = Forward {
+            tool: name,
+            arguments: args,
+            caller: ctx.caller,
+            admin: ctx.admin,
+        };
+        Some(match directory.forward(url, call).await {
+            Ok(answer) => Err(SessionError::Answered(Box::new(answer), at.replica)),
+            Err(why) => Err(SessionError::session(
+                "session_lost",
+                format!(
+                    "session {id} lives on replica {}, which did not answer at {url} ({why}); if it is gone, its processes went with it — start a new session",
+                    at.replica
+                ),
+            )),
+        })
+    }
+
     /// The caller's session `id`, or why it cannot be had.
     pub(super) async fn find(&self, args: &Map<String, Value>, ctx: &Ctx<'_>) -> Result<Found> {
         let id = str_arg(args, "session_id").unwrap_or_default().trim();
@@ -136,3 +187,7 @@ impl Sessions {
         ))
     }
 }
+
+/// How often, and how long apart, a replica looks again for another's new session.
+const RECORD_WAITS: usize = 20;
+const RECORD_WAIT: std::time::Duration = std::time::Duration::from_millis(50);

@@ -53,6 +53,7 @@ use serde_json::{Map, Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 use toolsmith_core::model::{Limits, Tool};
+use toolsmith_core::result::ToolResult;
 
 use crate::limits::{CallCgroup, Cgroups, kill_group};
 use crate::workspace::Workspace;
@@ -95,6 +96,23 @@ pub trait Directory: Send + Sync + 'static {
         &'a self,
         id: &'a str,
     ) -> Pin<Box<dyn Future<Output = Option<Located>> + Send + 'a>>;
+    /// Runs `call` at the replica reachable at `url`, which holds its session: the holder's
+    /// answer, or why it could not be reached.
+    fn forward<'a>(
+        &'a self,
+        url: &'a str,
+        call: Forward<'a>,
+    ) -> Pin<Box<dyn Future<Output = std::result::Result<ToolResult, String>> + Send + 'a>>;
+}
+
+/// A session call for the replica that holds its session, made as its caller.
+#[derive(Debug, Clone, Copy)]
+pub struct Forward<'a> {
+    /// `session_exec`, `session_read` or `session_end`.
+    pub tool: &'a str,
+    pub arguments: &'a Map<String, Value>,
+    pub caller: &'a str,
+    pub admin: bool,
 }
 
 /// A change to record in the directory.
@@ -128,6 +146,8 @@ pub struct Located {
     pub alive: bool,
     pub status: String,
     pub last_seen_ms: u64,
+    /// Where its replica can be reached, when it gave an address.
+    pub url: Option<String>,
 }
 
 /// Who calls, and what the call may use.
@@ -141,6 +161,8 @@ pub struct Ctx<'a> {
     pub niceness: i32,
     pub cgroups: Option<&'a Arc<Cgroups>>,
     pub sandbox: &'a crate::sandbox::Sandboxes,
+    /// Another replica forwarded this call here: it is answered here, never sent on.
+    pub forwarded: bool,
 }
 
 /// Why a session call failed.
@@ -150,6 +172,8 @@ pub enum SessionError {
     Invalid(String),
     /// The session cannot be used: the code (`session_unknown`, …) and a message.
     Session(&'static str, String),
+    /// The replica holding the session (named here) answered the call.
+    Answered(Box<ToolResult>, String),
 }
 
 impl SessionError {
@@ -417,6 +441,11 @@ impl Sessions {
             return Err(SessionError::session("sessions_unavailable", why.clone()));
         }
         let max_wait = MAX_WAIT.min(Duration::from_millis(ctx.tool.timeout_ms));
+        if matches!(name, "session_exec" | "session_read" | "session_end")
+            && let Some(answer) = self.forward(name, args, &ctx).await
+        {
+            return answer;
+        }
         match name {
             "session_start" => self.start(args, &ctx, max_wait).await,
             "session_exec" => self.exec(args, &ctx, max_wait).await,

@@ -268,3 +268,37 @@ impl Drop for LogIfDropped {
         ));
     }
 }
+
+/// A session call another replica forwarded here, where its session lives
+/// ([`crate::sessions`]): answered as the caller named in it, with no further forwarding,
+/// limits or log entry (the replica the caller reached applied and wrote those).
+pub(super) async fn peer_session(
+    State(s): Shared,
+    headers: HeaderMap,
+    Json(body): Json<crate::sessions::PeerCall>,
+) -> ApiResult<Json<ToolResult>> {
+    crate::sessions::check_peer(&headers)?;
+    if !matches!(
+        body.tool.as_str(),
+        "session_exec" | "session_read" | "session_end"
+    ) {
+        return Err(ApiError::bad_request(format!(
+            "{:?} is not a session call a replica forwards",
+            body.tool
+        )));
+    }
+    let tool = compiled_tool(&s, &body.tool, None).await?;
+    let result = s
+        .engine
+        .call(
+            &tool,
+            Value::Object(body.arguments),
+            CallOptions {
+                admin: body.admin,
+                forwarded: true,
+                ..CallOptions::new(body.caller, true)
+            },
+        )
+        .await;
+    Ok(Json(result))
+}

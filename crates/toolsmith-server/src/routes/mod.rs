@@ -68,6 +68,12 @@ pub fn router() -> Router<Arc<AppState>> {
         serde_json::to_vec(&crate::openapi::finish(api)).unwrap_or_default(),
     );
     router
+        // Replicas' own door (not in the OpenAPI document: only a replica of this registry
+        // may use it).
+        .route(
+            crate::sessions::PEER_PATH,
+            axum::routing::post(calls::peer_session),
+        )
         .route(
             crate::openapi::PATH,
             axum::routing::get(move || {

@@ -299,6 +299,11 @@ pub struct ServeArgs {
     /// Logs on stderr as text lines, or one JSON object per line (start-up notes included).
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: serve::LogFormat,
+    /// Where the other replicas of this registry reach this one (http://HOST:PORT), to
+    /// forward the calls for its sessions that a load balancer sends them [default: the
+    /// --addr listened on, unless it is 0.0.0.0 or [::]]. Its host is added to --allow-host.
+    #[arg(long, value_name = "URL", value_parser = parse_advertise_url)]
+    pub advertise_url: Option<String>,
     /// A Host header the server answers besides localhost, 127.0.0.1 and [::1] (and the
     /// --addr it listens on): NAME (any port) or NAME:PORT; repeatable. Anything else is
     /// refused with 403, which protects against DNS rebinding. '*' turns the check off (only
@@ -516,4 +521,19 @@ pub(crate) fn redact_url(address: &str) -> String {
         }
         _ => address.to_owned(),
     }
+}
+
+/// An `--advertise-url`: http or https, a host, no path beyond `/`.
+fn parse_advertise_url(text: &str) -> Result<String, String> {
+    let rest = text
+        .strip_prefix("http://")
+        .or_else(|| text.strip_prefix("https://"))
+        .ok_or_else(|| format!("{text:?} is not an http:// or https:// URL"))?;
+    let host = rest.trim_end_matches('/');
+    if host.is_empty() || host.contains(['/', '?', '#', '@', ' ']) {
+        return Err(format!(
+            "{text:?}: give only a scheme, a host and a port (http://10.0.0.5:7700)"
+        ));
+    }
+    Ok(text.trim_end_matches('/').to_owned())
 }

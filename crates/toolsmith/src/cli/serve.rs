@@ -108,12 +108,32 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                  can; on a shared machine start with --token NAME=SECRET"
             );
         }
+        let advertise = args
+            .advertise_url
+            .clone()
+            .or_else(|| (!local.ip().is_unspecified()).then(|| format!("http://{local}")));
+        let mut allow_hosts = args.allow_hosts.clone();
+        if let Some(host) = args
+            .advertise_url
+            .as_deref()
+            .and_then(|u| u.split_once("://"))
+            .map(|(_, host)| host.trim_end_matches('/').to_owned())
+        {
+            allow_hosts.push(host);
+        }
         let sessions = engine.sessions().clone();
         let upstreams = engine.upstreams().clone();
         let state =
             toolsmith_server::AppState::with_retention(store, engine, tokens, args.run_retention);
         state.set_identity_with(jwt, args.jwt.public_url.clone(), args.rate_limit);
         state.share_rate_limits();
+        match &advertise {
+            Some(url) => state.advertise(url),
+            None => say!(
+                "listening on every address with no --advertise-url: replicas of this registry \
+                 cannot forward calls for this one's sessions (they answer session_elsewhere)"
+            ),
+        }
         toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
         // Upstream MCP servers start in the background: serve answers at once.
         toolsmith_server::federation::start(&state);
@@ -141,7 +161,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
             state,
             toolsmith_server::HttpOptions {
                 allow_dangerous: args.allow_dangerous,
-                allowed_hosts: args.allow_hosts,
+                allowed_hosts: allow_hosts,
                 allowed_origins: args.allow_origins,
                 listen: Some(local),
                 no_metrics: !metrics_on || args.metrics_addr.is_some(),
