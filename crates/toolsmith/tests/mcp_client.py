@@ -566,10 +566,57 @@ async def toolsets(url, base, workspace):
     print("toolsets: endpoints, narrowing, list_changed for members, search mode")
 
 
+async def scaleout(lb_mcp, lb_base, seconds, *replica_mcps):
+    """Under load through the balancer (tool calls over MCP for `seconds`), an edit through
+    the balancer reaches a subscriber on every replica: prints each latency and the calls."""
+    seconds = float(seconds)
+    calls = {"ok": 0, "failed": 0}
+    stop = anyio.Event()
+
+    async def load():
+        async with Client(lb_mcp) as client:
+            while not stop.is_set():
+                try:
+                    r = await client.call_tool("pause", {})
+                    calls["ok" if not r.is_error else "failed"] += 1
+                except Exception as e:  # a failed call is counted, not raised
+                    calls["failed"] += 1
+                    print("MCP call failed:", e, file=sys.stderr)
+
+    latencies = {}
+
+    async def subscriber(url, ready, edited):
+        async with Client(url) as client:
+            async with client.listen(tools_list_changed=True) as sub:
+                ready.set()
+                with anyio.fail_after(15):
+                    async for _ in sub:
+                        latencies[url] = time.monotonic() - edited["at"]
+                        return
+
+    edited = {"at": None}
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(load)
+        readies = []
+        for url in replica_mcps:
+            ready = anyio.Event()
+            readies.append(ready)
+            tg.start_soon(subscriber, url, ready, edited)
+        for ready in readies:
+            await ready.wait()
+        await anyio.sleep(seconds / 2)
+        edited["at"] = time.monotonic()
+        await anyio.to_thread.run_sync(lambda: rest(lb_base, "POST", "/tools/marker/disable"))
+        await anyio.sleep(seconds / 2)
+        stop.set()
+    print(json.dumps({"latencies": sorted(latencies.values()), "subscribers": len(latencies),
+                      "mcp_ok": calls["ok"], "mcp_failed": calls["failed"]}))
+
+
 if __name__ == "__main__":
     kind, args = sys.argv[1], sys.argv[2:]
     anyio.run({"stdio": stdio, "http": http, "replicas": replicas,
                "sessions-stdio": sessions_stdio, "sessions-http": sessions_http,
                "federation-stdio": federation_stdio, "federation-http": federation_http,
-               "http-api": http_api, "toolsets": toolsets}[kind], *args)
+               "http-api": http_api, "toolsets": toolsets, "scaleout": scaleout}[kind], *args)
     print("ok")
