@@ -387,6 +387,11 @@ impl Agent {
                 &self.tools.rendered,
                 &mut relay,
             );
+            // The model's answer, a span of the turn's trace (SPEC §15).
+            let fut = tracing::Instrument::instrument(
+                fut,
+                tracing::info_span!(target: toolsmith_exec::trace::TARGET, "model"),
+            );
             tokio::select! {
                 r = fut => Some(r),
                 () = interrupt.wait() => None,

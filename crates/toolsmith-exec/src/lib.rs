@@ -27,6 +27,7 @@ pub mod runtime;
 pub mod sandbox;
 mod script;
 pub mod session;
+pub mod trace;
 pub mod upstream;
 mod warm;
 mod workspace;
@@ -42,6 +43,7 @@ use toolsmith_core::CompiledTool;
 use toolsmith_core::model::{Executor, Limits, OutputMode, Tool};
 use toolsmith_core::plan::{self, Invocation};
 use toolsmith_core::result::{ErrorKind, Meta, ToolResult};
+use tracing::Instrument;
 
 pub use capture::{Capture, Captured};
 pub use limits::not_dumpable;
@@ -356,8 +358,33 @@ impl Engine {
     /// Runs one call from start to result. Dropping the future kills the call's processes.
     pub async fn call(&self, tool: &CompiledTool, raw: Value, opts: CallOptions) -> ToolResult {
         let started = Instant::now();
-        let mut result = self.call_inner(tool, raw, opts).await;
+        // One span per call (SPEC §15): what was called and by whom, never the arguments.
+        let span = tracing::info_span!(
+            target: trace::TARGET,
+            "call",
+            otel.name = %format_args!("call {}", tool.tool.name),
+            tool = %tool.tool.name,
+            tool.version = tool.version as i64,
+            tool.kind = tool.tool.executor.kind(),
+            caller = %opts.caller,
+            outcome = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        let mut result = self
+            .call_inner(tool, raw, opts)
+            .instrument(span.clone())
+            .await;
         result.meta.duration_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
+        if !span.is_disabled() {
+            let outcome = match &result.error {
+                None => Value::from("ok"),
+                Some(e) => serde_json::to_value(e.kind).unwrap_or_default(),
+            };
+            span.record("outcome", outcome.as_str().unwrap_or("error"));
+            if result.error.is_some() {
+                span.record("otel.status_code", "ERROR");
+            }
+        }
         result
     }
 
@@ -366,6 +393,8 @@ impl Engine {
         if !t.enabled {
             return kinds::mcp::withdrawn(self, tool).unwrap_or_else(|| tool.disabled());
         }
+        // The pipeline and the plan: no await inside, so the span is entered.
+        let pipeline = tracing::info_span!(target: trace::TARGET, "pipeline").entered();
         let prepared = match tool.prepare(raw) {
             Ok(p) => p,
             Err(problems) => return tool.invalid_arguments(problems),
@@ -390,6 +419,8 @@ impl Engine {
         if !problems.is_empty() {
             return tool.invalid_arguments(problems);
         }
+        drop(pipeline);
+        let queue = tracing::info_span!(target: trace::TARGET, "queue");
         if let Some(limit) = t.rate_limit
             && let Err(wait) = self
                 .rates
@@ -401,6 +432,7 @@ impl Engine {
                         p => p,
                     },
                 )
+                .instrument(queue.clone())
                 .await
         {
             let mut meta = meta;
@@ -417,20 +449,43 @@ impl Engine {
                 meta,
             );
         }
-        let _permits = match self.acquire(t).await {
+        let _permits = match self.acquire(t).instrument(queue).await {
             Ok(p) => p,
             Err(message) => return ToolResult::err(ErrorKind::Timeout, message, Vec::new(), meta),
         };
+        let run = tracing::info_span!(
+            target: trace::TARGET,
+            "run",
+            tool.kind = t.executor.kind(),
+            runtime = tracing::field::Empty,
+        );
+        self.execute(t, &prepared.arguments, invocation, &opts, meta)
+            .instrument(run)
+            .await
+    }
+
+    /// Runs a prepared, planned and admitted call on its executor.
+    async fn execute(
+        &self,
+        t: &Tool,
+        arguments: &serde_json::Map<String, Value>,
+        invocation: Invocation,
+        opts: &CallOptions,
+        meta: Meta,
+    ) -> ToolResult {
+        let prepared_arguments = arguments;
         match &t.executor {
             Executor::Builtin(name) if toolsmith_core::builtin::is_session(name) => {
-                self.session(t, name, &prepared.arguments, &opts, meta)
+                self.session(t, name, prepared_arguments, opts, meta).await
+            }
+            Executor::Builtin(name) => {
+                self.builtin(t, name, prepared_arguments.clone(), meta)
                     .await
             }
-            Executor::Builtin(name) => self.builtin(t, name, prepared.arguments, meta).await,
             Executor::Command(_) => self.run_command(t, invocation, meta).await,
             Executor::Script(s) => self.run_script(t, s, invocation, meta).await,
             Executor::Mcp(target) => {
-                self.run_mcp(t, target, prepared.arguments, &opts, meta)
+                self.run_mcp(t, target, prepared_arguments.clone(), opts, meta)
                     .await
             }
             Executor::Http(call) => self.run_http(t, call, invocation, meta).await,

@@ -20,6 +20,7 @@ pub mod openapi;
 mod routes;
 pub mod runlog;
 pub mod sessions;
+mod traces;
 pub mod ui;
 pub mod view;
 
@@ -398,6 +399,7 @@ pub fn app_with(state: Arc<AppState>, options: HttpOptions) -> Router {
             state.clone(),
             metrics::track,
         ))
+        .layer(axum::middleware::from_fn(traces::request))
         .layer(axum::middleware::from_fn_with_state(policy, guard::check))
         .with_state(state)
 }

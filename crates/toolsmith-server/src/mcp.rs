@@ -426,108 +426,8 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if let Some(why) = ctx.meta.get(mcp_params::BAD_KEY).and_then(Value::as_str) {
-            return Err(ErrorData::invalid_params(why.to_owned(), None));
-        }
-        let view = self.view(&ctx).await?;
-        let snapshot = self.snapshot().await?;
-        let mut request = request;
-        let mut wrapped = false;
-        if view.search {
-            match request.name.as_ref() {
-                mcp_search::SEARCH => {
-                    let arguments = request.arguments.unwrap_or_default();
-                    return Ok(mcp_search::search(&snapshot, &view, &arguments).into());
-                }
-                mcp_search::CALL => {
-                    request = mcp_search::unwrap_call(request)?;
-                    wrapped = true;
-                }
-                // A member called by its own name (a model that skipped call_tool) runs too.
-                _ => {}
-            }
-        }
-        let found = snapshot
-            .by_name
-            .get(request.name.as_ref())
-            .filter(|t| view.admits(&t.tool))
-            .cloned();
-        let Some(tool) = found else {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown tool {:?}: it is not in this server's registry, or it is disabled; tools/list shows the tools",
-                    request.name
-                ),
-                None,
-            ));
-        };
-        // Arguments sent as JSON text are read by the pipeline, as REST's are.
-        let arguments = match ctx.meta.get(mcp_params::TEXT_KEY) {
-            Some(Value::String(text)) if !wrapped => Value::String(text.clone()),
-            _ => Value::Object(request.arguments.clone().unwrap_or_default()),
-        };
-        // The caller's own rate limit (over HTTP, where callers are known).
-        if let Some(caller) = ctx
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|p| p.extensions.get::<crate::auth::Caller>())
-            && let Some(refused) = self.state.admit(caller, &tool).await
-        {
-            return Ok(self.finish(&tool, refused, &arguments, false, &ctx));
-        }
-        let upstream = matches!(tool.tool.executor, Executor::Mcp(_));
-        // The answer to an upstream's question asked of this client (protocol 2026-07-28):
-        // the parked call goes on.
-        if let Some(state) = request
-            .request_state
-            .as_deref()
-            .filter(|s| upstream && Parking::names_a_question(Some(s)))
-        {
-            let answer = request
-                .input_responses
-                .as_ref()
-                .and_then(|r| r.get(mcp_ask::QUESTION_KEY))
-                .cloned()
-                .unwrap_or_else(|| json!({"action": "cancel"}));
-            let result = match self.parking.resume(state, answer).await {
-                Some(Next::Ask(asked)) => return Ok(CallToolResponse::InputRequired(asked)),
-                Some(Next::Done(result)) => *result,
-                None => ToolResult::err(
-                    ErrorKind::Upstream,
-                    format!(
-                        "the question of `{}` this answers is no longer waiting (it waits {} minutes, \
-                         on the server that asked it); call the tool again",
-                        tool.tool.name,
-                        mcp_ask::KEEP.as_secs() / 60
-                    ),
-                    Vec::new(),
-                    tool.meta(Vec::new()),
-                ),
-            };
-            return Ok(self.finish(&tool, result, &arguments, false, &ctx));
-        }
-        let _flight = self.state.metrics.in_flight();
-        let (confirmed, declined) = match self.confirmation(&tool, &arguments, &request, &ctx).await
-        {
-            Confirmation::Ask(ask) => return Ok(CallToolResponse::InputRequired(ask)),
-            Confirmation::Confirmed => (true, false),
-            Confirmation::Declined => (false, true),
-            Confirmation::NotAsked => (false, false),
-        };
-        // An upstream's questions go to a 2026-07-28 client as "input required": the call is
-        // parked until the answer comes with the call sent again.
-        let result = if upstream && asks_back(&ctx) {
-            match self
-                .parked_run(&tool, arguments.clone(), confirmed, &ctx)
-                .await
-            {
-                Next::Ask(asked) => return Ok(CallToolResponse::InputRequired(asked)),
-                Next::Done(result) => *result,
-            }
-        } else {
-            self.run(&tool, arguments.clone(), confirmed, &ctx).await
-        };
-        Ok(self.finish(&tool, result, &arguments, declined, &ctx))
+        let span = crate::traces::mcp_call(request.name.as_ref(), &ctx);
+        tracing::Instrument::instrument(self.answer_call(request, ctx), span).await
     }
 
     /// Protocol 2026-07-28 clients follow changes with `subscriptions/listen`.
@@ -663,5 +563,117 @@ impl McpServer {
                 async move { engine.call(&tool, arguments, options).await }
             })
             .await
+    }
+}
+
+impl McpServer {
+    /// A `tools/call`, answered (in its span: [`crate::traces::mcp_call`]).
+    async fn answer_call(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(why) = ctx.meta.get(mcp_params::BAD_KEY).and_then(Value::as_str) {
+            return Err(ErrorData::invalid_params(why.to_owned(), None));
+        }
+        let view = self.view(&ctx).await?;
+        let snapshot = self.snapshot().await?;
+        let mut request = request;
+        let mut wrapped = false;
+        if view.search {
+            match request.name.as_ref() {
+                mcp_search::SEARCH => {
+                    let arguments = request.arguments.unwrap_or_default();
+                    return Ok(mcp_search::search(&snapshot, &view, &arguments).into());
+                }
+                mcp_search::CALL => {
+                    request = mcp_search::unwrap_call(request)?;
+                    wrapped = true;
+                }
+                // A member called by its own name (a model that skipped call_tool) runs too.
+                _ => {}
+            }
+        }
+        let found = snapshot
+            .by_name
+            .get(request.name.as_ref())
+            .filter(|t| view.admits(&t.tool))
+            .cloned();
+        let Some(tool) = found else {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool {:?}: it is not in this server's registry, or it is disabled; tools/list shows the tools",
+                    request.name
+                ),
+                None,
+            ));
+        };
+        // Arguments sent as JSON text are read by the pipeline, as REST's are.
+        let arguments = match ctx.meta.get(mcp_params::TEXT_KEY) {
+            Some(Value::String(text)) if !wrapped => Value::String(text.clone()),
+            _ => Value::Object(request.arguments.clone().unwrap_or_default()),
+        };
+        // The caller's own rate limit (over HTTP, where callers are known).
+        if let Some(caller) = ctx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<crate::auth::Caller>())
+            && let Some(refused) = self.state.admit(caller, &tool).await
+        {
+            return Ok(self.finish(&tool, refused, &arguments, false, &ctx));
+        }
+        let upstream = matches!(tool.tool.executor, Executor::Mcp(_));
+        // The answer to an upstream's question asked of this client (protocol 2026-07-28):
+        // the parked call goes on.
+        if let Some(state) = request
+            .request_state
+            .as_deref()
+            .filter(|s| upstream && Parking::names_a_question(Some(s)))
+        {
+            let answer = request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get(mcp_ask::QUESTION_KEY))
+                .cloned()
+                .unwrap_or_else(|| json!({"action": "cancel"}));
+            let result = match self.parking.resume(state, answer).await {
+                Some(Next::Ask(asked)) => return Ok(CallToolResponse::InputRequired(asked)),
+                Some(Next::Done(result)) => *result,
+                None => ToolResult::err(
+                    ErrorKind::Upstream,
+                    format!(
+                        "the question of `{}` this answers is no longer waiting (it waits {} minutes, \
+                         on the server that asked it); call the tool again",
+                        tool.tool.name,
+                        mcp_ask::KEEP.as_secs() / 60
+                    ),
+                    Vec::new(),
+                    tool.meta(Vec::new()),
+                ),
+            };
+            return Ok(self.finish(&tool, result, &arguments, false, &ctx));
+        }
+        let _flight = self.state.metrics.in_flight();
+        let (confirmed, declined) = match self.confirmation(&tool, &arguments, &request, &ctx).await
+        {
+            Confirmation::Ask(ask) => return Ok(CallToolResponse::InputRequired(ask)),
+            Confirmation::Confirmed => (true, false),
+            Confirmation::Declined => (false, true),
+            Confirmation::NotAsked => (false, false),
+        };
+        // An upstream's questions go to a 2026-07-28 client as "input required": the call is
+        // parked until the answer comes with the call sent again.
+        let result = if upstream && asks_back(&ctx) {
+            match self
+                .parked_run(&tool, arguments.clone(), confirmed, &ctx)
+                .await
+            {
+                Next::Ask(asked) => return Ok(CallToolResponse::InputRequired(asked)),
+                Next::Done(result) => *result,
+            }
+        } else {
+            self.run(&tool, arguments.clone(), confirmed, &ctx).await
+        };
+        Ok(self.finish(&tool, result, &arguments, declined, &ctx))
     }
 }

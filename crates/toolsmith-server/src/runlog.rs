@@ -73,6 +73,7 @@ impl RunLog {
 
     /// Queues an entry.
     pub fn record(&self, run: RunRecord) {
+        let _log = tracing::info_span!(target: toolsmith_exec::trace::TARGET, "log").entered();
         let _ = self.tx.send(Msg::Run(Box::new(run)));
     }
 

@@ -38,6 +38,8 @@ pub struct ChatArgs {
     /// registry's).
     #[arg(long, value_name = "NAME")]
     pub toolset: Option<String>,
+    #[command(flatten)]
+    pub traces: crate::telemetry::TraceArgs,
     /// openai (any OpenAI-compatible Chat Completions server) or anthropic.
     #[arg(long, default_value = "openai", value_parser = ["openai", "anthropic"])]
     pub provider: String,
@@ -93,6 +95,19 @@ pub fn run(args: ChatArgs) -> Result<std::process::ExitCode> {
         Some(a) => Approval::parse(a).context("--approval")?,
         None if interactive => Approval::Ask,
         None => Approval::Never,
+    };
+    let _telemetry = if args.traces.otlp_endpoint.is_some()
+        || std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
+        || std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some()
+    {
+        // Logs stay off the conversation: errors only.
+        Some(crate::telemetry::init(
+            crate::cli::serve::LogFormat::Text,
+            "error",
+            &args.traces,
+        )?)
+    } else {
+        None
     };
     let prompt = (!args.prompt.is_empty()).then(|| args.prompt.join(" "));
     if prompt.is_none() && !interactive {
@@ -183,7 +198,7 @@ pub fn run(args: ChatArgs) -> Result<std::process::ExitCode> {
         }
         let done = match prompt {
             Some(p) => {
-                let outcome = agent.turn(p).await;
+                let outcome = traced_turn(&mut agent, p).await;
                 Ok(finish(&outcome, args.json))
             }
             None => repl(&mut agent, &id).await,
@@ -387,7 +402,7 @@ async fn repl(agent: &mut Agent, id: &str) -> Result<std::process::ExitCode> {
             }
             _ => {}
         }
-        let outcome = agent.turn(text).await;
+        let outcome = traced_turn(agent, text).await;
         match &outcome {
             Outcome::Answered(_) => outln!(""),
             Outcome::Failed(m) => {
@@ -629,4 +644,28 @@ impl Ui for JsonUi {
     fn retrying(&mut self, why: &str, wait: Duration) {
         line(&json!({"type": "retry", "reason": why, "wait_ms": wait.as_millis() as u64}));
     }
+}
+
+/// One user turn, a trace of its own when traces are exported (SPEC §15): the model's
+/// answers and the tool calls are its children.
+async fn traced_turn(agent: &mut Agent, text: String) -> Outcome {
+    use tracing::Instrument;
+    let span = tracing::info_span!(
+        target: toolsmith_exec::trace::TARGET,
+        parent: None,
+        "chat turn",
+        otel.name = "chat turn",
+        outcome = tracing::field::Empty,
+    );
+    let outcome = agent.turn(text).instrument(span.clone()).await;
+    span.record(
+        "outcome",
+        match &outcome {
+            Outcome::Answered(_) => "answered",
+            Outcome::Failed(_) => "failed",
+            Outcome::Stopped(_) => "stopped",
+            Outcome::Interrupted => "interrupted",
+        },
+    );
+    outcome
 }

@@ -33,6 +33,7 @@ mod options;
 mod output;
 mod secret_key;
 mod source;
+mod telemetry;
 
 use std::process::ExitCode;
 

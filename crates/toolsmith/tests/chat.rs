@@ -491,6 +491,42 @@ fn a_sloppy_call_is_repaired_and_the_model_is_told() {
 }
 
 #[test]
+#[ignore = "needs the Python OTLP receiver (TOOLSMITH_TEST_PYTHON with opentelemetry-proto)"]
+fn a_turn_is_a_trace_of_its_own() {
+    let env = Env::new();
+    let r = common::otlp_receiver(env.dir.path());
+    let m = model(vec![
+        sse(&openai_calls(&[("c1", "list_dir", "{}")])),
+        sse(TEXT_ONLY),
+    ]);
+    let o = env.run(&m, "openai", &["--otlp-endpoint", &r.url, "--json", "look"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    // Exported before the process ended.
+    let spans = common::read_spans(&r.spans);
+    let turns: Vec<&Value> = spans.iter().filter(|s| s["name"] == "chat turn").collect();
+    assert_eq!(turns.len(), 1, "{spans:#?}");
+    let turn = turns[0];
+    assert_eq!(turn["parent_span_id"], "", "a turn starts its trace");
+    assert_eq!(turn["attributes"]["outcome"], "answered");
+    let under = |name: &str| {
+        spans
+            .iter()
+            .filter(|s| {
+                s["name"] == name
+                    && s["trace_id"] == turn["trace_id"]
+                    && s["parent_span_id"] == turn["span_id"]
+            })
+            .count()
+    };
+    assert_eq!(
+        (under("model"), under("call list_dir")),
+        (2, 1),
+        "{spans:#?}"
+    );
+}
+
+#[test]
 fn the_turn_limit_stops_the_loop() {
     let env = Env::new();
     let call = openai_calls(&[("c", "list_dir", "{\"path\": \".\"}")]);

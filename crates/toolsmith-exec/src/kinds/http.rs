@@ -10,6 +10,7 @@ use toolsmith_core::http::HttpCall;
 
 use super::*;
 use crate::http::{Failure, Outbound, Response};
+use toolsmith_core::plan::Header;
 
 /// Characters of the body an `http_status` message quotes.
 const BODY_HEAD: usize = 500;
@@ -42,13 +43,35 @@ impl Engine {
                 meta,
             );
         };
+        // The caller's trace goes on to the service (SPEC §15).
+        let traced: Vec<Header>;
+        let headers = match crate::trace::current() {
+            Some((parent, state)) => {
+                let context = std::iter::once(("traceparent", parent))
+                    .chain(state.map(|s| ("tracestate", s)))
+                    .map(|(name, value)| Header {
+                        name: name.into(),
+                        value,
+                        secret: false,
+                    });
+                traced = req
+                    .headers
+                    .iter()
+                    .filter(|h| !h.name.eq_ignore_ascii_case("traceparent"))
+                    .cloned()
+                    .chain(context)
+                    .collect();
+                &traced
+            }
+            None => &req.headers,
+        };
         let sent = self
             .http
             .send(Outbound {
                 method: &req.method,
                 url: &req.url,
                 url_shown: &req.url_shown,
-                headers: &req.headers,
+                headers,
                 body: req.body,
                 max_bytes: call.max_response_bytes(),
                 truncate: false,

@@ -39,6 +39,8 @@ impl Engine {
         let python = base
             .starts_with("python")
             .then(|| (interpreter, file, self.runs_warm(t)));
+        let warm = python.as_ref().is_some_and(|p| p.2);
+        tracing::Span::current().record("runtime", if warm { "warm" } else { "cold" });
         self.spawn(t, invocation, python, meta).await
     }
 }

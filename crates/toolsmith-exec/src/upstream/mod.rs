@@ -341,6 +341,14 @@ impl Upstreams {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = Some(arguments);
+        // The caller's trace goes on upstream (SPEC §15).
+        if let Some((parent, state)) = crate::trace::current() {
+            let meta = params.meta.get_or_insert_with(Default::default);
+            meta.insert("traceparent".into(), Value::from(parent));
+            if let Some(state) = state {
+                meta.insert("tracestate".into(), Value::from(state));
+            }
+        }
         let (progress, elicit) = (&downstream.progress, &downstream.elicit);
         // An upstream on the 2026-07-28 protocol asks for input by answering "input
         // required": answered here (asked through `elicit`, or declined) and the call sent

@@ -299,6 +299,8 @@ pub struct ServeArgs {
     /// Logs on stderr as text lines, or one JSON object per line (start-up notes included).
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: serve::LogFormat,
+    #[command(flatten)]
+    pub traces: crate::telemetry::TraceArgs,
     /// Where the other replicas of this registry reach this one (http://HOST:PORT), to
     /// forward the calls for its sessions that a load balancer sends them [default: the
     /// --addr listened on, unless it is 0.0.0.0 or [::]]. Its host is added to --allow-host.
@@ -347,6 +349,8 @@ pub struct McpArgs {
     /// Logs on stderr as text lines, or one JSON object per line.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: serve::LogFormat,
+    #[command(flatten)]
+    pub traces: crate::telemetry::TraceArgs,
     #[command(flatten)]
     pub run: RunArgs,
 }

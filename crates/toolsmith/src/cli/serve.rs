@@ -3,7 +3,7 @@
 use super::*;
 
 pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
-    init_logging(args.log_format);
+    let _telemetry = init_logging(args.log_format, &args.traces)?;
     let mut tokens = args
         .tokens
         .iter()
@@ -192,7 +192,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
 const SESSION_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
-    init_logging(args.log_format);
+    let _telemetry = init_logging(args.log_format, &args.traces)?;
     let catalog = args
         .catalog
         .as_ref()
@@ -279,24 +279,16 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
 /// the client's mistakes, not the server's, so only its errors show by default.
 /// Logs on stderr: human-readable lines, or (`--log-format json`) one JSON object per line —
 /// the command's own notes included ([`crate::output::say`]).
-fn init_logging(format: LogFormat) {
+/// Logs as `format` and traces when asked (kept until the returned guard drops).
+pub(crate) fn init_logging(
+    format: LogFormat,
+    traces: &crate::telemetry::TraceArgs,
+) -> Result<crate::telemetry::Telemetry> {
     let default = match format {
         LogFormat::Text => "warn,rmcp::service=error",
         LogFormat::Json => "warn,toolsmith=info,rmcp::service=error",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false);
-    let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => {
-            crate::output::notes_as_json();
-            builder.json().flatten_event(true).try_init()
-        }
-    };
+    crate::telemetry::init(format, default, traces)
 }
 
 /// How `serve` and `mcp` write their logs.

@@ -273,3 +273,47 @@ pub fn postgres_registry(prefix: &str) -> String {
     let sep = if url.contains('?') { '&' } else { '?' };
     format!("{url}{sep}options[search_path]={schema}")
 }
+
+/// The OTLP/HTTP receiver of the trace tests (`otlp_receiver.py`): its process, its address,
+/// the file it writes spans to (one JSON object per line).
+pub struct Receiver {
+    pub child: Child,
+    pub url: String,
+    pub spans: PathBuf,
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the receiver, writing spans under `dir`.
+pub fn otlp_receiver(dir: &Path) -> Receiver {
+    let spans = dir.join("spans.jsonl");
+    let mut child = Command::new(python())
+        .arg(repo().join("crates/toolsmith/tests/otlp_receiver.py"))
+        .arg(&spans)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the OTLP receiver");
+    let mut port = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut port)
+        .expect("its port");
+    Receiver {
+        child,
+        url: format!("http://127.0.0.1:{}", port.trim()),
+        spans,
+    }
+}
+
+/// The spans the receiver wrote so far.
+pub fn read_spans(file: &Path) -> Vec<Value> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("span"))
+        .collect()
+}

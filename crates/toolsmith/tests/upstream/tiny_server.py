@@ -1,7 +1,8 @@
 """The smallest stdio MCP server (the standard library only, so it starts in milliseconds):
 one tool, `ping` (read-only). With TS_HELPER=1 it leaves a `sleep` behind at start, in a
 session of its own, as a careless server's helper would; the crash tests check that toolsmith
-ends it with the server."""
+ends it with the server. With TS_ECHO_META=1 `ping` answers with the call's `_meta` as JSON
+(the trace tests read the `traceparent` toolsmith passed on)."""
 import json
 import os
 import subprocess
@@ -30,7 +31,10 @@ for line in sys.stdin:
         result = {"tools": [TOOL]}
     elif method == "tools/call":
         loud = message.get("params", {}).get("arguments", {}).get("loud") is True
-        result = {"content": [{"type": "text", "text": "PONG" if loud else "pong"}], "isError": False}
+        text = "PONG" if loud else "pong"
+        if os.environ.get("TS_ECHO_META") == "1":
+            text = json.dumps(message.get("params", {}).get("_meta", {}))
+        result = {"content": [{"type": "text", "text": text}], "isError": False}
     else:
         result = {}
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\n")
