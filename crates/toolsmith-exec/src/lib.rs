@@ -420,7 +420,6 @@ impl Engine {
             return tool.invalid_arguments(problems);
         }
         drop(pipeline);
-        let queue = tracing::info_span!(target: trace::TARGET, "queue");
         if let Some(limit) = t.rate_limit
             && let Err(wait) = self
                 .rates
@@ -432,7 +431,11 @@ impl Engine {
                         p => p,
                     },
                 )
-                .instrument(queue.clone())
+                .instrument(tracing::info_span!(
+                    target: trace::TARGET,
+                    "queue",
+                    reason = "rate_limit"
+                ))
                 .await
         {
             let mut meta = meta;
@@ -449,7 +452,7 @@ impl Engine {
                 meta,
             );
         }
-        let _permits = match self.acquire(t).instrument(queue).await {
+        let _permits = match self.acquire(t).await {
             Ok(p) => p,
             Err(message) => return ToolResult::err(ErrorKind::Timeout, message, Vec::new(), meta),
         };
@@ -570,7 +573,9 @@ impl Engine {
             );
             Ok::<_, String>(permits)
         };
-        match tokio::time::timeout(wait, acquire).await {
+        // A span only for a call that waits: most take a free slot at once.
+        let queue = tracing::info_span!(target: trace::TARGET, "queue", reason = "slot");
+        match tokio::time::timeout(wait, acquire).instrument(queue).await {
             Ok(r) => r,
             Err(_) => Err(format!(
                 "tool `{}` waited {} ms for a free slot (at most {} calls at once{}); try again later",

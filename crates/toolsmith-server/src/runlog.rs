@@ -73,7 +73,6 @@ impl RunLog {
 
     /// Queues an entry.
     pub fn record(&self, run: RunRecord) {
-        let _log = tracing::info_span!(target: toolsmith_exec::trace::TARGET, "log").entered();
         let _ = self.tx.send(Msg::Run(Box::new(run)));
     }
 

@@ -66,8 +66,17 @@ pub fn init(format: LogFormat, default_filter: &str, traces: &TraceArgs) -> Resu
     };
     let provider = provider(traces)?;
     let spans = provider.as_ref().map(|p| {
+        // Only the attributes the spans name: no source locations, threads, levels, targets
+        // or busy/idle timings, and no OpenTelemetry context made current on every enter
+        // (nothing here reads it) — each costs every call something.
         tracing_opentelemetry::layer()
             .with_tracer(p.tracer("toolsmith"))
+            .with_location(false)
+            .with_threads(false)
+            .with_level(false)
+            .with_target(false)
+            .with_tracked_inactivity(false)
+            .with_context_activation(false)
             .with_filter(
                 Targets::new()
                     .with_target(toolsmith_exec::trace::TARGET, LevelFilter::INFO)

@@ -1,7 +1,8 @@
 //! Traces (SPEC §15) through the real binary to a real OTLP/HTTP receiver
 //! (`otlp_receiver.py`, decoding with the OpenTelemetry project's protobuf classes): a REST
 //! call and an MCP call that carry a W3C `traceparent` continue that trace, one span per call
-//! with its stages under it, no argument value in any span; the trace goes on to an `http`
+//! with its stages under it (a queue span only for a call that waited for a slot), no argument
+//! value in any span; the trace goes on to an `http`
 //! tool's service (the `traceparent` header) and to an upstream MCP server
 //! (`_meta.traceparent`); spans still queued are exported when the server stops.
 
@@ -32,6 +33,7 @@ fn child<'a>(spans: &'a [Value], name: &str, trace: &str, parent: &str) -> &'a V
 
 const TRACE_REST: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const TRACE_HTTP: &str = "5bf92f3577b34da6a3ce929d0e0e4737";
+const TRACE_QUEUE: &str = "6bf92f3577b34da6a3ce929d0e0e4738";
 const TRACE_MCP: &str = "0af7651916cd43dd8448eb211c80319c";
 const PARENT: &str = "00f067aa0ba902b7";
 
@@ -50,6 +52,10 @@ fn calls_continue_the_callers_trace_and_pass_it_on() {
     description: The time in a zone.
     command: [date]
     parameters: [{{name: zone, inject_as: env, env_name: TZ}}]
+  - name: one_at_a_time
+    description: Waits a moment, one call at a time.
+    command: [sleep, '0.3']
+    max_concurrency: 1
   - name: echo_trace
     description: Asks a service what trace context it was sent.
     http: {{url: '{}/echo', allow_hosts: [127.0.0.1]}}
@@ -107,6 +113,25 @@ mcp_servers:
         !sent.contains(PARENT),
         "the service got our caller's span, not ours: {sent}"
     );
+
+    // Two calls of a tool that runs one at a time: one waits for the other.
+    let both: Vec<_> = (0..2)
+        .map(|_| {
+            let (base, parent) = (base.clone(), traced(TRACE_QUEUE));
+            std::thread::spawn(move || {
+                ureq::post(format!("{base}/tools/one_at_a_time/call"))
+                    .header("content-type", "application/json")
+                    .header("traceparent", parent)
+                    .send("{}")
+                    .expect("call")
+                    .status()
+                    .as_u16()
+            })
+        })
+        .collect();
+    for call in both {
+        assert_eq!(call.join().expect("call"), 200);
+    }
 
     // MCP, with _meta.traceparent, calling the upstream tool (once it is discovered).
     let started = Instant::now();
@@ -171,10 +196,20 @@ mcp_servers:
         "{call}"
     );
     let cid = call["span_id"].as_str().expect("id");
-    for stage in ["pipeline", "queue", "run"] {
+    for stage in ["pipeline", "run"] {
         child(&all, stage, TRACE_REST, cid);
     }
-    assert!(!named(&all, "log", TRACE_REST).is_empty(), "{all:#?}");
+    // A call that took a free slot at once has no queue span; one that waited has.
+    assert!(named(&all, "queue", TRACE_REST).is_empty(), "{all:#?}");
+    let waited: Vec<_> = named(&all, "call one_at_a_time", TRACE_QUEUE)
+        .into_iter()
+        .filter(|c| {
+            named(&all, "queue", TRACE_QUEUE)
+                .iter()
+                .any(|q| q["parent_span_id"] == c["span_id"])
+        })
+        .collect();
+    assert_eq!(waited.len(), 1, "{all:#?}");
     // The http tool's span is the parent the service was sent.
     let http_call = named(&all, "call echo_trace", TRACE_HTTP);
     let run = child(
