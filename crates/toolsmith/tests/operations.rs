@@ -177,6 +177,61 @@ fn metrics_count_calls_requests_and_the_runtime_with_bounded_labels() {
 }
 
 #[test]
+fn ten_thousand_tools_called_make_a_bounded_number_of_series() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("r.db").display().to_string();
+    let mut catalog = String::from("tools:\n");
+    for i in 0..10_000 {
+        catalog.push_str(&format!("  - {{name: b{i:05}, builtin: list_dir}}\n"));
+    }
+    let file = dir.path().join("many.yaml");
+    std::fs::write(&file, catalog).expect("catalog");
+    let (_serve, base, _) = serve(
+        &db,
+        dir.path(),
+        &["--catalog", file.to_str().expect("path")],
+    );
+    // Every tool called once, from four clients.
+    let clients: Vec<_> = (0..4)
+        .map(|c| {
+            let base = base.clone();
+            std::thread::spawn(move || {
+                for i in (c..10_000).step_by(4) {
+                    let (status, _) = request_as(
+                        "POST",
+                        &format!("{base}/tools/b{i:05}/call"),
+                        Some(json!({"arguments": {}})),
+                        None,
+                    );
+                    assert_eq!(status, 200);
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().expect("client");
+    }
+    let text = scrape(&format!("{}/metrics", base.trim_end_matches("/v1")), None).expect("metrics");
+    let series = |prefix: &str| text.lines().filter(|l| l.starts_with(prefix)).count();
+    // One series of calls per labelled tool (all calls ok over REST), 500 tools and `_other`;
+    // histograms the same tools × 19 buckets + sum + count.
+    assert_eq!(series("toolsmith_calls_total{"), 501);
+    assert_eq!(
+        sample(
+            &text,
+            "toolsmith_calls_total{tool=\"_other\",kind=\"builtin\",door=\"rest\",outcome=\"ok\"}"
+        ),
+        Some(9_500.0)
+    );
+    assert!(series("toolsmith_call_duration_seconds_bucket{") <= 501 * 19);
+    assert!(
+        text.lines().count() < 20_000,
+        "{} lines",
+        text.lines().count()
+    );
+}
+
+#[test]
 fn metrics_can_be_off_or_on_their_own_address() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("r.db").display().to_string();
