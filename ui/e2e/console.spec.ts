@@ -2,6 +2,9 @@
 // and watch tools — each step checked through the page and, where it changes anything,
 // through the REST API.
 
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { accessible, env, expect, rest, shot, test } from './fixtures';
 
 test.describe.configure({ mode: 'serial' });
@@ -212,6 +215,67 @@ test("an upstream MCP server's tool shows where it comes from and runs from its 
   await page.goto(`${env.url}/ui/runs`);
   await expect(page.getByRole('row', { name: /tiny__ping/ }).first()).toContainText('tiny');
   expect((await rest('DELETE', '/servers/tiny')).status).toBe(204);
+});
+
+test('servers: the live list, a server with its stderr, a held change approved, a failure and a restart', async ({ page }) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ts-ui-server-'));
+  const described = path.join(dir, 'description.txt');
+  const failing = path.join(dir, 'fail');
+  fs.writeFileSync(described, 'Answers pong.');
+  const created = await rest('POST', '/servers', {
+    name: 'watched',
+    command: ['python3', env.tinyServer],
+    env_allowlist: ['PATH'],
+    env: { TS_DESCRIPTION_FILE: described, TS_FAIL_FILE: failing },
+  });
+  expect(created.status).toBe(201);
+  await expect.poll(async () => (await rest('GET', '/tools/watched__ping')).status, { timeout: 20000 }).toBe(200);
+  await page.goto(`${env.url}/ui/tools`);
+  await page.getByRole('link', { name: 'Servers' }).click();
+  await expect(page.getByRole('heading', { name: 'Servers', level: 2 })).toBeVisible();
+  const row = page.getByRole('row', { name: /watched/ });
+  await expect(row).toContainText('ready');
+  await expect(row).toContainText('stdio');
+  await accessible(page, 'the servers list');
+  await row.getByRole('link', { name: 'watched' }).click();
+  await expect(page.getByRole('heading', { name: /watched/, level: 3 })).toBeVisible();
+  await expect(page.getByLabel('stderr')).toContainText('tiny: started as');
+  await expect(page.getByRole('list', { name: 'Its tools' })).toContainText('watched__ping');
+  await expect(page.getByLabel('Definition')).toContainText('TS_DESCRIPTION_FILE');
+
+  // The upstream changes a description: held, shown side by side, approved.
+  fs.writeFileSync(described, 'Answers pong, loudly when asked.');
+  await page.getByRole('button', { name: 'Refresh' }).click();
+  const change = page.getByRole('article', { name: 'Change of ping' });
+  await expect(change).toContainText('description changed', { timeout: 15000 });
+  await expect(change).toContainText('Answers pong.');
+  await expect(change).toContainText('Answers pong, loudly when asked.');
+  await expect(row).toContainText('1');
+  await accessible(page, 'a server with a held change');
+  await shot(page, 'server');
+  await change.getByRole('button', { name: 'Approve' }).click();
+  await expect(page.getByRole('region', { name: 'Pending changes' })).toContainText('Nothing waits');
+  const versions = await rest('GET', '/tools/watched__ping/versions');
+  expect(versions.json.versions.map((v: { version: number }) => v.version)).toEqual([1, 2]);
+  expect((await rest('GET', '/tools/watched__ping')).json.definition.description).toBe('Answers pong, loudly when asked.');
+
+  // Killed, and unable to start again: failed, with why on its stderr.
+  const pid = (await rest('GET', '/servers/watched')).json.status.pid as number;
+  fs.writeFileSync(failing, '');
+  process.kill(pid, 'SIGKILL');
+  await expect(page.getByRole('heading', { name: /watched/, level: 3 })).toContainText('failed', { timeout: 15000 });
+  await expect(page.getByLabel('stderr')).toContainText('tiny: refusing to start');
+  await expect(row).toContainText('failed');
+  await accessible(page, 'a failed server');
+  await shot(page, 'server-failed');
+  // Restart: a new process, ready again.
+  fs.rmSync(failing);
+  await page.getByRole('button', { name: 'Restart' }).click();
+  await expect(page.getByRole('heading', { name: /watched/, level: 3 })).toContainText('ready', { timeout: 15000 });
+  const after = (await rest('GET', '/servers/watched')).json.status.pid as number;
+  expect(after).not.toBe(pid);
+  expect((await rest('DELETE', '/servers/watched')).status).toBe(204);
+  fs.rmSync(dir, { recursive: true, force: true });
 });
 
 test("an http tool shows its request, runs from its form, and is edited in its source", async ({ page }) => {

@@ -16,6 +16,7 @@ const EditorPage = lazy(() => import('./pages/Editor'));
 const RunsPage = lazy(() => import('./pages/Runs'));
 const ExportPage = lazy(() => import('./pages/Export'));
 const ToolsetsPage = lazy(() => import('./pages/Toolsets'));
+const ServersPage = lazy(() => import('./pages/Servers'));
 
 /** Who is using the UI (from /v1/whoami). */
 export const MeContext = createContext<WhoAmI | undefined>(undefined);
@@ -119,10 +120,14 @@ function Shell({ dark, setDark }: { dark: boolean; setDark: (d: boolean) => void
             <Menu
               mode="horizontal"
               selectedKeys={[section]}
-              style={{ borderBottom: 'none', background: 'transparent' }}
+              // Every section stays reachable on a narrow window: the items wrap instead of
+              // folding into a "…" submenu (whose hidden copies axe rightly refuses).
+              disabledOverflow
+              style={{ borderBottom: 'none', background: 'transparent', flexWrap: 'wrap' }}
               items={[
                 { key: 'tools', label: <Link to="/tools">Tools</Link> },
                 { key: 'toolsets', label: <Link to="/toolsets">Toolsets</Link> },
+                { key: 'servers', label: <Link to="/servers">Servers</Link> },
                 { key: 'runs', label: <Link to="/runs">Runs</Link> },
                 { key: 'export', label: <Link to="/export">Export</Link> },
               ]}
@@ -195,6 +200,8 @@ function theRouter() {
           { path: 'tools/:name/edit', element: <EditorPage /> },
           { path: 'toolsets', element: <ToolsetsPage /> },
           { path: 'toolsets/:name', element: <ToolsetsPage /> },
+          { path: 'servers', element: <ServersPage /> },
+          { path: 'servers/:name', element: <ServersPage /> },
           { path: 'runs', element: <RunsPage /> },
           { path: 'export', element: <ExportPage /> },
           { path: '*', element: <NotFound /> },

@@ -49,6 +49,43 @@ export interface ToolsetView {
   members: { name: string; why: string }[];
 }
 
+/** How an upstream MCP server is doing on this server. */
+export interface ServerStatus {
+  name: string;
+  kind: 'stdio' | 'http';
+  status: 'starting' | 'ready' | 'failed' | 'stopped';
+  pid?: number;
+  restarts: number;
+  last_error?: string;
+  tools: number;
+  listed_at_ms?: number;
+  up_ms?: number;
+}
+
+/** An upstream MCP server: its definition (secrets as ***), version and status. */
+export interface ServerView {
+  name: string;
+  kind: 'stdio' | 'http';
+  version: number;
+  updated_at_ms: number;
+  updated_by: string;
+  definition: Record<string, unknown>;
+  status?: ServerStatus;
+  pending: number;
+  problems: string[];
+  tools?: string[];
+}
+
+/** A change an upstream made to one of its tools, held for a decision. */
+export interface ChangeView {
+  tool: string;
+  kind: 'added' | 'changed' | 'removed';
+  status: 'pending' | 'rejected';
+  detected_at_ms: number;
+  diff: Difference[];
+  now?: Record<string, unknown>;
+}
+
 export interface ToolSummary {
   name: string;
   title: string | null;
@@ -362,6 +399,14 @@ export const api = {
   updateToolset: (name: string, def: ToolsetDef, base: number) =>
     request<ToolsetView>('PUT', `/toolsets/${encodeURIComponent(name)}`, def, { 'if-match': String(base) }),
   removeToolset: (name: string) => request<void>('DELETE', `/toolsets/${encodeURIComponent(name)}`),
+  servers: () => request<{ servers: ServerView[] }>('GET', '/servers'),
+  server: (name: string) => request<ServerView>('GET', `/servers/${encodeURIComponent(name)}`),
+  serverLog: (name: string) => request<{ log: string }>('GET', `/servers/${encodeURIComponent(name)}/log`),
+  serverChanges: (name: string) => request<{ changes: ChangeView[] }>('GET', `/servers/${encodeURIComponent(name)}/changes`),
+  refreshServer: (name: string) => request<{ asked: boolean }>('POST', `/servers/${encodeURIComponent(name)}/refresh`),
+  restartServer: (name: string) => request<{ restarted: boolean }>('POST', `/servers/${encodeURIComponent(name)}/restart`),
+  decide: (name: string, decision: 'approve' | 'reject', tools: string[]) =>
+    request<{ tools: string[] }>('POST', `/servers/${encodeURIComponent(name)}/${decision}`, { tools }),
   runs: (p: { tool?: string; kind?: string; caller?: string; limit?: number; cursor?: string | null }) =>
     request<RunList>('GET', `/runs${query(p)}`),
   export: (p: { format: string; strict?: boolean; tag?: string; name?: string }) =>

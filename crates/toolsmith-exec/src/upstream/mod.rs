@@ -303,6 +303,23 @@ impl Upstreams {
         }
     }
 
+    /// Stops it (with everything it spawned) and starts it afresh, as an operator's restart:
+    /// its restart count starts over.
+    pub fn restart(&self, name: &str) -> bool {
+        let mut live = lock(&self.inner.servers);
+        let Some(old) = live.get(name).cloned() else {
+            return false;
+        };
+        let _ = old.control.send(Control::Stop);
+        let up = supervise::spawn(
+            old.def.clone(),
+            self.inner.spawning.clone(),
+            self.inner.events.clone(),
+        );
+        live.insert(name.to_owned(), up);
+        true
+    }
+
     /// Stops every upstream and waits (at most `grace`) for their processes to end.
     pub async fn shutdown(&self, grace: Duration) {
         let all: Vec<Arc<Upstream>> = std::mem::take(&mut *lock(&self.inner.servers))

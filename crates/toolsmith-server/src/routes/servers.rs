@@ -15,6 +15,7 @@ pub(super) fn routes(api: Api) -> Api {
     api.routes(routes!(list_servers, create_server))
         .routes(routes!(show_server, update_server, delete_server))
         .routes(routes!(refresh_server))
+        .routes(routes!(restart_server))
         .routes(routes!(server_changes))
         .routes(routes!(approve_changes))
         .routes(routes!(reject_changes))
@@ -289,6 +290,24 @@ async fn refresh_server(State(s): Shared, Path(name): Path<String>) -> ApiResult
     Ok(Json(Refreshed {
         asked: s.engine.upstreams().refresh(&name),
     }))
+}
+
+/// Whether the server was restarted.
+#[derive(Serialize, ToSchema)]
+struct Restarted {
+    /// False when no upstream of that name runs here (a server just added starts within a
+    /// moment).
+    restarted: bool,
+}
+
+/// Stops the upstream (with what it spawned) and starts it again; its tools stay listed, and
+/// calls during the restart wait for it. Admin only.
+#[utoipa::path(post, path = "/v1/servers/{name}/restart", tag = "servers", params(("name" = String, Path, description = "The server's name")),
+    responses((status = 200, body = Restarted), (status = 404, body = ErrorBody)))]
+async fn restart_server(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<Restarted>> {
+    s.store.get_server(&name).await?;
+    let restarted = s.engine.upstreams().restart(&name);
+    Ok(Json(Restarted { restarted }))
 }
 
 /// One change an upstream made to a tool, waiting for a decision.

@@ -12,6 +12,16 @@ if os.environ.get("TS_HELPER") == "1":
     subprocess.Popen(["sleep", "300"], start_new_session=True,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
+# For the web UI's server pages: TS_FAIL_FILE makes it refuse to start while that file exists;
+# TS_DESCRIPTION_FILE gives `ping` the description in that file, read at every listing.
+FAIL_FILE = os.environ.get("TS_FAIL_FILE")
+if FAIL_FILE and os.path.exists(FAIL_FILE):
+    print(f"tiny: refusing to start while {FAIL_FILE} exists", file=sys.stderr, flush=True)
+    sys.exit(3)
+DESCRIPTION_FILE = os.environ.get("TS_DESCRIPTION_FILE")
+if DESCRIPTION_FILE:
+    print(f"tiny: started as {os.getpid()}", file=sys.stderr, flush=True)
+
 TOOL = {"name": "ping", "description": "Answers pong.", "annotations": {"readOnlyHint": True},
         "inputSchema": {"type": "object", "properties": {"loud": {"type": "boolean", "description": "Shout it"}}}}
 
@@ -28,7 +38,11 @@ for line in sys.stdin:
         result = {"protocolVersion": version, "capabilities": {"tools": {}},
                   "serverInfo": {"name": "tiny", "version": "1"}}
     elif method == "tools/list":
-        result = {"tools": [TOOL]}
+        tool = dict(TOOL)
+        if DESCRIPTION_FILE and os.path.exists(DESCRIPTION_FILE):
+            with open(DESCRIPTION_FILE) as f:
+                tool["description"] = f.read().strip()
+        result = {"tools": [tool]}
     elif method == "tools/call":
         loud = message.get("params", {}).get("arguments", {}).get("loud") is True
         text = "PONG" if loud else "pong"
