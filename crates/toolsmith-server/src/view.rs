@@ -228,7 +228,9 @@ pub async fn attach(
     // with its tools only.
     let path = req.uri().path();
     if !caller.toolsets.is_empty()
-        && (path.starts_with("/v1/servers") || path.starts_with("/v1/openapi/"))
+        && (path.starts_with("/v1/servers")
+            || path.starts_with("/v1/openapi/")
+            || path.starts_with("/v1/check/"))
     {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,

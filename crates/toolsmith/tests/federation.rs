@@ -750,6 +750,106 @@ fn mcp_client_configs_are_imported_with_secrets_as_fields() {
     assert!(!ok && err.contains("bad.json"), "{err}");
 }
 
+/// Before saving: a definition started apart lists what it would add (and nothing is
+/// recorded), one that cannot start says why with its stderr, a client's configuration file
+/// reads into definitions; after: a restart starts a new process.
+#[test]
+fn a_server_is_tried_before_it_is_saved_and_restarted_after() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = repo().join("crates/toolsmith/tests/upstream/tiny_server.py");
+    let (_server, base, _) = serve(&registry_db(dir.path()), dir.path(), &["--no-catalog"]);
+    let definition = json!({"name": "tiny", "prefix": "t", "command": ["python3", script], "env_allowlist": ["PATH"], "exclude": ["nothing*"]});
+    let (status, probe) = request(
+        "POST",
+        &format!("{base}/check/server"),
+        Some(definition.clone()),
+    );
+    assert_eq!(status, 200, "{probe}");
+    assert_eq!(probe["ok"], true, "{probe}");
+    assert_eq!(
+        probe["tools"],
+        json!([{"name": "t__ping", "upstream": "ping", "description": "Answers pong.", "danger": "safe", "excluded": false}])
+    );
+    assert_eq!(
+        get(&base, "/servers")["servers"],
+        json!([]),
+        "nothing saved"
+    );
+    assert_eq!(
+        request("GET", &format!("{base}/tools/t__ping"), None).0,
+        404
+    );
+    // One that cannot start: why, and what it wrote.
+    let failing = json!({"name": "broken", "command": ["python3", "-c", "import sys; sys.stderr.write('no luck today'); sys.exit(2)"], "env_allowlist": ["PATH"]});
+    let (status, probe) = request("POST", &format!("{base}/check/server"), Some(failing));
+    assert_eq!(status, 200, "{probe}");
+    assert_eq!(probe["ok"], false, "{probe}");
+    assert!(probe["error"].is_string(), "{probe}");
+    assert!(
+        probe["log"]
+            .as_str()
+            .is_some_and(|l| l.contains("no luck today")),
+        "{probe}"
+    );
+    // A bad definition is refused with its path.
+    let (status, bad) = request(
+        "POST",
+        &format!("{base}/check/server"),
+        Some(json!({"name": "x"})),
+    );
+    assert_eq!(status, 422, "{bad}");
+    // A Claude Desktop configuration: what each entry becomes.
+    let config = json!({"mcpServers": {
+        "github.com": {"command": "npx", "args": ["-y", "server-github"], "env": {"GITHUB_TOKEN": "${GH}"}},
+        "vs": {"type": "stdio", "command": "node", "args": ["${input:path}"]}
+    }});
+    let (status, read) = request("POST", &format!("{base}/check/mcp-config"), Some(config));
+    assert_eq!(status, 200, "{read}");
+    let entries = read["entries"].as_array().expect("entries");
+    let github = entries
+        .iter()
+        .find(|e| e["entry"] == "github.com")
+        .expect("github");
+    assert_eq!(github["server"]["name"], "github-com", "{read}");
+    assert_eq!(
+        github["server"]["command"],
+        json!(["npx", "-y", "server-github"]),
+        "{read}"
+    );
+    assert!(github["server"].to_string().contains("${GH}"), "{read}");
+    let vs = entries.iter().find(|e| e["entry"] == "vs").expect("vs");
+    assert!(
+        vs["skipped"]
+            .as_str()
+            .is_some_and(|w| w.contains("input:path")),
+        "{read}"
+    );
+    let (status, _) = request(
+        "POST",
+        &format!("{base}/check/mcp-config"),
+        Some(json!({"x": 1})),
+    );
+    assert_eq!(status, 422);
+    // Saved, then restarted: a new process.
+    let (status, _) = request("POST", &format!("{base}/servers"), Some(definition));
+    assert_eq!(status, 201);
+    let first = wait_for("tiny ready", 20, || {
+        let v = get(&base, "/servers/tiny");
+        (v["status"]["status"] == "ready").then(|| v["status"]["pid"].as_u64())?
+    });
+    let (status, r) = request("POST", &format!("{base}/servers/tiny/restart"), None);
+    assert_eq!((status, &r["restarted"]), (200, &json!(true)), "{r}");
+    wait_for("tiny ready as a new process", 20, || {
+        let v = get(&base, "/servers/tiny");
+        (v["status"]["status"] == "ready" && v["status"]["pid"].as_u64() != Some(first))
+            .then_some(())
+    });
+    assert_eq!(
+        request("POST", &format!("{base}/servers/nope/restart"), None).0,
+        404
+    );
+}
+
 /// A hundred crashes and restarts of a stdio upstream that leaves a helper behind in a
 /// session of its own: each restart ends the last one's helper with it (its cgroup slot),
 /// and a clean stop ends the last. The server needs only the standard library's Python.

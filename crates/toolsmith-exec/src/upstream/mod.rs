@@ -303,6 +303,46 @@ impl Upstreams {
         }
     }
 
+    /// Starts `def` apart from the served upstreams (nothing is recorded or served), waits
+    /// for its first listing at most `timeout`, and stops it: its MCP `Tool` objects, or why
+    /// it did not list them — with the end of its stderr either way (secrets as `***`).
+    pub async fn probe(
+        &self,
+        def: McpServer,
+        timeout: Duration,
+    ) -> (Result<Vec<Value>, String>, String) {
+        let secrets = def.secret_values();
+        // Its own event channel: the registry side never hears of it.
+        let up = supervise::spawn(def, self.inner.spawning.clone(), broadcast::channel(16).0);
+        let mut changed = up.changed.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        let outcome = loop {
+            {
+                let st = lock(&up.state);
+                match (&st.status, &st.tools) {
+                    (Status::Ready, Some(tools)) => break Ok(tools.clone()),
+                    (Status::Failed, _) => {
+                        break Err(st.last_error.clone().unwrap_or_else(|| "it failed".into()));
+                    }
+                    (Status::Stopped, _) => break Err("it is disabled (enabled: false)".into()),
+                    _ => {}
+                }
+            }
+            if tokio::time::timeout_at(deadline, changed.changed())
+                .await
+                .is_err()
+            {
+                break Err(format!("no tools listed within {} s", timeout.as_secs()));
+            }
+        };
+        let _ = up.control.send(Control::Stop);
+        // Its stderr so far, once it has had a moment to say why it stopped.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let bytes: Vec<u8> = lock(&up.stderr).iter().copied().collect();
+        let log = toolsmith_core::secrets::scrub(&String::from_utf8_lossy(&bytes), &secrets);
+        (outcome, log)
+    }
+
     /// Stops it (with everything it spawned) and starts it afresh, as an operator's restart:
     /// its restart count starts over.
     pub fn restart(&self, name: &str) -> bool {

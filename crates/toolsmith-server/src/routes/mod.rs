@@ -2,7 +2,8 @@
 //! the one [`OpenApiRouter`] so that the routes and the OpenAPI document come from the same
 //! list: [`server`] (health, whoami, events), [`tools`], [`versions`], [`calls`] (validate,
 //! plan, call), [`drafts`] (definitions from requests, `/v1/check`), [`export`], [`runs`],
-//! [`servers`] (upstream MCP servers, their changes and logs), [`imports`] (OpenAPI import),
+//! [`servers`] (upstream MCP servers, their changes and logs), [`server_checks`] (a server
+//! tried before it is saved, a client's configuration read), [`imports`] (OpenAPI import),
 //! [`toolsets`] (named subsets and their members).
 
 mod calls;
@@ -11,6 +12,7 @@ mod export;
 mod imports;
 mod runs;
 mod server;
+mod server_checks;
 mod servers;
 mod tools;
 mod toolsets;
@@ -61,6 +63,7 @@ pub fn router() -> Router<Arc<AppState>> {
     let api = drafts::routes(api);
     let api = export::routes(api);
     let api = servers::routes(api);
+    let api = server_checks::routes(api);
     let api = imports::routes(api);
     let api = toolsets::routes(api);
     let (router, api) = runs::routes(api).split_for_parts();

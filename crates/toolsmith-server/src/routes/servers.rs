@@ -110,7 +110,7 @@ async fn list_servers(State(s): Shared) -> ApiResult<Json<ServerList>> {
 
 /// A server definition from a request: `***` for a secret keeps the stored value only where
 /// the field is secret in both.
-fn parse_server(mut value: Value, current: Option<&McpServer>) -> ApiResult<McpServer> {
+pub(super) fn parse_server(mut value: Value, current: Option<&McpServer>) -> ApiResult<McpServer> {
     if let Some(current) = current {
         let stored = json!({
             "config_schema": current.config_schema,
