@@ -278,6 +278,51 @@ test('servers: the live list, a server with its stderr, a held change approved, 
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
+test('add server: a form tried with Test connection, then saved; a pasted Claude Desktop config', async ({ page }) => {
+  await page.goto(`${env.url}/ui/servers`);
+  await page.getByRole('button', { name: 'Add server' }).click();
+  await expect(page.getByRole('heading', { name: 'Add server', level: 2 })).toBeVisible();
+  await page.getByLabel('Name', { exact: true }).fill('added');
+  await page.getByLabel('Command', { exact: true }).fill('python3');
+  await page.getByRole('button', { name: 'Add an argument' }).click();
+  await page.getByLabel('Argument 1', { exact: true }).fill(env.tinyServer);
+  await page.getByRole('button', { name: 'Add a variable' }).click();
+  await page.getByLabel('Env 1 name', { exact: true }).fill('API_TOKEN');
+  await page.getByLabel('Env 1 value', { exact: true }).fill('not-a-real-secret');
+  await page.getByRole('checkbox', { name: 'secret' }).check();
+  await page.getByRole('button', { name: 'Test connection' }).click();
+  const tried = page.getByRole('region', { name: 'Connection test' });
+  await expect(tried).toContainText('It started and lists 1 tool(s); nothing was saved', { timeout: 25000 });
+  await expect(tried.getByRole('row', { name: /added__ping/ })).toContainText('safe');
+  expect((await rest('GET', '/servers/added')).status).toBe(404);
+  await accessible(page, 'add server, tried');
+  await shot(page, 'add-server');
+  await page.getByRole('button', { name: 'Save' }).click();
+  await expect(page).toHaveURL(/\/ui\/servers\/added$/);
+  await expect(page.getByRole('heading', { name: /added/, level: 3 })).toContainText('ready', { timeout: 20000 });
+  const saved = await rest('GET', '/servers/added');
+  expect(saved.json.definition.config).toEqual({ api_token: '***' });
+  expect(saved.json.definition.config_schema[0].env_name).toBe('API_TOKEN');
+
+  // A Claude Desktop configuration pasted: what each entry becomes, one added.
+  await page.goto(`${env.url}/ui/new-server`);
+  await page.getByRole('tab', { name: 'Paste config' }).click();
+  await page.getByLabel('Configuration file').fill(
+    JSON.stringify({ mcpServers: { 'pasted.one': { command: 'python3', args: [env.tinyServer] }, prompted: { command: 'node', args: ['${input:path}'] } } }),
+  );
+  await page.getByRole('button', { name: 'Read' }).click();
+  const pasted = page.getByRole('article', { name: 'Entry pasted.one' });
+  await expect(pasted).toContainText('becomes pasted-one');
+  await expect(page.getByRole('article', { name: 'Entry prompted' })).toContainText('skipped');
+  await accessible(page, 'add server, pasted');
+  await shot(page, 'paste-config');
+  await pasted.getByRole('button', { name: 'Add pasted-one' }).click();
+  await expect(page).toHaveURL(/\/ui\/servers\/pasted-one$/);
+  await expect.poll(async () => (await rest('GET', '/tools/pasted-one__ping')).status, { timeout: 20000 }).toBe(200);
+  expect((await rest('DELETE', '/servers/added')).status).toBe(204);
+  expect((await rest('DELETE', '/servers/pasted-one')).status).toBe(204);
+});
+
 test("an http tool shows its request, runs from its form, and is edited in its source", async ({ page }) => {
   // An http tool that asks this very server for its health.
   const created = await rest('POST', '/tools', {

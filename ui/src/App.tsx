@@ -17,6 +17,7 @@ const RunsPage = lazy(() => import('./pages/Runs'));
 const ExportPage = lazy(() => import('./pages/Export'));
 const ToolsetsPage = lazy(() => import('./pages/Toolsets'));
 const ServersPage = lazy(() => import('./pages/Servers'));
+const AddServerPage = lazy(() => import('./pages/AddServer'));
 
 /** Who is using the UI (from /v1/whoami). */
 export const MeContext = createContext<WhoAmI | undefined>(undefined);
@@ -201,6 +202,7 @@ function theRouter() {
           { path: 'toolsets', element: <ToolsetsPage /> },
           { path: 'toolsets/:name', element: <ToolsetsPage /> },
           { path: 'servers', element: <ServersPage /> },
+          { path: 'new-server', element: <AddServerPage /> },
           { path: 'servers/:name', element: <ServersPage /> },
           { path: 'runs', element: <RunsPage /> },
           { path: 'export', element: <ExportPage /> },

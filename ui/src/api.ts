@@ -76,6 +76,21 @@ export interface ServerView {
   tools?: string[];
 }
 
+/** What starting a server definition apart showed (Test connection). */
+export interface Probe {
+  ok: boolean;
+  error?: string;
+  tools: { name: string; upstream: string; description: string; danger: string; excluded: boolean; problem?: string }[];
+  log: string;
+}
+
+/** An entry of a client configuration file and the server it becomes. */
+export interface ConfigEntry {
+  entry: string;
+  server?: Record<string, unknown>;
+  skipped?: string;
+}
+
 /** A change an upstream made to one of its tools, held for a decision. */
 export interface ChangeView {
   tool: string;
@@ -400,6 +415,9 @@ export const api = {
     request<ToolsetView>('PUT', `/toolsets/${encodeURIComponent(name)}`, def, { 'if-match': String(base) }),
   removeToolset: (name: string) => request<void>('DELETE', `/toolsets/${encodeURIComponent(name)}`),
   servers: () => request<{ servers: ServerView[] }>('GET', '/servers'),
+  createServer: (definition: Record<string, unknown>) => request<ServerView>('POST', '/servers', definition),
+  checkServer: (definition: Record<string, unknown>) => request<Probe>('POST', '/check/server', definition),
+  readMcpConfig: (doc: unknown) => request<{ entries: ConfigEntry[] }>('POST', '/check/mcp-config', doc),
   server: (name: string) => request<ServerView>('GET', `/servers/${encodeURIComponent(name)}`),
   serverLog: (name: string) => request<{ log: string }>('GET', `/servers/${encodeURIComponent(name)}/log`),
   serverChanges: (name: string) => request<{ changes: ChangeView[] }>('GET', `/servers/${encodeURIComponent(name)}/changes`),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { changeSummary, diffRows, sideText, statusText, statusTone, uptime } from './servers';
+import { changeSummary, diffRows, emptyServer, fieldName, needsValues, serverDefinition, sideText, statusText, statusTone, uptime } from './servers';
 
 describe('servers', () => {
   it('gives each status a tone and words', () => {
@@ -40,5 +40,56 @@ describe('servers', () => {
         { path: 'inputSchema.required', from: 1, to: 2 },
       ]),
     ).toBe('description, inputSchema changed');
+  });
+});
+
+describe('the Add server form', () => {
+  it('makes a stdio definition with a secret variable', () => {
+    const def = serverDefinition({
+      ...emptyServer(),
+      name: ' gh ',
+      prefix: 'git',
+      command: ['npx', ' -y ', '', '@modelcontextprotocol/server-github'],
+      env: [
+        { key: 'LOG_LEVEL', value: 'info', secret: false },
+        { key: 'GITHUB_TOKEN', value: 'ghp_x', secret: true },
+        { key: ' ', value: 'ignored', secret: false },
+      ],
+    });
+    expect(def).toEqual({
+      name: 'gh',
+      prefix: 'git',
+      command: ['npx', '-y', '@modelcontextprotocol/server-github'],
+      env_allowlist: ['PATH', 'HOME', 'LANG'],
+      env: { LOG_LEVEL: 'info' },
+      config_schema: [{ name: 'github_token', secret: true, env_name: 'GITHUB_TOKEN' }],
+      config: { github_token: 'ghp_x' },
+    });
+  });
+
+  it('makes an http definition with a secret header', () => {
+    const def = serverDefinition({
+      ...emptyServer(),
+      kind: 'http',
+      name: 'web',
+      url: ' https://mcp.example/mcp ',
+      headers: [
+        { key: 'Authorization', value: 'Bearer t0k', secret: true },
+        { key: 'X-Team', value: 'a', secret: false },
+      ],
+    });
+    expect(def).toEqual({
+      name: 'web',
+      url: 'https://mcp.example/mcp',
+      headers: { Authorization: '{authorization}', 'X-Team': 'a' },
+      config_schema: [{ name: 'authorization', secret: true }],
+      config: { authorization: 'Bearer t0k' },
+    });
+    expect(fieldName('X-Api-Key')).toBe('x_api_key');
+  });
+
+  it('tells a definition that still names a variable', () => {
+    expect(needsValues({ config: { token: '${GH}' } })).toBe(true);
+    expect(needsValues({ config: { token: 'abc' } })).toBe(false);
   });
 });

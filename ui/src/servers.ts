@@ -64,3 +64,85 @@ export function changeSummary(kind: string, diff: Difference[]): string {
   const unique = [...new Set(paths)];
   return `${unique.join(', ')} changed`;
 }
+
+/** A row of keys and values in the Add server form; a secret one becomes a secret config field. */
+export interface KeyValue {
+  key: string;
+  value: string;
+  secret: boolean;
+}
+
+/** The Add server form's fields, named after the catalog keys they fill. */
+export interface ServerFields {
+  name: string;
+  prefix: string;
+  kind: 'stdio' | 'http';
+  /** The program and its arguments, one per row. */
+  command: string[];
+  env: KeyValue[];
+  url: string;
+  headers: KeyValue[];
+}
+
+export const emptyServer = (): ServerFields => ({
+  name: '',
+  prefix: '',
+  kind: 'stdio',
+  command: [''],
+  env: [],
+  url: '',
+  headers: [],
+});
+
+/** A config field's name for a variable or header: lower case, `_` for anything else. */
+export function fieldName(key: string): string {
+  return key.trim().toLowerCase().replace(/[^a-z0-9_]/g, '_');
+}
+
+/** The server definition (catalog form, an `mcp_servers` entry) the form describes. A
+ * secret environment variable becomes a secret config field injected under its name; a
+ * secret header a secret config field the header's value names (`{field}`). */
+export function serverDefinition(f: ServerFields): Record<string, unknown> {
+  const def: Record<string, unknown> = { name: f.name.trim() };
+  if (f.prefix.trim()) def.prefix = f.prefix.trim();
+  const schema: Record<string, unknown>[] = [];
+  const config: Record<string, string> = {};
+  const rows = (r: KeyValue[]) => r.filter((e) => e.key.trim() !== '');
+  if (f.kind === 'stdio') {
+    def.command = f.command.map((a) => a.trim()).filter((a) => a !== '');
+    def.env_allowlist = ['PATH', 'HOME', 'LANG'];
+    const env: Record<string, string> = {};
+    for (const e of rows(f.env)) {
+      if (e.secret) {
+        schema.push({ name: fieldName(e.key), secret: true, env_name: e.key.trim() });
+        config[fieldName(e.key)] = e.value;
+      } else {
+        env[e.key.trim()] = e.value;
+      }
+    }
+    if (Object.keys(env).length > 0) def.env = env;
+  } else {
+    def.url = f.url.trim();
+    const headers: Record<string, string> = {};
+    for (const h of rows(f.headers)) {
+      if (h.secret) {
+        schema.push({ name: fieldName(h.key), secret: true });
+        config[fieldName(h.key)] = h.value;
+        headers[h.key.trim()] = `{${fieldName(h.key)}}`;
+      } else {
+        headers[h.key.trim()] = h.value;
+      }
+    }
+    if (Object.keys(headers).length > 0) def.headers = headers;
+  }
+  if (schema.length > 0) {
+    def.config_schema = schema;
+    def.config = config;
+  }
+  return def;
+}
+
+/** Whether a definition read from a configuration file still names a variable to fill in. */
+export function needsValues(definition: unknown): boolean {
+  return /\$\{[^}]+\}/.test(JSON.stringify(definition));
+}

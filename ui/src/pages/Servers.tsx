@@ -6,7 +6,7 @@
 // one or all at once.
 
 import { useEffect, useRef } from 'react';
-import { Link, useParams } from 'react-router';
+import { Link, useNavigate, useParams } from 'react-router';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Alert, Button, Descriptions, Space, Table, Typography, App as AntApp } from 'antd';
 import { allows, api, type ChangeView, type ServerView } from '../api';
@@ -20,6 +20,7 @@ const LIVE_MS = 1500;
 
 export default function ServersPage() {
   const { name } = useParams();
+  const navigate = useNavigate();
   const list = useQuery({ queryKey: ['servers'], queryFn: api.servers, refetchInterval: LIVE_MS });
   return (
     <main>
@@ -30,6 +31,11 @@ export default function ServersPage() {
         The MCP servers whose tools toolsmith serves. A change an upstream makes to a tool is held here until someone approves it: models see only approved definitions.
       </Typography.Paragraph>
       {list.error && <Alert type="error" showIcon title="The servers could not be read" description={list.error.message} style={{ marginBottom: 12 }} />}
+      <Space style={{ marginBottom: 12 }}>
+        <Button type="primary" onClick={() => navigate('/new-server')}>
+          Add server
+        </Button>
+      </Space>
       <Table
         rowKey="name"
         size="small"
