@@ -318,9 +318,52 @@ test('add server: a form tried with Test connection, then saved; a pasted Claude
   await shot(page, 'paste-config');
   await pasted.getByRole('button', { name: 'Add pasted-one' }).click();
   await expect(page).toHaveURL(/\/ui\/servers\/pasted-one$/);
-  await expect.poll(async () => (await rest('GET', '/tools/pasted-one__ping')).status, { timeout: 20000 }).toBe(200);
+  await expect.poll(async () => (await rest('GET', '/servers/pasted-one')).json.tools, { timeout: 20000 }).toHaveLength(1);
   expect((await rest('DELETE', '/servers/added')).status).toBe(204);
   expect((await rest('DELETE', '/servers/pasted-one')).status).toBe(204);
+});
+
+test('import OpenAPI: a document file previewed, chosen by tag, imported, one tool called, then re-read as unchanged', async ({ page }) => {
+  const spec = await (await fetch(`${env.fastapi}/openapi.json`)).text();
+  await page.goto(`${env.url}/ui/tools`);
+  await page.getByRole('link', { name: 'Import OpenAPI' }).click();
+  await page.getByLabel('Document file').setInputFiles({ name: 'openapi.json', mimeType: 'application/json', buffer: Buffer.from(spec) });
+  await expect(page.getByText('Read openapi.json')).toBeVisible();
+  await page.getByLabel('Prefix').fill('fa_');
+  await page.getByLabel('Base URL').fill(env.fastapi);
+  await page.getByRole('button', { name: 'Preview' }).click();
+  const preview = page.getByRole('region', { name: 'Preview' });
+  await expect(preview).toContainText('toolsmith test API');
+  await expect(preview.getByRole('row', { name: /fa_get_issue/ })).toContainText('GET');
+  await expect(preview.getByRole('row', { name: /fa_create_item/ })).toContainText('POST');
+  await expect(page.getByRole('region', { name: 'Operations not mapped' })).toContainText('delete_item');
+  // Only the `items` operations.
+  await page.getByLabel('Choose by tag').click();
+  await page.getByTitle('items', { exact: true }).click();
+  await page.keyboard.press('Escape');
+  await expect(page.getByRole('button', { name: 'Import 2 tool(s)' })).toBeVisible();
+  await accessible(page, 'an OpenAPI preview');
+  await shot(page, 'import-openapi');
+  await page.getByRole('button', { name: 'Import 2 tool(s)' }).click();
+  await expect(page.getByText('2 created, 0 updated, 0 unchanged')).toBeVisible();
+  expect((await rest('GET', '/tools/fa_search')).status).toBe(200);
+  expect((await rest('GET', '/tools/fa_get_issue')).status).toBe(404);
+  // One of them runs from its test panel against the API.
+  await page.getByRole('link', { name: 'fa_search' }).click();
+  await page.getByRole('tab', { name: 'Test', exact: true }).click();
+  await page.getByLabel('q', { exact: true }).fill('bolts');
+  await page.getByRole('button', { name: 'Run' }).click();
+  const result = page.getByRole('region', { name: 'Result' });
+  await expect(result).toContainText('ok in');
+  await expect(result).toContainText('bolts');
+  // The same document again: what exists is unchanged.
+  await page.goto(`${env.url}/ui/import`);
+  await page.getByLabel('Document', { exact: true }).fill(spec);
+  await page.getByLabel('Prefix').fill('fa_');
+  await page.getByLabel('Base URL').fill(env.fastapi);
+  await page.getByRole('button', { name: 'Preview' }).click();
+  await expect(page.getByRole('region', { name: 'Preview' }).getByRole('row', { name: /fa_search/ })).toContainText('unchanged');
+  for (const t of ['fa_search', 'fa_create_item']) expect((await rest('DELETE', `/tools/${t}`)).status).toBe(204);
 });
 
 test("an http tool shows its request, runs from its form, and is edited in its source", async ({ page }) => {

@@ -28,6 +28,10 @@ export const env = {
   get tinyServer() {
     return required('TOOLSMITH_UI_TINY_SERVER');
   },
+  /** The FastAPI test application (its /openapi.json), on 127.0.0.1. */
+  get fastapi() {
+    return required('TOOLSMITH_UI_FASTAPI_URL');
+  },
   get shots() {
     return process.env.TOOLSMITH_UI_SHOTS ?? 'test-results';
   },

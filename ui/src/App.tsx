@@ -18,6 +18,7 @@ const ExportPage = lazy(() => import('./pages/Export'));
 const ToolsetsPage = lazy(() => import('./pages/Toolsets'));
 const ServersPage = lazy(() => import('./pages/Servers'));
 const AddServerPage = lazy(() => import('./pages/AddServer'));
+const ImportOpenApiPage = lazy(() => import('./pages/ImportOpenApi'));
 
 /** Who is using the UI (from /v1/whoami). */
 export const MeContext = createContext<WhoAmI | undefined>(undefined);
@@ -129,6 +130,7 @@ function Shell({ dark, setDark }: { dark: boolean; setDark: (d: boolean) => void
                 { key: 'tools', label: <Link to="/tools">Tools</Link> },
                 { key: 'toolsets', label: <Link to="/toolsets">Toolsets</Link> },
                 { key: 'servers', label: <Link to="/servers">Servers</Link> },
+                { key: 'import', label: <Link to="/import">Import OpenAPI</Link> },
                 { key: 'runs', label: <Link to="/runs">Runs</Link> },
                 { key: 'export', label: <Link to="/export">Export</Link> },
               ]}
@@ -203,6 +205,7 @@ function theRouter() {
           { path: 'toolsets/:name', element: <ToolsetsPage /> },
           { path: 'servers', element: <ServersPage /> },
           { path: 'new-server', element: <AddServerPage /> },
+          { path: 'import', element: <ImportOpenApiPage /> },
           { path: 'servers/:name', element: <ServersPage /> },
           { path: 'runs', element: <RunsPage /> },
           { path: 'export', element: <ExportPage /> },

@@ -91,6 +91,20 @@ export interface ConfigEntry {
   skipped?: string;
 }
 
+/** What an OpenAPI import made (or, as a dry run, would make). */
+export interface ImportAnswer {
+  title: string;
+  version: string;
+  dry_run: boolean;
+  tools: Record<string, unknown>[];
+  created: string[];
+  updated: string[];
+  unchanged: string[];
+  skipped: { operation: string; method: string; path: string; reason: string }[];
+  notes: { tool: string; message: string }[];
+  filtered: number;
+}
+
 /** A change an upstream made to one of its tools, held for a decision. */
 export interface ChangeView {
   tool: string;
@@ -415,6 +429,7 @@ export const api = {
     request<ToolsetView>('PUT', `/toolsets/${encodeURIComponent(name)}`, def, { 'if-match': String(base) }),
   removeToolset: (name: string) => request<void>('DELETE', `/toolsets/${encodeURIComponent(name)}`),
   servers: () => request<{ servers: ServerView[] }>('GET', '/servers'),
+  importOpenApi: (body: Record<string, unknown>) => request<ImportAnswer>('POST', '/openapi/import', body),
   createServer: (definition: Record<string, unknown>) => request<ServerView>('POST', '/servers', definition),
   checkServer: (definition: Record<string, unknown>) => request<Probe>('POST', '/check/server', definition),
   readMcpConfig: (doc: unknown) => request<{ entries: ConfigEntry[] }>('POST', '/check/mcp-config', doc),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { changeSummary, diffRows, emptyServer, fieldName, needsValues, serverDefinition, sideText, statusText, statusTone, uptime } from './servers';
+import { changeSummary, diffRows, emptyServer, fieldName, importRows, needsValues, serverDefinition, sideText, statusText, statusTone, uptime, withTags } from './servers';
 
 describe('servers', () => {
   it('gives each status a tone and words', () => {
@@ -91,5 +91,29 @@ describe('the Add server form', () => {
   it('tells a definition that still names a variable', () => {
     expect(needsValues({ config: { token: '${GH}' } })).toBe(true);
     expect(needsValues({ config: { token: 'abc' } })).toBe(false);
+  });
+});
+
+describe('the OpenAPI import preview', () => {
+  const answer = {
+    tools: [
+      { name: 'api_get_issue', danger: 'safe', tags: ['issues'], http: { method: 'GET', url: 'http://x/repos/{owner}' } },
+      { name: 'api_create_item', danger: 'dangerous', tags: ['items'], http: { method: 'POST', url: 'http://x/items' } },
+      { name: 'api_text', http: { url: 'http://x/text' } },
+    ],
+    updated: ['api_create_item'],
+    unchanged: ['api_text'],
+  };
+  it('makes a row per tool, saying what is new', () => {
+    const rows = importRows(answer);
+    expect(rows.map((r) => [r.name, r.method, r.state, r.danger])).toEqual([
+      ['api_get_issue', 'GET', 'new', 'safe'],
+      ['api_create_item', 'POST', 'changed', 'dangerous'],
+      ['api_text', 'GET', 'unchanged', 'safe'],
+    ]);
+  });
+  it('selects by tag', () => {
+    expect(withTags(importRows(answer), ['items'])).toEqual(['api_create_item']);
+    expect(withTags(importRows(answer), [])).toEqual([]);
   });
 });

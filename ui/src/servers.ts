@@ -146,3 +146,37 @@ export function serverDefinition(f: ServerFields): Record<string, unknown> {
 export function needsValues(definition: unknown): boolean {
   return /\$\{[^}]+\}/.test(JSON.stringify(definition));
 }
+
+/** A row of an OpenAPI import's preview: one tool it would make. */
+export interface ImportRow {
+  name: string;
+  method: string;
+  url: string;
+  danger: string;
+  tags: string[];
+  /** `new`, `changed` (a different definition exists) or `unchanged`. */
+  state: 'new' | 'changed' | 'unchanged';
+  definition: Record<string, unknown>;
+}
+
+/** The preview's rows from a dry run's answer. */
+export function importRows(answer: { tools: Record<string, unknown>[]; updated: string[]; unchanged: string[] }): ImportRow[] {
+  return answer.tools.map((t) => {
+    const name = String(t.name);
+    const http = (t.http ?? {}) as { method?: string; url?: string };
+    return {
+      name,
+      method: http.method ?? 'GET',
+      url: http.url ?? '',
+      danger: String(t.danger ?? 'safe'),
+      tags: Array.isArray(t.tags) ? t.tags.map(String) : [],
+      state: answer.updated.includes(name) ? 'changed' : answer.unchanged.includes(name) ? 'unchanged' : 'new',
+      definition: t,
+    };
+  });
+}
+
+/** The names of the rows carrying any of `tags`. */
+export function withTags(rows: ImportRow[], tags: string[]): string[] {
+  return rows.filter((r) => r.tags.some((t) => tags.includes(t))).map((r) => r.name);
+}

@@ -1860,6 +1860,40 @@ async fn openapi_documents_import_as_http_tools_with_a_dry_run_first() {
     assert!(!v.to_string().contains(SECRET), "{v}");
     let (st, _) = req("GET", url("/tools/inv_getItem"), reader, &[], None).await;
     assert_eq!(st, 404, "a dry run wrote a tool");
+    // `only` picks tools by the names a dry run lists; a name it does not make is refused.
+    let only = |names: Value| {
+        json!({"spec": spec("Get one item"), "prefix": "inv_", "dry_run": true, "only": names})
+            .to_string()
+    };
+    let (st, v) = req(
+        "POST",
+        url("/openapi/import"),
+        admin,
+        &[],
+        Some(only(json!(["inv_getItem"]))),
+    )
+    .await;
+    assert_eq!(
+        (st, v["created"].clone()),
+        (200, json!(["inv_getItem"])),
+        "{v}"
+    );
+    let (st, v) = req(
+        "POST",
+        url("/openapi/import"),
+        admin,
+        &[],
+        Some(only(json!(["inv_nothing"]))),
+    )
+    .await;
+    assert_eq!(st, 422, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("inv_nothing"),
+        "{v}"
+    );
 
     // The import writes; the same document again changes nothing; a changed one is a new
     // version.

@@ -1,6 +1,7 @@
 //! The web UI in a real browser: Playwright (`ui/e2e/`, pinned in `ui/package-lock.json`)
 //! drives Debian's Chromium against real `serve` processes — one without tokens, one with —
-//! on SQLite with the example catalog.
+//! on SQLite with the example catalog, and the FastAPI test application whose OpenAPI
+//! document the import page reads.
 //!
 //! Needs Chromium (`TOOLSMITH_TEST_CHROMIUM`, e.g. /usr/bin/chromium) and the UI's npm
 //! packages (`npm ci` in `ui/`): `#[ignore]`d so that a plain `cargo test` lists it instead
@@ -13,7 +14,7 @@ use std::process::Command;
 use common::{repo, serve};
 
 #[test]
-#[ignore = "needs Chromium (TOOLSMITH_TEST_CHROMIUM) and the UI's npm packages (npm ci in ui/)"]
+#[ignore = "needs Chromium (TOOLSMITH_TEST_CHROMIUM), the UI's npm packages (npm ci in ui/) and FastAPI (TOOLSMITH_TEST_PYTHON)"]
 fn the_web_ui_in_a_real_browser() {
     let chromium = std::env::var("TOOLSMITH_TEST_CHROMIUM").expect(
         "TOOLSMITH_TEST_CHROMIUM must name a Chromium binary, e.g. /usr/bin/chromium (.ci/run installs Debian's)",
@@ -47,6 +48,28 @@ fn the_web_ui_in_a_real_browser() {
             "boss:admin=admin-token-123",
         ],
     );
+    // The FastAPI test application, whose OpenAPI document the import page reads.
+    let python = std::env::var("TOOLSMITH_TEST_PYTHON").expect(
+        "TOOLSMITH_TEST_PYTHON must name the python of a virtual environment with FastAPI (.ci/run sets it)",
+    );
+    let mut fastapi = Command::new(python)
+        .arg(repo().join("crates/toolsmith/tests/upstream/http_api.py"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the FastAPI application");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(fastapi.stdout.take().expect("stdout")),
+        &mut line,
+    )
+    .expect("its port");
+    let fastapi_url = format!(
+        "http://127.0.0.1:{}",
+        line.strip_prefix("PORT ")
+            .map(str::trim)
+            .unwrap_or_else(|| panic!("FastAPI did not start: {line:?}"))
+    );
+    let _fastapi = common::Serve(fastapi);
     let shots = repo().join("target/ui-screenshots");
     std::fs::create_dir_all(&shots).expect("screenshots folder");
     let status = Command::new("npx")
@@ -66,6 +89,7 @@ fn the_web_ui_in_a_real_browser() {
             repo().join("crates/toolsmith/tests/upstream/tiny_server.py"),
         )
         .env("TOOLSMITH_UI_SHOTS", &shots)
+        .env("TOOLSMITH_UI_FASTAPI_URL", &fastapi_url)
         .status()
         .expect("run npx playwright test");
     assert!(

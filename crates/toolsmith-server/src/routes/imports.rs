@@ -57,6 +57,10 @@ struct ImportBody {
     /// Say what would happen; write nothing.
     #[serde(default)]
     dry_run: bool,
+    /// Only the tools of these names (as a dry run lists them, after the prefix); empty: every
+    /// tool the filters let through.
+    #[serde(default)]
+    only: Vec<String>,
     /// `accept` (default): a changed operation's tool gets a new version; `hold`: the change
     /// waits under `openapi:<source>` until approved.
     #[serde(default)]
@@ -169,7 +173,19 @@ async fn import_openapi(
     };
     let src = Credentials(vars);
     let imported = openapi::import(&doc, &opts, &src).map_err(unprocessable)?;
-    let tools = openapi::tools(&imported, &src).map_err(unprocessable)?;
+    let mut tools = openapi::tools(&imported, &src).map_err(unprocessable)?;
+    if !body.only.is_empty() {
+        if let Some(unknown) = body
+            .only
+            .iter()
+            .find(|n| !tools.iter().any(|t| t.name.as_str() == n.as_str()))
+        {
+            return Err(unprocessable(format!(
+                "only: the document makes no tool {unknown:?} (a dry run lists the names)"
+            )));
+        }
+        tools.retain(|t| body.only.iter().any(|n| n == t.name.as_str()));
+    }
     let shown: Vec<Value> = tools
         .iter()
         .map(|t| t.to_catalog_value(Secrets::Redact))
