@@ -113,6 +113,8 @@ pub struct Metrics {
     /// Milliseconds since `started` of the last successful registry poll.
     last_poll_ms: AtomicU64,
     started: Instant,
+    /// Calls of script tools since start (the Overview's warm/cold split).
+    pub script_calls: AtomicU64,
     /// Tool names with series of their own.
     tools: Mutex<HashSet<String>>,
 }
@@ -153,6 +155,7 @@ impl Metrics {
             poll_age: Gauge::default(),
             last_poll_ms: AtomicU64::new(0),
             started: Instant::now(),
+            script_calls: AtomicU64::new(0),
             tools: Mutex::default(),
             registry: Registry::default(),
         };
@@ -276,6 +279,9 @@ impl Metrics {
     pub fn call(&self, tool: &Tool, result: &ToolResult, door: &str) {
         let label = self.tool_label(tool.name.as_str());
         let kind = tool.executor.kind().to_owned();
+        if kind == "script" {
+            self.script_calls.fetch_add(1, Ordering::Relaxed);
+        }
         let outcome = match &result.error {
             None => "ok".to_owned(),
             Some(e) => serde_json::to_value(e.kind)

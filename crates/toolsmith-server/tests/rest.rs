@@ -2083,3 +2083,62 @@ async fn openapi_documents_import_as_http_tools_with_a_dry_run_first() {
         "{v}"
     );
 }
+
+/// The overview aggregates the run log of the window: calls per minute by outcome, the
+/// busiest tools with their latencies, the failing ones; a window it does not know is a 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_overview_aggregates_the_run_log() {
+    let s = start(&[]).await;
+    let (_, api_doc) = get(&s, "/openapi.json").await;
+    for tool in [
+        json!({"name": "yes", "description": "Succeeds.", "command": ["true"]}),
+        json!({"name": "no", "description": "Fails.", "command": ["false"]}),
+    ] {
+        assert_eq!(send(&s, "POST", "/tools", tool, &[]).await.0, 201);
+    }
+    for _ in 0..3 {
+        send(&s, "POST", "/tools/yes/call", json!({}), &[]).await;
+    }
+    for _ in 0..2 {
+        send(&s, "POST", "/tools/no/call", json!({}), &[]).await;
+    }
+    let (st, v) = get(&s, "/overview").await;
+    assert_eq!(st, 200, "{v}");
+    conforms(&api_doc, "get", "/v1/overview", st, &v);
+    assert_eq!(
+        (v["total"].clone(), v["errors"].clone()),
+        (json!(5), json!(2)),
+        "{v}"
+    );
+    assert_eq!(v["bucket_ms"], 60_000);
+    assert_eq!(v["buckets"].as_array().map(Vec::len), Some(60));
+    let sum = |outcome: &str| -> u64 {
+        v["series"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|x| x["outcome"] == outcome)
+            .flat_map(|x| x["counts"].as_array().cloned().unwrap_or_default())
+            .filter_map(|c| c.as_u64())
+            .sum()
+    };
+    assert_eq!((sum("ok"), sum("exit_status")), (3, 2), "{v}");
+    assert_eq!(v["series"][0]["outcome"], "ok");
+    assert_eq!(v["busiest"][0]["tool"], "yes");
+    assert_eq!(v["busiest"][0]["calls"], 3);
+    assert!(v["busiest"][0]["p95_ms"].as_f64() >= v["busiest"][0]["p50_ms"].as_f64());
+    assert_eq!(
+        (
+            v["failing"][0]["tool"].clone(),
+            v["failing"][0]["errors"].clone()
+        ),
+        (json!("no"), json!(2))
+    );
+    let (st, day) = get(&s, "/overview?window=24h").await;
+    assert_eq!(
+        (st, day["bucket_ms"].clone(), day["total"].clone()),
+        (200, json!(1_800_000), json!(5))
+    );
+    let (st, bad) = get(&s, "/overview?window=7d").await;
+    assert_eq!(st, 400, "{bad}");
+}

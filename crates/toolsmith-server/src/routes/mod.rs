@@ -4,12 +4,14 @@
 //! plan, call), [`drafts`] (definitions from requests, `/v1/check`), [`export`], [`runs`],
 //! [`servers`] (upstream MCP servers, their changes and logs), [`server_checks`] (a server
 //! tried before it is saved, a client's configuration read), [`imports`] (OpenAPI import),
-//! [`toolsets`] (named subsets and their members).
+//! [`toolsets`] (named subsets and their members), [`overview`] (the run log aggregated for
+//! the UI's charts).
 
 mod calls;
 mod drafts;
 mod export;
 mod imports;
+mod overview;
 mod runs;
 mod server;
 mod server_checks;
@@ -66,6 +68,7 @@ pub fn router() -> Router<Arc<AppState>> {
     let api = server_checks::routes(api);
     let api = imports::routes(api);
     let api = toolsets::routes(api);
+    let api = overview::routes(api);
     let (router, api) = runs::routes(api).split_for_parts();
     let served = axum::body::Bytes::from(
         serde_json::to_vec(&crate::openapi::finish(api)).unwrap_or_default(),
