@@ -26,6 +26,8 @@ export default defineConfig({
             // Monaco (4 MB) loads only on pages that edit code.
             { name: 'monaco', test: /node_modules[\\/](monaco-editor|@monaco-editor|dompurify|marked)[\\/]/ },
             { name: 'yaml', test: /node_modules[\\/]yaml[\\/]/ },
+            // The Overview's charts (uPlot, 22 KiB gzip) load only with that page.
+            { name: 'uplot', test: /node_modules[\\/]uplot[\\/]/ },
             { name: 'vendor', test: /node_modules[\\/]/ },
           ],
         },

@@ -274,6 +274,7 @@ test('servers: the live list, a server with its stderr, a held change approved, 
   await expect(page.getByRole('heading', { name: /watched/, level: 3 })).toContainText('ready', { timeout: 15000 });
   const after = (await rest('GET', '/servers/watched')).json.status.pid as number;
   expect(after).not.toBe(pid);
+  await page.goto(`${env.url}/ui/tools`);
   expect((await rest('DELETE', '/servers/watched')).status).toBe(204);
   fs.rmSync(dir, { recursive: true, force: true });
 });
@@ -319,6 +320,8 @@ test('add server: a form tried with Test connection, then saved; a pasted Claude
   await pasted.getByRole('button', { name: 'Add pasted-one' }).click();
   await expect(page).toHaveURL(/\/ui\/servers\/pasted-one$/);
   await expect.poll(async () => (await rest('GET', '/servers/pasted-one')).json.tools, { timeout: 20000 }).toHaveLength(1);
+  // Away from the pages that poll them, then deleted.
+  await page.goto(`${env.url}/ui/tools`);
   expect((await rest('DELETE', '/servers/added')).status).toBe(204);
   expect((await rest('DELETE', '/servers/pasted-one')).status).toBe(204);
 });
@@ -364,6 +367,28 @@ test('import OpenAPI: a document file previewed, chosen by tag, imported, one to
   await page.getByRole('button', { name: 'Preview' }).click();
   await expect(page.getByRole('region', { name: 'Preview' }).getByRole('row', { name: /fa_search/ })).toContainText('unchanged');
   for (const t of ['fa_search', 'fa_create_item']) expect((await rest('DELETE', `/tools/${t}`)).status).toBe(204);
+});
+
+test('the overview charts the calls so far and is the landing page once there is traffic', async ({ page }) => {
+  // A failing call, so that the errors chart has a bar.
+  await rest('POST', '/tools/read_file/call', { arguments: { path: 'no-such-file.txt' } });
+  await page.goto(`${env.url}/ui/`);
+  await expect(page).toHaveURL(/\/ui\/overview$/);
+  const calls = page.getByRole('figure', { name: 'Calls by outcome' });
+  await expect(calls).toContainText(/\d+ calls in the last hour/);
+  await expect(calls.locator('canvas')).toHaveCount(1);
+  await expect(page.getByRole('region', { name: 'Latency of the busiest tools' }).getByRole('link').first()).toBeVisible();
+  const failing = page.getByRole('region', { name: 'Tools with the most errors' });
+  await expect(failing.getByRole('link', { name: 'read_file' })).toBeVisible();
+  await expect(page.getByRole('region', { name: 'Python calls' })).toContainText('warm');
+  await shot(page, 'overview');
+  await accessible(page, 'the overview');
+  await page.getByText('Last day', { exact: true }).click({ timeout: 10000 });
+  await expect(calls).toContainText('in the last day');
+  // A failing tool's runs, one click away.
+  await failing.getByRole('link', { name: 'read_file' }).click();
+  await expect(page).toHaveURL(/\/ui\/runs\?tool=read_file/);
+  await expect(page.getByRole('row', { name: /read_file/ }).first()).toBeVisible();
 });
 
 test("an http tool shows its request, runs from its form, and is edited in its source", async ({ page }) => {

@@ -19,6 +19,7 @@ const ToolsetsPage = lazy(() => import('./pages/Toolsets'));
 const ServersPage = lazy(() => import('./pages/Servers'));
 const AddServerPage = lazy(() => import('./pages/AddServer'));
 const ImportOpenApiPage = lazy(() => import('./pages/ImportOpenApi'));
+const OverviewPage = lazy(() => import('./pages/Overview'));
 
 /** Who is using the UI (from /v1/whoami). */
 export const MeContext = createContext<WhoAmI | undefined>(undefined);
@@ -127,6 +128,7 @@ function Shell({ dark, setDark }: { dark: boolean; setDark: (d: boolean) => void
               disabledOverflow
               style={{ borderBottom: 'none', background: 'transparent', flexWrap: 'wrap' }}
               items={[
+                { key: 'overview', label: <Link to="/overview">Overview</Link> },
                 { key: 'tools', label: <Link to="/tools">Tools</Link> },
                 { key: 'toolsets', label: <Link to="/toolsets">Toolsets</Link> },
                 { key: 'servers', label: <Link to="/servers">Servers</Link> },
@@ -196,7 +198,8 @@ function theRouter() {
         path: '/',
         element: <ShellFromContext />,
         children: [
-          { index: true, element: <Navigate to="/tools" replace /> },
+          { index: true, element: <Landing /> },
+          { path: 'overview', element: <OverviewPage /> },
           { path: 'tools', element: <ToolsPage /> },
           { path: 'new', element: <EditorPage /> },
           { path: 'tools/:name', element: <ToolPage /> },
@@ -216,6 +219,13 @@ function theRouter() {
     { basename: '/ui' },
   );
   return router;
+}
+
+/** The landing page: the Overview once there is traffic, else the tool list. */
+function Landing() {
+  const o = useQuery({ queryKey: ['overview', '1h'], queryFn: () => api.overview('1h') });
+  if (o.isPending) return <Spin />;
+  return <Navigate to={o.data && o.data.total > 0 ? '/overview' : '/tools'} replace />;
 }
 
 function NotFound() {

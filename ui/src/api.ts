@@ -91,6 +91,30 @@ export interface ConfigEntry {
   skipped?: string;
 }
 
+/** A tool's calls and latency in the Overview's window. */
+export interface ToolStats {
+  tool: string;
+  calls: number;
+  errors: number;
+  p50_ms: number;
+  p95_ms: number;
+}
+
+/** The run log of the last hour or day, aggregated (`GET /v1/overview`). */
+export interface Overview {
+  window_ms: number;
+  bucket_ms: number;
+  buckets: number[];
+  series: { outcome: string; counts: number[] }[];
+  total: number;
+  errors: number;
+  busiest: ToolStats[];
+  failing: ToolStats[];
+  warm_cold: { warm: number; cold: number };
+  upstreams: { name: string; status: string; tools: number }[];
+  truncated: boolean;
+}
+
 /** What an OpenAPI import made (or, as a dry run, would make). */
 export interface ImportAnswer {
   title: string;
@@ -429,6 +453,7 @@ export const api = {
     request<ToolsetView>('PUT', `/toolsets/${encodeURIComponent(name)}`, def, { 'if-match': String(base) }),
   removeToolset: (name: string) => request<void>('DELETE', `/toolsets/${encodeURIComponent(name)}`),
   servers: () => request<{ servers: ServerView[] }>('GET', '/servers'),
+  overview: (window: '1h' | '24h') => request<Overview>('GET', `/overview?window=${window}`),
   importOpenApi: (body: Record<string, unknown>) => request<ImportAnswer>('POST', '/openapi/import', body),
   createServer: (definition: Record<string, unknown>) => request<ServerView>('POST', '/servers', definition),
   checkServer: (definition: Record<string, unknown>) => request<Probe>('POST', '/check/server', definition),

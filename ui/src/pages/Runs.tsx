@@ -2,7 +2,7 @@
 // its arguments, and a way to try them again in the test panel.
 
 import { useState } from 'react';
-import { Link, useNavigate } from 'react-router';
+import { Link, useNavigate, useSearchParams } from 'react-router';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Alert, Button, Descriptions, Input, Select, Space, Table, Typography } from 'antd';
 import { api, type RunRecord, type SandboxReport } from '../api';
@@ -28,9 +28,11 @@ export function KindTag({ kind }: { kind: string }) {
 
 export default function RunsPage() {
   const navigate = useNavigate();
-  const [tool, setTool] = useState('');
+  // A link may name the tool and the outcome (the Overview's failing tools do).
+  const [params] = useSearchParams();
+  const [tool, setTool] = useState(params.get('tool') ?? '');
   const [caller, setCaller] = useState('');
-  const [kind, setKind] = useState<string | undefined>();
+  const [kind, setKind] = useState<string | undefined>(params.get('kind') ?? undefined);
   const [limit, setLimit] = useState(50);
   const [cursors, setCursors] = useState<(string | null)[]>([null]);
   const t = useDebounced(tool.trim(), 250);
