@@ -32,6 +32,13 @@ export const env = {
   get fastapi() {
     return required('TOOLSMITH_UI_FASTAPI_URL');
   },
+  /** The Python of the test environment (FastAPI, FastMCP) and the FastMCP test server. */
+  get python() {
+    return required('TOOLSMITH_UI_PYTHON');
+  },
+  get fastmcpServer() {
+    return required('TOOLSMITH_UI_FASTMCP_SERVER');
+  },
   get shots() {
     return process.env.TOOLSMITH_UI_SHOTS ?? 'test-results';
   },

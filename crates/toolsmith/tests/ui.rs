@@ -52,7 +52,7 @@ fn the_web_ui_in_a_real_browser() {
     let python = std::env::var("TOOLSMITH_TEST_PYTHON").expect(
         "TOOLSMITH_TEST_PYTHON must name the python of a virtual environment with FastAPI (.ci/run sets it)",
     );
-    let mut fastapi = Command::new(python)
+    let mut fastapi = Command::new(&python)
         .arg(repo().join("crates/toolsmith/tests/upstream/http_api.py"))
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -90,6 +90,11 @@ fn the_web_ui_in_a_real_browser() {
         )
         .env("TOOLSMITH_UI_SHOTS", &shots)
         .env("TOOLSMITH_UI_FASTAPI_URL", &fastapi_url)
+        .env("TOOLSMITH_UI_PYTHON", &python)
+        .env(
+            "TOOLSMITH_UI_FASTMCP_SERVER",
+            repo().join("crates/toolsmith/tests/upstream/fastmcp_server.py"),
+        )
         .status()
         .expect("run npx playwright test");
     assert!(
