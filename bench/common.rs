@@ -58,3 +58,40 @@ pub fn wait_healthy(base: &str) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Calls per second of `tool` over REST at `base` (`http://.../v1`) with `in_flight` clients
+/// calling for `seconds`; every answer must be a 200.
+pub fn rate(base: &str, tool: &str, in_flight: usize, seconds: f64) -> f64 {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let clients: Vec<_> = (0..in_flight)
+        .map(|_| {
+            let (stop, done) = (stop.clone(), done.clone());
+            let url = format!("{base}/tools/{tool}/call");
+            std::thread::spawn(move || {
+                let agent: ureq::Agent = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .build()
+                    .into();
+                while !stop.load(Ordering::Relaxed) {
+                    let r = agent
+                        .post(&url)
+                        .header("content-type", "application/json")
+                        .send(r#"{"arguments": {}}"#)
+                        .expect("call");
+                    assert_eq!(r.status().as_u16(), 200);
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    stop.store(true, Ordering::Relaxed);
+    for c in clients {
+        c.join().expect("client");
+    }
+    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}

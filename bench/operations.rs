@@ -9,9 +9,6 @@
 //! `BENCH_ROUNDS` rounds).
 
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
 #[path = "common.rs"]
 mod common;
@@ -47,39 +44,6 @@ fn start(dir: &std::path::Path, name: &str, extra: &[&str]) -> (Killed, String) 
     (server, base)
 }
 
-/// Calls per second with `IN_FLIGHT` clients calling for `seconds`.
-fn rate(base: &str, seconds: f64) -> f64 {
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicU64::new(0));
-    let clients: Vec<_> = (0..IN_FLIGHT)
-        .map(|_| {
-            let (stop, done, url) = (stop.clone(), done.clone(), format!("{base}/tools/yes/call"));
-            std::thread::spawn(move || {
-                let agent: ureq::Agent = ureq::Agent::config_builder()
-                    .http_status_as_error(false)
-                    .build()
-                    .into();
-                while !stop.load(Ordering::Relaxed) {
-                    let r = agent
-                        .post(&url)
-                        .header("content-type", "application/json")
-                        .send(r#"{"arguments": {}}"#)
-                        .expect("call");
-                    assert_eq!(r.status().as_u16(), 200);
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-        })
-        .collect();
-    let started = Instant::now();
-    std::thread::sleep(Duration::from_secs_f64(seconds));
-    stop.store(true, Ordering::Relaxed);
-    for c in clients {
-        c.join().expect("client");
-    }
-    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
-}
-
 fn main() {
     let seconds = env("BENCH_SECONDS", 3) as f64;
     let rounds = env("BENCH_ROUNDS", 5) as usize;
@@ -106,12 +70,12 @@ fn main() {
         ),
     ];
     for (_, (_, base)) in &servers {
-        rate(base, 1.0);
+        common::rate(base, "yes", IN_FLIGHT, 1.0);
     }
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); servers.len()];
     for _ in 0..rounds {
         for (i, (_, (_, base))) in servers.iter().enumerate() {
-            rates[i].push(rate(base, seconds));
+            rates[i].push(common::rate(base, "yes", IN_FLIGHT, seconds));
         }
     }
     println!(

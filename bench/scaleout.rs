@@ -12,9 +12,7 @@
 //! Run with `cargo bench -p toolsmith --bench scaleout` (`BENCH_SECONDS` per round,
 //! `BENCH_ROUNDS` rounds).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[path = "cluster.rs"]
 mod cluster;
@@ -37,37 +35,6 @@ fn agent() -> ureq::Agent {
         .http_status_as_error(false)
         .build()
         .into()
-}
-
-/// Calls per second of `tool` through `base` with `in_flight` clients for `seconds`.
-fn rate(base: &str, tool: &str, in_flight: usize, seconds: f64) -> f64 {
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicU64::new(0));
-    let clients: Vec<_> = (0..in_flight)
-        .map(|_| {
-            let (stop, done) = (stop.clone(), done.clone());
-            let url = format!("{base}/tools/{tool}/call");
-            std::thread::spawn(move || {
-                let agent = agent();
-                while !stop.load(Ordering::Relaxed) {
-                    let r = agent
-                        .post(&url)
-                        .header("content-type", "application/json")
-                        .send(r#"{"arguments": {}}"#)
-                        .expect("call");
-                    assert_eq!(r.status().as_u16(), 200);
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-        })
-        .collect();
-    let started = Instant::now();
-    std::thread::sleep(Duration::from_secs_f64(seconds));
-    stop.store(true, Ordering::Relaxed);
-    for c in clients {
-        c.join().expect("client");
-    }
-    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
 }
 
 fn schema(url: &str, name: &str) -> String {
@@ -122,12 +89,12 @@ fn main() {
         .collect();
     for (tool, in_flight) in [("yes", 8), ("capped", 12)] {
         for (_, c) in &clusters {
-            rate(&c.lb, tool, in_flight, 1.0);
+            common::rate(&c.lb, tool, in_flight, 1.0);
         }
         let mut rates = vec![Vec::new(); clusters.len()];
         for _ in 0..rounds {
             for (i, (_, c)) in clusters.iter().enumerate() {
-                rates[i].push(rate(&c.lb, tool, in_flight, seconds));
+                rates[i].push(common::rate(&c.lb, tool, in_flight, seconds));
             }
         }
         let median = |v: &mut Vec<f64>| {

@@ -97,6 +97,21 @@ pub fn router() -> Router<Arc<AppState>> {
         })
 }
 
+/// The names of the registry's tools (disabled ones included) in the caller's view, for
+/// narrowing what is read by name (the run log).
+async fn visible_names(s: &AppState, view: &View) -> ApiResult<std::collections::HashSet<String>> {
+    Ok(s.store
+        .search_all(StoreQuery {
+            include_disabled: true,
+            ..StoreQuery::default()
+        })
+        .await?
+        .into_iter()
+        .filter(|r| view.admits(&r.tool))
+        .map(|r| r.tool.name.to_string())
+        .collect())
+}
+
 /// A page size from a query: 1 to 1000, 50 when absent.
 fn page_limit(limit: Option<usize>) -> ApiResult<usize> {
     match limit {

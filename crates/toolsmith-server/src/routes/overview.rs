@@ -96,20 +96,9 @@ async fn overview(
         .map_or(0, |d| d.as_millis() as i64);
     let first = (now - window_ms) / bucket_ms * bucket_ms + bucket_ms;
     let n = ((now - first) / bucket_ms + 1) as usize;
-    let visible: Option<std::collections::HashSet<String>> = match view.is_everything() {
+    let visible = match view.is_everything() {
         true => None,
-        false => Some(
-            s.store
-                .search_all(StoreQuery {
-                    include_disabled: true,
-                    ..StoreQuery::default()
-                })
-                .await?
-                .into_iter()
-                .filter(|r| view.admits(&r.tool))
-                .map(|r| r.tool.name.to_string())
-                .collect(),
-        ),
+        false => Some(visible_names(&s, &view).await?),
     };
     // Newest first, a page at a time, until the window's start.
     let mut q = RunQuery {

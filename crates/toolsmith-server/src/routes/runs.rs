@@ -56,17 +56,7 @@ async fn runs(
     }
     // Only runs of tools in the caller's view (disabled ones included), read a page at a
     // time until the page is full; a short page with a cursor is a page like any other.
-    let visible: std::collections::HashSet<String> = s
-        .store
-        .search_all(StoreQuery {
-            include_disabled: true,
-            ..StoreQuery::default()
-        })
-        .await?
-        .into_iter()
-        .filter(|r| view.admits(&r.tool))
-        .map(|r| r.tool.name.to_string())
-        .collect();
+    let visible = visible_names(&s, &view).await?;
     let limit = q.limit;
     let mut runs = Vec::new();
     let mut next_cursor = None;
