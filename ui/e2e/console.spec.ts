@@ -244,12 +244,15 @@ test('servers: the live list, a server with its stderr, a held change approved, 
   await expect(page.getByLabel('Definition')).toContainText('TS_DESCRIPTION_FILE');
 
   // The upstream changes a description: held, shown side by side, approved.
-  fs.writeFileSync(described, 'Answers pong, loudly when asked.');
+  fs.writeFileSync(described, 'Answers pong, at the volume asked.');
   await page.getByRole('button', { name: 'Refresh' }).click();
   const change = page.getByRole('article', { name: 'Change of ping' });
-  await expect(change).toContainText('description changed', { timeout: 15000 });
+  await expect(change).toContainText('description, inputSchema changed', { timeout: 15000 });
   await expect(change).toContainText('Answers pong.');
-  await expect(change).toContainText('Answers pong, loudly when asked.');
+  await expect(change).toContainText('Answers pong, at the volume asked.');
+  // The schema in a diff editor.
+  await change.getByRole('button', { name: 'Show the schema diff' }).click();
+  await expect(change.getByRole('group', { name: /Text difference: the schema served now/ })).toContainText('How loud', { timeout: 15000 });
   await expect(row).toContainText('1');
   await accessible(page, 'a server with a held change');
   await shot(page, 'server');
@@ -257,7 +260,7 @@ test('servers: the live list, a server with its stderr, a held change approved, 
   await expect(page.getByRole('region', { name: 'Pending changes' })).toContainText('Nothing waits');
   const versions = await rest('GET', '/tools/watched__ping/versions');
   expect(versions.json.versions.map((v: { version: number }) => v.version)).toEqual([1, 2]);
-  expect((await rest('GET', '/tools/watched__ping')).json.definition.description).toBe('Answers pong, loudly when asked.');
+  expect((await rest('GET', '/tools/watched__ping')).json.definition.description).toBe('Answers pong, at the volume asked.');
 
   // Killed, and unable to start again: failed, with why on its stderr.
   const pid = (await rest('GET', '/servers/watched')).json.status.pid as number;
@@ -359,9 +362,9 @@ test('import OpenAPI: a document file previewed, chosen by tag, imported, one to
   const result = page.getByRole('region', { name: 'Result' });
   await expect(result).toContainText('ok in');
   await expect(result).toContainText('bolts');
-  // The same document again: what exists is unchanged.
+  // The same document again, by URL: what exists is unchanged.
   await page.goto(`${env.url}/ui/import`);
-  await page.getByLabel('Document', { exact: true }).fill(spec);
+  await page.getByLabel('Document URL').fill(`${env.fastapi}/openapi.json`);
   await page.getByLabel('Prefix').fill('fa_');
   await page.getByLabel('Base URL').fill(env.fastapi);
   await page.getByRole('button', { name: 'Preview' }).click();

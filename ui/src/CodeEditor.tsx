@@ -41,12 +41,12 @@ export default function CodeEditor({ label, language, value, onChange, height = 
   );
 }
 
-export function TextDiff({ left, right, dark, labels }: { left: string; right: string; dark: boolean; labels: [string, string] }) {
+export function TextDiff({ left, right, dark, labels, language = 'yaml' }: { left: string; right: string; dark: boolean; labels: [string, string]; language?: string }) {
   return (
     <div role="group" aria-label={`Text difference: ${labels[0]} and ${labels[1]}`} style={{ border: '1px solid rgba(128,128,128,.35)', borderRadius: 6, overflow: 'hidden' }}>
       <DiffEditor
         height={420}
-        language="yaml"
+        language={language}
         original={left}
         modified={right}
         theme={dark ? 'vs-dark' : 'vs'}

@@ -136,6 +136,8 @@ export interface ChangeView {
   status: 'pending' | 'rejected';
   detected_at_ms: number;
   diff: Difference[];
+  /** The approved definition, served now (absent for an added tool). */
+  before?: Record<string, unknown>;
   now?: Record<string, unknown>;
 }
 

@@ -355,6 +355,12 @@ impl Engine {
         self.cgroups.is_some()
     }
 
+    /// The engine's one HTTP client (link-local and metadata addresses refused), for the
+    /// server's own fetches on an admin's behalf (an OpenAPI document by URL).
+    pub fn http(&self) -> &http::HttpClient {
+        &self.http
+    }
+
     /// Runs one call from start to result. Dropping the future kills the call's processes.
     pub async fn call(&self, tool: &CompiledTool, raw: Value, opts: CallOptions) -> ToolResult {
         let started = Instant::now();

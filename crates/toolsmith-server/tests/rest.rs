@@ -1894,6 +1894,56 @@ async fn openapi_documents_import_as_http_tools_with_a_dry_run_first() {
             .contains("inv_nothing"),
         "{v}"
     );
+    // A document the server fetches by URL.
+    let by_url = |extra: Value| {
+        let mut b = json!({"prefix": "self_", "dry_run": true});
+        b.as_object_mut()
+            .expect("object")
+            .extend(extra.as_object().cloned().unwrap_or_default());
+        b.to_string()
+    };
+    let served = serve_once(spec("Fetched").to_string());
+    let (st, v) = req(
+        "POST",
+        url("/openapi/import"),
+        admin,
+        &[],
+        Some(by_url(json!({"spec_url": served}))),
+    )
+    .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["created"], json!(["self_getItem"]), "{v}");
+    for (extra, expect) in [
+        // This server's own document needs a token the fetch does not carry.
+        (json!({"spec_url": url("/openapi.json")}), "401"),
+        (json!({}), "spec_url"),
+        (
+            json!({"spec": spec("x"), "spec_url": url("/openapi.json")}),
+            "not both",
+        ),
+        (json!({"spec_url": "ftp://example.com/x.json"}), "http://"),
+        (
+            json!({"spec_url": "http://169.254.169.254/latest"}),
+            "spec_url",
+        ),
+    ] {
+        let (st, v) = req(
+            "POST",
+            url("/openapi/import"),
+            admin,
+            &[],
+            Some(by_url(extra)),
+        )
+        .await;
+        assert_eq!(st, 422, "{v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains(expect),
+            "{v}"
+        );
+    }
 
     // The import writes; the same document again changes nothing; a changed one is a new
     // version.
@@ -2141,4 +2191,26 @@ async fn the_overview_aggregates_the_run_log() {
     );
     let (st, bad) = get(&s, "/overview?window=7d").await;
     assert_eq!(st, 400, "{bad}");
+}
+
+/// A loopback HTTP server answering one request with `body` (JSON); its URL.
+fn serve_once(body: String) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!(
+        "http://{}/openapi.json",
+        listener.local_addr().expect("addr")
+    );
+    std::thread::spawn(move || {
+        if let Ok((mut stream, _)) = listener.accept() {
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
 }

@@ -1,4 +1,5 @@
-// Import OpenAPI: an OpenAPI 3.0/3.1 document (a file, or its text pasted) previewed as the
+// Import OpenAPI: an OpenAPI 3.0/3.1 document (by URL, fetched by the server; a file; or its
+// text pasted) previewed as the
 // tools it would make — name, method, URL, danger, whether each is new, changed or the same
 // as what exists (a changed one opens to its current and new definitions side by side) — and
 // the operations it cannot map, each with its reason; tools chosen by tag or one by one, then
@@ -18,13 +19,14 @@ export default function ImportOpenApiPage() {
   const admin = allows(me?.role, 'admin') && (me?.toolsets ?? []).length === 0;
   const client = useQueryClient();
   const [text, setText] = useState('');
+  const [url, setUrl] = useState('');
   const [file, setFile] = useState<string | null>(null);
   const [prefix, setPrefix] = useState('');
   const [baseUrl, setBaseUrl] = useState('');
   const [chosen, setChosen] = useState<string[]>([]);
   const [tags, setTags] = useState<string[]>([]);
   const body = (dryRun: boolean, only: string[] = []) => ({
-    spec: text,
+    ...(text.trim() === '' && url.trim() !== '' ? { spec_url: url.trim() } : { spec: text }),
     prefix,
     ...(baseUrl.trim() ? { base_url: baseUrl.trim() } : {}),
     dry_run: dryRun,
@@ -53,6 +55,9 @@ export default function ImportOpenApiPage() {
       </Typography.Paragraph>
       {!admin && me && <Alert type="info" showIcon title="Importing needs an admin token that is not limited to toolsets" style={{ marginBottom: 12 }} />}
       <Form layout="vertical">
+        <Form.Item label="Document URL" htmlFor="oa-url" extra="The server fetches it (http or https, up to 10 MiB)">
+          <Input id="oa-url" value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://api.example.com/openapi.json" disabled={text.trim() !== ''} />
+        </Form.Item>
         <Form.Item label="Document file" htmlFor="oa-file" extra={file ? `Read ${file}` : 'JSON or YAML'}>
           <input
             id="oa-file"
@@ -79,7 +84,7 @@ export default function ImportOpenApiPage() {
             <Input id="oa-base" value={baseUrl} onChange={(e) => setBaseUrl(e.target.value)} style={{ width: 360 }} />
           </Form.Item>
         </Space>
-        <Button onClick={() => preview.mutate()} loading={preview.isPending} disabled={!admin || text.trim() === ''}>
+        <Button onClick={() => preview.mutate()} loading={preview.isPending} disabled={!admin || (text.trim() === '' && url.trim() === '')}>
           Preview
         </Button>
       </Form>

@@ -5,15 +5,18 @@
 // wait for a decision — each with its differences side by side, approved or rejected one by
 // one or all at once.
 
-import { useEffect, useRef } from 'react';
+import { Suspense, lazy, useEffect, useRef, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Alert, Button, Descriptions, Space, Table, Typography, App as AntApp } from 'antd';
+import { Alert, Button, Descriptions, Space, Spin, Table, Typography, App as AntApp } from 'antd';
 import { allows, api, type ChangeView, type ServerView } from '../api';
-import { useMe } from '../App';
+import { useDark, useMe } from '../App';
 import { CopyButton } from './Tool';
 import { Pill } from '../Pill';
 import { changeSummary, diffRows, statusText, statusTone, uptime, type DiffRow } from '../servers';
+
+// Monaco loads only when a schema diff is opened.
+const TextDiff = lazy(() => import('../CodeEditor').then((m) => ({ default: m.TextDiff })));
 
 /** How often the status is read again while a page shows it. */
 const LIVE_MS = 1500;
@@ -222,8 +225,30 @@ function PendingChanges({ name, changes, admin, error }: { name: string; changes
               { title: 'The upstream now', dataIndex: 'after', render: (t: string) => <pre style={{ margin: 0, whiteSpace: 'pre-wrap', fontFamily: 'monospace' }}>{t}</pre> },
             ]}
           />
+          {c.diff.some((d) => d.path.startsWith('inputSchema')) && <SchemaDiff change={c} />}
         </article>
       ))}
     </section>
+  );
+}
+
+/** A changed input schema in a diff editor: what is served now against what the upstream says. */
+function SchemaDiff({ change }: { change: ChangeView }) {
+  const dark = useDark();
+  const [open, setOpen] = useState(false);
+  const text = (d?: Record<string, unknown>) => (d?.inputSchema === undefined ? '' : JSON.stringify(d.inputSchema, null, 2));
+  return (
+    <div style={{ marginTop: 8 }}>
+      <Button size="small" onClick={() => setOpen(!open)} aria-expanded={open}>
+        {open ? 'Hide the schema diff' : 'Show the schema diff'}
+      </Button>
+      {open && (
+        <Suspense fallback={<Spin />}>
+          <div style={{ marginTop: 8 }}>
+            <TextDiff left={text(change.before)} right={text(change.now)} dark={dark} labels={['the schema served now', 'the upstream schema']} language="json" />
+          </div>
+        </Suspense>
+      )}
+    </div>
   );
 }

@@ -31,9 +31,14 @@ struct Filter {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ImportBody {
-    /// The document: a JSON object, or its text (JSON or YAML).
+    /// The document: a JSON object, or its text (JSON or YAML). Give this or `spec_url`.
+    #[serde(default)]
     #[schema(value_type = Object)]
     spec: Value,
+    /// Where the server fetches the document (http or https; at most 10 MiB, 20 s; never a
+    /// link-local or metadata address).
+    #[serde(default)]
+    spec_url: Option<String>,
     /// The URL paths are appended to (default: the document's first absolute server URL).
     #[serde(default)]
     base_url: Option<String>,
@@ -125,7 +130,19 @@ async fn import_openapi(
     Body(body): Body<ImportBody>,
 ) -> ApiResult<Json<ImportAnswer>> {
     let unprocessable = |m: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", m);
-    let doc = match body.spec {
+    let spec = match (body.spec, &body.spec_url) {
+        (Value::Null, Some(url)) => Value::String(fetch_document(&s, url).await?),
+        (Value::Null, None) => {
+            return Err(unprocessable(
+                "give the document (`spec`) or where to fetch it (`spec_url`)".into(),
+            ));
+        }
+        (_, Some(_)) => {
+            return Err(unprocessable("give `spec` or `spec_url`, not both".into()));
+        }
+        (spec, None) => spec,
+    };
+    let doc = match spec {
         Value::String(text) => openapi::parse_document(&text).map_err(unprocessable)?,
         other => other,
     };
@@ -241,6 +258,56 @@ async fn import_openapi(
     }))
 }
 
+/// The document at `url`, fetched through the engine's client.
+async fn fetch_document(s: &AppState, url: &str) -> ApiResult<String> {
+    let refused = |m: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", m);
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(refused(format!(
+            "spec_url {url:?}: an http:// or https:// URL"
+        )));
+    }
+    let accept = [toolsmith_core::plan::Header {
+        name: "accept".into(),
+        value: "application/json, application/yaml;q=0.9, */*;q=0.5".into(),
+        secret: false,
+    }];
+    let answer = s
+        .engine
+        .http()
+        .send(toolsmith_exec::http::Outbound {
+            method: "GET",
+            url,
+            url_shown: url,
+            headers: &accept,
+            body: None,
+            max_bytes: 10 * 1024 * 1024,
+            truncate: false,
+            timeout: std::time::Duration::from_secs(20),
+            allow_hosts: &[],
+        })
+        .await
+        .map_err(|e| {
+            refused(match e {
+                toolsmith_exec::http::Failure::Refused(m)
+                | toolsmith_exec::http::Failure::Network(m) => format!("spec_url: {m}"),
+                toolsmith_exec::http::Failure::Timeout => {
+                    format!("spec_url {url}: no answer within 20 s")
+                }
+                toolsmith_exec::http::Failure::TooLarge { limit } => {
+                    format!("spec_url {url}: the document is over {limit} bytes")
+                }
+            })
+        })?;
+    if answer.status >= 400 {
+        return Err(refused(format!(
+            "spec_url {url}: the server answered {} {}",
+            answer.status, answer.reason
+        )));
+    }
+    String::from_utf8(answer.body)
+        .map_err(|_| refused(format!("spec_url {url}: the document is not UTF-8 text")))
+}
+
 /// The held changes of an OpenAPI source (`openapi:<name>`), with what differs from the
 /// served definition (secrets `***`).
 #[utoipa::path(get, path = "/v1/openapi/{source}/changes", tag = "tools", params(("source" = String, Path, description = "The source, `openapi:<name>`")),
@@ -256,6 +323,7 @@ async fn held_changes(
         let now = (!after.is_null()).then(|| after.clone());
         changes.push(super::servers::ChangeView {
             diff: toolsmith_store::diff(&before, &after),
+            before: (!before.is_null()).then(|| before.clone()),
             tool: c.tool,
             kind: c.kind,
             status: c.status,

@@ -323,6 +323,10 @@ pub(super) struct ChangeView {
     /// What differs from the approved definition, path by path (`description`,
     /// `inputSchema.properties.q.type`, …); a whole tool for `added` and `removed`.
     pub(super) diff: Vec<Difference>,
+    /// The approved definition, served now (absent for an added tool).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub(super) before: Option<Value>,
     /// What the upstream says now (absent when it removed the tool).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
@@ -356,6 +360,7 @@ async fn server_changes(State(s): Shared, Path(name): Path<String>) -> ApiResult
             let after = c.pinned.clone().unwrap_or(Value::Null);
             ChangeView {
                 diff: toolsmith_store::diff(&before, &after),
+                before: (!before.is_null()).then(|| before.clone()),
                 tool: c.tool,
                 kind: c.kind,
                 status: c.status,

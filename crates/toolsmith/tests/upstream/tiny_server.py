@@ -13,7 +13,8 @@ if os.environ.get("TS_HELPER") == "1":
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 # For the web UI's server pages: TS_FAIL_FILE makes it refuse to start while that file exists;
-# TS_DESCRIPTION_FILE gives `ping` the description in that file, read at every listing.
+# TS_DESCRIPTION_FILE gives `ping` the description in that file, read at every listing (one
+# that mentions "volume" adds a `volume` parameter too).
 FAIL_FILE = os.environ.get("TS_FAIL_FILE")
 if FAIL_FILE and os.path.exists(FAIL_FILE):
     print(f"tiny: refusing to start while {FAIL_FILE} exists", file=sys.stderr, flush=True)
@@ -42,6 +43,12 @@ for line in sys.stdin:
         if DESCRIPTION_FILE and os.path.exists(DESCRIPTION_FILE):
             with open(DESCRIPTION_FILE) as f:
                 tool["description"] = f.read().strip()
+            # A description that speaks of volume comes with a `volume` parameter: a schema
+            # change as well.
+            if "volume" in tool["description"]:
+                schema = json.loads(json.dumps(tool["inputSchema"]))
+                schema["properties"]["volume"] = {"type": "integer", "description": "How loud"}
+                tool["inputSchema"] = schema
         result = {"tools": [tool]}
     elif method == "tools/call":
         loud = message.get("params", {}).get("arguments", {}).get("loud") is True
