@@ -48,9 +48,13 @@ export function TextDiff({ left, right, dark, labels, language = 'yaml' }: { lef
         height={420}
         language={language}
         original={left}
+        // Unmounting would otherwise dispose the models before the widget lets go of them
+        // (a console error in @monaco-editor/react 4.7).
+        keepCurrentOriginalModel
+        keepCurrentModifiedModel
         modified={right}
         theme={dark ? 'vs-dark' : 'vs'}
-        options={{ readOnly: true, renderSideBySide: true, minimap: { enabled: false }, automaticLayout: true }}
+        options={{ readOnly: true, renderSideBySide: true, minimap: { enabled: false }, automaticLayout: true, originalAriaLabel: labels[0], modifiedAriaLabel: labels[1] }}
       />
     </div>
   );
