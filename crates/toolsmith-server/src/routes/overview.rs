@@ -14,7 +14,16 @@ pub(super) fn routes(api: Api) -> Api {
 #[into_params(parameter_in = Query)]
 struct OverviewParams {
     /// `1h` (the default: one-minute buckets) or `24h` (half-hour buckets).
-    window: Option<String>,
+    window: Option<Window>,
+}
+
+/// The span an overview covers.
+#[derive(Deserialize, ToSchema, Clone, Copy)]
+enum Window {
+    #[serde(rename = "1h")]
+    Hour,
+    #[serde(rename = "24h")]
+    Day,
 }
 
 /// Calls of one outcome, per bucket.
@@ -81,14 +90,9 @@ async fn overview(
     Extension(view): Extension<Arc<View>>,
     Query(p): Query<OverviewParams>,
 ) -> ApiResult<Json<Overview>> {
-    let (window_ms, bucket_ms) = match p.window.as_deref().unwrap_or("1h") {
-        "1h" => (3_600_000_i64, 60_000_i64),
-        "24h" => (86_400_000, 1_800_000),
-        other => {
-            return Err(ApiError::bad_request(format!(
-                "window={other}: the overview covers 1h or 24h"
-            )));
-        }
+    let (window_ms, bucket_ms) = match p.window.unwrap_or(Window::Hour) {
+        Window::Hour => (3_600_000_i64, 60_000_i64),
+        Window::Day => (86_400_000, 1_800_000),
     };
     s.runs.flush().await;
     let now = std::time::SystemTime::now()
