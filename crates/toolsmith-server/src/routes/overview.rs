@@ -14,6 +14,7 @@ pub(super) fn routes(api: Api) -> Api {
 #[into_params(parameter_in = Query)]
 struct OverviewParams {
     /// `1h` (the default: one-minute buckets) or `24h` (half-hour buckets).
+    #[param(inline)]
     window: Option<Window>,
 }
 
