@@ -85,7 +85,7 @@ impl Sessions {
             return None;
         }
         let id = str_arg(args, "session_id")?.trim();
-        let replica = id.strip_prefix("s-").and_then(|r| r.split('-').next())?;
+        let replica = replica_of(id)?;
         if replica == self.inner.replica || lock(&self.inner.live).contains_key(id) {
             return None;
         }
@@ -137,7 +137,7 @@ impl Sessions {
         {
             return Ok(Found::Tomb(t.clone()));
         }
-        let replica = id.strip_prefix("s-").and_then(|r| r.split('-').next());
+        let replica = replica_of(id);
         let directory = lock(&self.inner.directory).clone();
         if let (Some(r), Some(d)) = (replica, directory)
             && r != self.inner.replica
@@ -191,3 +191,8 @@ impl Sessions {
 /// How often, and how long apart, a replica looks again for another's new session.
 const RECORD_WAITS: usize = 20;
 const RECORD_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The replica a session id names (`s-<replica>-<random>`).
+fn replica_of(id: &str) -> Option<&str> {
+    id.strip_prefix("s-").and_then(|r| r.split('-').next())
+}
