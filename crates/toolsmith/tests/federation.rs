@@ -780,7 +780,11 @@ fn a_server_is_tried_before_it_is_saved_and_restarted_after() {
         404
     );
     // One that cannot start: why, and what it wrote.
-    let failing = json!({"name": "broken", "command": ["python3", "-c", "import sys; sys.stderr.write('no luck today'); sys.exit(2)"], "env_allowlist": ["PATH"]});
+    let failing = json!({"name": "broken",
+        "command": ["python3", "-c", "import os, sys; sys.stderr.write('no luck today ' + os.environ.get('KEY', '')); sys.exit(2)"],
+        "env_allowlist": ["PATH"],
+        "config_schema": [{"name": "key", "secret": true, "env_name": "KEY"}],
+        "config": {"key": "sekrit-value-9"}});
     let (status, probe) = request("POST", &format!("{base}/check/server"), Some(failing));
     assert_eq!(status, 200, "{probe}");
     assert_eq!(probe["ok"], false, "{probe}");
@@ -791,6 +795,14 @@ fn a_server_is_tried_before_it_is_saved_and_restarted_after() {
             .is_some_and(|l| l.contains("no luck today")),
         "{probe}"
     );
+    // The secret it printed is `***` in what comes back.
+    assert!(
+        probe["log"]
+            .as_str()
+            .is_some_and(|l| l.contains("no luck today ***")),
+        "{probe}"
+    );
+    assert!(!probe.to_string().contains("sekrit-value-9"), "{probe}");
     // A bad definition is refused with its path.
     let (status, bad) = request(
         "POST",

@@ -339,8 +339,12 @@ impl Upstreams {
         // Its stderr so far, once it has had a moment to say why it stopped.
         tokio::time::sleep(Duration::from_millis(100)).await;
         let bytes: Vec<u8> = lock(&up.stderr).iter().copied().collect();
-        let log = toolsmith_core::secrets::scrub(&String::from_utf8_lossy(&bytes), &secrets);
-        (outcome, log)
+        let scrub = |text: &str| toolsmith_core::secrets::scrub(text, &secrets);
+        // A failure's reason may quote what the server printed: no secret value in it either.
+        (
+            outcome.map_err(|why| scrub(&why)),
+            scrub(&String::from_utf8_lossy(&bytes)),
+        )
     }
 
     /// Stops it (with everything it spawned) and starts it afresh, as an operator's restart:
