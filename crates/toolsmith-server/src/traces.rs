@@ -16,6 +16,10 @@ use tracing::Instrument;
 
 /// Wraps a request in its span.
 pub async fn request(req: Request, next: Next) -> Response {
+    // Without trace export nothing is built: no route text copied per request.
+    if !tracing::enabled!(target: TARGET, tracing::Level::INFO) {
+        return next.run(req).await;
+    }
     let route = req
         .extensions()
         .get::<MatchedPath>()
@@ -31,9 +35,6 @@ pub async fn request(req: Request, next: Next) -> Response {
         http.route = %route,
         http.response.status_code = tracing::field::Empty,
     );
-    if span.is_disabled() {
-        return next.run(req).await;
-    }
     if let Some(parent) = header(&req, "traceparent") {
         continue_trace(&span, parent, header(&req, "tracestate"));
     }
