@@ -3,7 +3,9 @@
 //! each replica is a `toolsmith serve` on its own loopback port with the same secret key;
 //! HAProxy balances round robin over them, checks `/v1/health` every 200 ms, and sends a
 //! request whose connection to a replica failed to another (`option redispatch`; never a
-//! request a replica may have started: HAProxy's default `retry-on conn-failure`).
+//! request a replica may have started: HAProxy's default `retry-on conn-failure`). The
+//! replicas share an admin token (a tokens file), as a real deployment's do: the health
+//! check needs none.
 
 #![allow(dead_code)]
 
@@ -17,6 +19,11 @@ pub fn port() -> u16 {
         .and_then(|l| l.local_addr())
         .expect("port")
         .port()
+}
+
+/// The replicas' admin token (one per process that starts clusters).
+pub fn admin_token() -> String {
+    format!("cluster-admin-{}", std::process::id())
 }
 
 /// Whether HAProxy can be started here.
@@ -43,6 +50,8 @@ pub struct Cluster {
     pub lb: String,
     /// The balancer's MCP endpoint.
     pub lb_mcp: String,
+    /// The replicas' admin token.
+    pub token: String,
     haproxy: Child,
     dir: PathBuf,
     args: Vec<String>,
@@ -61,6 +70,9 @@ impl Cluster {
     ) -> Self {
         let key = dir.join("secret.key");
         std::fs::write(&key, "7".repeat(64)).expect("key");
+        let token = admin_token();
+        let tokens = dir.join("tokens");
+        std::fs::write(&tokens, format!("admin:admin={token}\n")).expect("tokens");
         let mut args: Vec<String> = vec![
             "serve".into(),
             "--no-cgroups".into(),
@@ -68,6 +80,8 @@ impl Cluster {
             db.into(),
             "--secret-key-file".into(),
             key.display().to_string(),
+            "--tokens-file".into(),
+            tokens.display().to_string(),
             "--catalog".into(),
             catalog.display().to_string(),
             "--workspace".into(),
@@ -118,6 +132,7 @@ impl Cluster {
             replicas,
             lb_mcp: format!("http://127.0.0.1:{lb_port}/mcp"),
             lb,
+            token,
             haproxy,
             dir: dir.to_owned(),
             args,

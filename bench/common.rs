@@ -33,6 +33,20 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// The `Authorization` value for a server started without tokens by this user: its local
+/// admin token, from toolsmith's data folder (empty when there is none).
+pub fn bearer() -> String {
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".local/share")
+        });
+    std::fs::read_to_string(data.join("toolsmith/local-admin.token"))
+        .map(|t| format!("Bearer {}", t.trim()))
+        .unwrap_or_default()
+}
+
 /// A child process killed (and reaped) when dropped.
 pub struct Killed(pub Child);
 
@@ -60,8 +74,9 @@ pub fn wait_healthy(base: &str) {
 }
 
 /// Calls per second of `tool` over REST at `base` (`http://.../v1`) with `in_flight` clients
-/// calling for `seconds`; every answer must be a 200.
-pub fn rate(base: &str, tool: &str, in_flight: usize, seconds: f64) -> f64 {
+/// calling for `seconds`, each request with the `Authorization` value `auth`; every answer
+/// must be a 200.
+pub fn rate(base: &str, auth: &str, tool: &str, in_flight: usize, seconds: f64) -> f64 {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let stop = Arc::new(AtomicBool::new(false));
@@ -70,6 +85,7 @@ pub fn rate(base: &str, tool: &str, in_flight: usize, seconds: f64) -> f64 {
         .map(|_| {
             let (stop, done) = (stop.clone(), done.clone());
             let url = format!("{base}/tools/{tool}/call");
+            let auth = auth.to_owned();
             std::thread::spawn(move || {
                 let agent: ureq::Agent = ureq::Agent::config_builder()
                     .http_status_as_error(false)
@@ -79,6 +95,7 @@ pub fn rate(base: &str, tool: &str, in_flight: usize, seconds: f64) -> f64 {
                     let r = agent
                         .post(&url)
                         .header("content-type", "application/json")
+                        .header("authorization", &auth)
                         .send(r#"{"arguments": {}}"#)
                         .expect("call");
                     assert_eq!(r.status().as_u16(), 200);

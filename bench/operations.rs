@@ -70,12 +70,18 @@ fn main() {
         ),
     ];
     for (_, (_, base)) in &servers {
-        common::rate(base, "yes", IN_FLIGHT, 1.0);
+        common::rate(base, &common::bearer(), "yes", IN_FLIGHT, 1.0);
     }
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); servers.len()];
     for _ in 0..rounds {
         for (i, (_, (_, base))) in servers.iter().enumerate() {
-            rates[i].push(common::rate(base, "yes", IN_FLIGHT, seconds));
+            rates[i].push(common::rate(
+                base,
+                &common::bearer(),
+                "yes",
+                IN_FLIGHT,
+                seconds,
+            ));
         }
     }
     println!(

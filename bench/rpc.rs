@@ -40,6 +40,7 @@ impl Transport for Http {
         let mut r = self
             .agent
             .post(&self.url)
+            .header("authorization", super::common::bearer())
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", PROTOCOL)
             .content_type("application/json")

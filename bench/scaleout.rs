@@ -56,6 +56,10 @@ fn post(base: &str, tool: &str, arguments: serde_json::Value) -> serde_json::Val
     let mut r = agent()
         .post(format!("{base}/tools/{tool}/call"))
         .header("content-type", "application/json")
+        .header(
+            "authorization",
+            format!("Bearer {}", cluster::admin_token()),
+        )
         .send(serde_json::json!({"arguments": arguments, "confirm": true}).to_string())
         .expect("call");
     serde_json::from_str(&r.body_mut().read_to_string().expect("body")).expect("json")
@@ -89,12 +93,24 @@ fn main() {
         .collect();
     for (tool, in_flight) in [("yes", 8), ("capped", 12)] {
         for (_, c) in &clusters {
-            common::rate(&c.lb, tool, in_flight, 1.0);
+            common::rate(
+                &c.lb,
+                &format!("Bearer {}", cluster::admin_token()),
+                tool,
+                in_flight,
+                1.0,
+            );
         }
         let mut rates = vec![Vec::new(); clusters.len()];
         for _ in 0..rounds {
             for (i, (_, c)) in clusters.iter().enumerate() {
-                rates[i].push(common::rate(&c.lb, tool, in_flight, seconds));
+                rates[i].push(common::rate(
+                    &c.lb,
+                    &format!("Bearer {}", cluster::admin_token()),
+                    tool,
+                    in_flight,
+                    seconds,
+                ));
             }
         }
         let median = |v: &mut Vec<f64>| {

@@ -59,6 +59,7 @@ fn main() {
 
     let status = agent
         .post(format!("{base}/tools"))
+        .header("authorization", common::bearer())
         .content_type("application/json")
         .send(r#"{"name": "yes", "description": "Exit 0.", "command": ["true"]}"#)
         .expect("create")
@@ -67,6 +68,7 @@ fn main() {
     let call = || {
         let mut r = agent
             .post(format!("{base}/tools/yes/call"))
+            .header("authorization", common::bearer())
             .content_type("application/json")
             .send(r#"{"arguments": {}}"#)
             .expect("call");
@@ -142,7 +144,11 @@ fn main() {
         let mut v: Vec<Duration> = (0..n)
             .map(|_| {
                 let t = Instant::now();
-                let mut r = agent.get(&url).call().expect("get");
+                let mut r = agent
+                    .get(&url)
+                    .header("authorization", common::bearer())
+                    .call()
+                    .expect("get");
                 assert_eq!(r.status(), 200);
                 std::hint::black_box(r.body_mut().read_to_string().expect("body"));
                 t.elapsed()
@@ -192,6 +198,7 @@ fn main() {
         let v: serde_json::Value = serde_json::from_str(
             &agent
                 .get(&url)
+                .header("authorization", common::bearer())
                 .call()
                 .expect("page")
                 .body_mut()

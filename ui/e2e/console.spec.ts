@@ -420,6 +420,23 @@ test("an http tool shows its request, runs from its form, and is edited in its s
   expect((await rest('DELETE', '/tools/self_health')).status).toBe(204);
 });
 
+test('a server given no token opens with one click from the address serve prints, and asks without it', async ({ browser }) => {
+  // A fresh context: nothing in its sessionStorage (the other tests' pages start signed in).
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${env.url}/ui/tools`);
+  await expect(page.getByLabel('Token')).toBeVisible();
+  await expect(page.getByText('open the address `toolsmith serve` printed')).toBeVisible();
+  await page.goto(`${env.url}/#token=${env.localToken}`);
+  await expect(page.getByRole('banner')).toBeVisible();
+  await expect(page.getByLabel('Token')).toHaveCount(0);
+  // The token left the address, and is kept in the tab: another page opens signed in.
+  expect(page.url()).not.toContain(env.localToken);
+  await page.goto(`${env.url}/ui/tools`);
+  await expect(page.getByRole('link', { name: 'git_log', exact: true })).toBeVisible();
+  await context.close();
+});
+
 test.describe('with tokens', () => {
   test('asks for a token, refuses a wrong one, and hides what a read token cannot do', async ({ page }) => {
     await page.goto(`${env.lockedUrl}/ui/tools`);

@@ -58,7 +58,7 @@ test('an edit saves a new version, and a conflicting edit never loses the draft'
   const current = (await rest('GET', '/tools/greet_twice')).json.definition;
   const other = await fetch(`${env.url}/v1/tools/greet_twice`, {
     method: 'PUT',
-    headers: { 'content-type': 'application/json', 'if-match': '2' },
+    headers: { 'content-type': 'application/json', 'if-match': '2', authorization: `Bearer ${env.localToken}` },
     body: JSON.stringify({ ...current, title: 'Set elsewhere' }),
   });
   expect(other.status).toBe(200);

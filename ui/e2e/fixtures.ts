@@ -15,6 +15,10 @@ export const env = {
   get url() {
     return required('TOOLSMITH_UI_URL');
   },
+  /** The open server's local admin token: it was given no token (as `serve` prints it). */
+  get localToken() {
+    return required('TOOLSMITH_UI_LOCAL_TOKEN');
+  },
   get lockedUrl() {
     return required('TOOLSMITH_UI_LOCKED_URL');
   },
@@ -47,6 +51,16 @@ export const env = {
 export const test = base.extend<{ watch: void }>({
   watch: [
     async ({ page }, use) => {
+      // Signed in to the open server as its one-click address does (`/#token=...` moves the
+      // token into the tab's sessionStorage); the locked server still asks.
+      await page.addInitScript(
+        ({ origin, local }) => {
+          if (window.location.origin === origin && !sessionStorage.getItem('toolsmith.token')) {
+            sessionStorage.setItem('toolsmith.token', local);
+          }
+        },
+        { origin: new URL(env.url).origin, local: env.localToken },
+      );
       const foreign: string[] = [];
       const errors: string[] = [];
       page.on('request', (r) => {
@@ -70,12 +84,15 @@ export const test = base.extend<{ watch: void }>({
 
 export { expect };
 
-/** A REST request to the server without tokens. */
+/** A REST request to the server without tokens (with its local admin token). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test assertions read any field
 export async function rest(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
   const r = await fetch(`${env.url}/v1${path}`, {
     method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    headers: {
+      authorization: `Bearer ${env.localToken}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await r.text();

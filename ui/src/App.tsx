@@ -271,6 +271,11 @@ function TokenPrompt({ rejected, onToken }: { rejected: boolean; onToken: () => 
         <Typography.Paragraph>
           This server asks for a token. Paste one its operator gave you; it is kept in this tab only.
         </Typography.Paragraph>
+        <Typography.Paragraph type="secondary">
+          Started it yourself without a token? Then open the address `toolsmith serve` printed
+          (it carries this machine&apos;s local admin token), or paste the token from
+          local-admin.token in toolsmith&apos;s data folder.
+        </Typography.Paragraph>
         {rejected && (
           <Alert type="error" showIcon title="That token was not accepted" description="Check it and try again, or ask the server's operator for one." style={{ marginBottom: 16 }} />
         )}

@@ -48,7 +48,8 @@ pub enum Network {
     /// As the server's user may (the default).
     #[default]
     All,
-    /// No sockets but Unix ones: no TCP, no UDP, no name resolution over the network.
+    /// No sockets (but those [`Sandbox::unix_sockets`] allows): no TCP, no UDP, no name
+    /// resolution over the network.
     None,
     /// TCP only, connecting to and binding these ports (on any address); no UDP.
     Ports { connect: Vec<u16>, bind: Vec<u16> },
@@ -73,8 +74,70 @@ pub struct Sandbox {
     /// Paths writable (and readable) besides the preset's.
     pub write: Vec<String>,
     pub network: Network,
+    /// Named Unix sockets the process may connect to (or listen on). Empty: none — no
+    /// `socket(AF_UNIX, …)` at all (`socketpair` still works). The kernel cannot filter a
+    /// connection by its path (Landlock ABI 7 has no right for it), so any entry allows
+    /// every named socket: the list says which, for people and for a kernel that can.
+    pub unix_sockets: Vec<String>,
     /// `None`: the server's default, best effort.
     pub enforce: Option<Enforce>,
+}
+
+/// The gateway's own secrets in its environment (the registry's key, its token, the
+/// registry's address, which may hold a password): never passed to a process it starts,
+/// whatever `env_allowlist` says. A catalog naming one is refused.
+pub const GATEWAY_VARIABLES: &[&str] = &["TOOLSMITH_SECRET_KEY", "TOOLSMITH_TOKEN", "TOOLSMITH_DB"];
+
+/// Refuses an `env_allowlist` entry naming one of [`GATEWAY_VARIABLES`].
+pub fn check_allowlisted(name: &str) -> Result<(), String> {
+    match GATEWAY_VARIABLES.contains(&name) {
+        true => Err(format!(
+            "{name} is the gateway's own secret: it never reaches a process toolsmith starts"
+        )),
+        false => Ok(()),
+    }
+}
+
+/// Variables of the server's environment any tool may pass through (`env_allowlist`)
+/// whoever defines it: they say where and how, never grant anything.
+pub const SAFE_VARIABLES: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TERM",
+    "TMPDIR",
+];
+
+/// What a definition with `policy` and `env_allowlist` would take beyond the default
+/// containment, each said as the key to leave out: more paths, named Unix sockets,
+/// `sandbox: none`, `enforce: best_effort`, variables beyond [`SAFE_VARIABLES`]. Only an
+/// unlimited admin may define those (a caller limited to toolsets gets them refused).
+pub fn widenings(policy: Option<&Sandbox>, env_allowlist: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(p) = policy {
+        if p.is_none() {
+            out.push("`sandbox: none`".to_owned());
+        }
+        if !p.read.is_empty() || !p.write.is_empty() {
+            out.push("`sandbox.filesystem` paths".to_owned());
+        }
+        if !p.unix_sockets.is_empty() {
+            out.push("`sandbox.unix_sockets`".to_owned());
+        }
+        if p.enforce == Some(Enforce::BestEffort) {
+            out.push("`sandbox.enforce: best_effort`".to_owned());
+        }
+    }
+    let unsafe_vars: Vec<&str> = env_allowlist
+        .iter()
+        .map(String::as_str)
+        .filter(|v| !SAFE_VARIABLES.contains(v))
+        .collect();
+    if !unsafe_vars.is_empty() {
+        out.push(format!(
+            "`env_allowlist` entries {} (any tool may pass {})",
+            unsafe_vars.join(", "),
+            SAFE_VARIABLES.join(", ")
+        ));
+    }
+    out
 }
 
 /// The names a policy's paths may start with.
@@ -113,6 +176,7 @@ impl Sandbox {
         if self.read.is_empty()
             && self.write.is_empty()
             && self.network == Network::All
+            && self.unix_sockets.is_empty()
             && self.enforce.is_none()
         {
             return Value::String(self.preset.name().into());
@@ -147,6 +211,9 @@ impl Sandbox {
                 map.insert("network".into(), Value::Object(net));
             }
         }
+        if !self.unix_sockets.is_empty() {
+            map.insert("unix_sockets".into(), json!(self.unix_sockets));
+        }
         if let Some(enforce) = self.enforce {
             map.insert("enforce".into(), json!(enforce));
         }
@@ -160,7 +227,7 @@ impl Serialize for Sandbox {
     }
 }
 
-const KEYS: &[&str] = &["preset", "filesystem", "network", "enforce"];
+const KEYS: &[&str] = &["preset", "filesystem", "network", "unix_sockets", "enforce"];
 
 /// Reads a `sandbox:` value: a preset's name, or a mapping.
 pub(crate) fn read(v: &Value, at: &str, e: &mut Errs) -> Option<Sandbox> {
@@ -229,6 +296,18 @@ pub(crate) fn read(v: &Value, at: &str, e: &mut Errs) -> Option<Sandbox> {
         },
         Some(net) => read_ports(net, &f.at("network"), e),
     };
+    let mut unix_sockets = Vec::new();
+    for (i, p) in f
+        .strings("unix_sockets", e)
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        if let Err(msg) = check_path(&p) {
+            e.push(&format!("{}[{i}]", f.at("unix_sockets")), msg);
+        }
+        unix_sockets.push(p);
+    }
     let enforce = f.choice(
         "enforce",
         "enforcement",
@@ -240,7 +319,11 @@ pub(crate) fn read(v: &Value, at: &str, e: &mut Errs) -> Option<Sandbox> {
         },
         e,
     );
-    if preset == Preset::None && (!read.is_empty() || !write.is_empty() || network != Network::All)
+    if preset == Preset::None
+        && (!read.is_empty()
+            || !write.is_empty()
+            || network != Network::All
+            || !unix_sockets.is_empty())
     {
         e.push(
             at,
@@ -252,6 +335,7 @@ pub(crate) fn read(v: &Value, at: &str, e: &mut Errs) -> Option<Sandbox> {
         read,
         write,
         network,
+        unix_sockets,
         enforce,
     })
 }
@@ -328,7 +412,7 @@ mod tests {
             Ok(Preset::ReadOnly)
         );
         let s = read_yaml(
-            "{filesystem: {read: [$HOME/.gitconfig], write: [/var/cache/x]}, network: {connect: [5432]}, enforce: required}",
+            "{filesystem: {read: [$HOME/.gitconfig], write: [/var/cache/x]}, network: {connect: [5432]}, unix_sockets: [/run/postgresql/.s.PGSQL.5432], enforce: required}",
         )
         .expect("reads");
         assert_eq!(s.preset, Preset::Workspace);
@@ -340,6 +424,7 @@ mod tests {
             }
         );
         assert_eq!(s.enforce(), Enforce::Required);
+        assert_eq!(s.unix_sockets, ["/run/postgresql/.s.PGSQL.5432"]);
         let back = read_yaml(&serde_json::to_string(&s.to_value()).expect("json")).expect("again");
         assert_eq!(back, s);
         assert_eq!(Sandbox::default().to_value(), json!("workspace"));
@@ -348,7 +433,7 @@ mod tests {
     #[test]
     fn mistakes_are_named_where_they_are() {
         let errs = read_yaml(
-            "{preset: strict, filesystem: {read: [relative/x, /a/../b]}, network: {connect: [0, 70000]}}",
+            "{preset: strict, filesystem: {read: [relative/x, /a/../b]}, network: {connect: [0, 70000]}, unix_sockets: [docker.sock]}",
         )
         .expect_err("refused");
         let text = errs.join("\n");
@@ -358,6 +443,7 @@ mod tests {
             "sandbox.filesystem.read[1]: \"/a/../b\" must not contain `..`",
             "sandbox.network.connect[0]: a TCP port",
             "sandbox.network.connect[1]: a TCP port",
+            "sandbox.unix_sockets[0]: \"docker.sock\" must be absolute",
         ] {
             assert!(text.contains(needle), "{needle} not in {text}");
         }

@@ -32,7 +32,7 @@ pub mod upstream;
 mod warm;
 mod workspace;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -46,7 +46,7 @@ use toolsmith_core::result::{ErrorKind, Meta, ToolResult};
 use tracing::Instrument;
 
 pub use capture::{Capture, Captured};
-pub use limits::not_dumpable;
+pub use limits::{not_dumpable, set_dumpable};
 pub use workspace::Workspace;
 
 /// How an engine runs tools.

@@ -71,17 +71,30 @@ pub fn kill_group(pgid: u32) {
     }
 }
 
-/// A folder of per-call cgroups with a `pids` controller.
-///
 /// Makes this process non-dumpable: processes of the same user (the tools it runs) can no
 /// longer read or write its memory or environment through `/proc`, ptrace or
 /// `process_vm_*`, and it leaves no core dump. A process running as root with
 /// CAP_SYS_PTRACE still can. Programs it executes start dumpable again (execve resets it).
 pub fn not_dumpable() -> Result<(), String> {
-    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
-        .map_err(|e| format!("could not make this process non-dumpable: {e}"))
+    set_dumpable(false)
 }
 
+/// Makes this process dumpable (`on`) or not: its own `/proc/self/mem` opens only while it
+/// is, unless it runs as root.
+pub fn set_dumpable(on: bool) -> Result<(), String> {
+    use rustix::process::DumpableBehavior;
+    let behaviour = match on {
+        true => DumpableBehavior::Dumpable,
+        false => DumpableBehavior::NotDumpable,
+    };
+    rustix::process::set_dumpable_behavior(behaviour).map_err(|e| match on {
+        true => format!("could not make this process dumpable: {e}"),
+        false => format!("could not make this process non-dumpable: {e}"),
+    })
+}
+
+/// A folder of per-call cgroups with a `pids` controller.
+///
 /// On cgroup v1 each cgroup of the pool has a resident thread of this process living in it:
 /// a call borrows one, its process is spawned by that thread and so is born inside — no
 /// window in which it could fork outside, and no cgroup membership written per call (such a

@@ -1844,3 +1844,54 @@ async fn ordinary_programs_work_under_the_default_sandbox() {
         assert_eq!(r.data, Some(json!("0.25")), "warm {warm}: {r:?}");
     }
 }
+
+/// SPEC §13: a tool the sandbox refused says so, naming the key to change — not only the
+/// program's own "Permission denied" — and a program a shell could not run from outside
+/// what the policy reads is named too.
+#[tokio::test]
+async fn a_refusal_by_the_sandbox_names_the_key_to_change() {
+    let f = fixture();
+    let outside = tempfile::tempdir().expect("tempdir");
+    let target = outside.path().join("out.txt");
+    let write = tool(&format!(
+        "{{name: w, description: d, command: [sh, -c, 'echo x > {}']}}",
+        target.display()
+    ));
+    let r = f.call(&write, json!({})).await;
+    assert_eq!(kind(&r), Some(ErrorKind::ExitStatus), "{r:?}");
+    let message = r
+        .error
+        .as_ref()
+        .map(|e| e.message.clone())
+        .unwrap_or_default();
+    assert!(
+        message.contains("Permission denied")
+            && message.contains("the sandbox (policy workspace)")
+            && message.contains("sandbox.filesystem.write"),
+        "{message}"
+    );
+    // A program in a folder the policy cannot read, run by name through the tool's PATH.
+    let bin = outside.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    std::fs::copy("/bin/true", bin.join("mytool")).expect("copy");
+    let run = tool(&format!(
+        "{{name: r, description: d, env: {{PATH: '{}:/usr/bin:/bin'}}, command: [sh, -c, mytool]}}",
+        bin.display()
+    ));
+    let r = f.call(&run, json!({})).await;
+    let message = r
+        .error
+        .as_ref()
+        .map(|e| e.message.clone())
+        .unwrap_or_default();
+    assert!(
+        message.contains("sandbox.filesystem.read") && message.contains("mytool"),
+        "{r:?}"
+    );
+    // Unsandboxed, the same tools run: the refusals above were the sandbox's.
+    let open = tool(&format!(
+        "{{name: w2, description: d, sandbox: none, command: [sh, -c, 'echo x > {}']}}",
+        target.display()
+    ));
+    assert!(f.call(&open, json!({})).await.success);
+}

@@ -2,7 +2,10 @@
 //! `call` also calls; `admin` also edits. A token is a static one (`--token`,
 //! `--tokens-file`, optionally limited to toolsets) or a JWT from the configured issuer
 //! ([`crate::jwt`]); both can be used side by side. With neither configured (loopback only),
-//! every caller is an admin named `local`. A refusal is 401 with `WWW-Authenticate` saying
+//! the caller is an admin named `local` — when it presents the local admin token `serve`
+//! keeps in toolsmith's data folder ([`crate::AppState::set_local_token`]), so that no
+//! process the gateway starts is that admin. `GET /v1/health` and `GET /v1/openapi.json`
+//! answer anyone. A refusal is 401 with `WWW-Authenticate` saying
 //! why and, with an issuer, where the protected resource metadata is.
 
 use std::sync::Arc;
@@ -130,6 +133,9 @@ pub fn parse_tokens_file(text: &str) -> Result<Vec<Token>, String> {
         .collect()
 }
 
+/// The liveness route, answered to anyone.
+pub const HEALTH_PATH: &str = "/v1/health";
+
 /// Who is calling; put in the request's extensions by [`require`].
 #[derive(Debug, Clone)]
 pub struct Caller {
@@ -199,21 +205,40 @@ pub async fn require(
         return Ok(next.run(req).await);
     }
     // Replicas forwarding a session call prove themselves with their own token there, and
-    // name the caller they checked.
-    if path == crate::sessions::PEER_PATH && req.method() == Method::POST {
+    // name the caller they checked. Liveness (status and version only) is for load
+    // balancers, which hold no token; the API's description is the same for everyone.
+    if (path == crate::sessions::PEER_PATH && req.method() == Method::POST)
+        || ((path == HEALTH_PATH || path == crate::openapi::PATH) && req.method() == Method::GET)
+    {
         return Ok(next.run(req).await);
     }
     let jwt = state.jwt();
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|p| !p.is_empty());
     let caller = if state.tokens.is_empty() && jwt.is_none() {
-        Caller::local()
+        match (state.local_token(), presented) {
+            (None, _) => Caller::local(),
+            (Some(local), Some(p)) if constant_time_eq(local.secret.as_bytes(), p.as_bytes()) => {
+                Caller::local()
+            }
+            (Some(local), presented) => {
+                let why = format!(
+                    "{} the local admin token: open the web UI at the address `toolsmith serve` printed, or send `Authorization: Bearer` with the token in {}",
+                    match presented {
+                        Some(_) => "this is not",
+                        None => "this server asks for",
+                    },
+                    local.file.display()
+                );
+                return Ok(unauthorized(&state, &req, Some(&why)));
+            }
+        }
     } else {
-        let presented = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|p| !p.is_empty());
         let Some(presented) = presented else {
             return Ok(unauthorized(&state, &req, None));
         };

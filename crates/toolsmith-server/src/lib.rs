@@ -77,6 +77,16 @@ pub struct AppState {
     toolsets: Mutex<Option<(u64, view::Toolsets)>>,
     /// Where this replica's sessions are recorded, and how calls for another's are sent on.
     directory: Arc<sessions::RegistryDirectory>,
+    /// A server with no tokens and no JWT issuer asks every request for this secret and
+    /// makes its bearer the local admin ([`Self::set_local_token`]); unset, every request is.
+    local_token: std::sync::OnceLock<LocalToken>,
+}
+
+/// The local admin's secret and the file it is kept in (named in refusals).
+#[derive(Debug, Clone)]
+pub struct LocalToken {
+    pub secret: String,
+    pub file: std::path::PathBuf,
 }
 
 impl AppState {
@@ -107,7 +117,20 @@ impl AppState {
             toolsets: Mutex::default(),
             identity: std::sync::OnceLock::new(),
             directory,
+            local_token: std::sync::OnceLock::new(),
         })
+    }
+
+    /// With no tokens and no JWT issuer, asks every request for `token` (kept in a file only
+    /// this user can read, out of every sandboxed process's reach): a process the gateway
+    /// starts, which can reach its port, is then never the local admin. Set once, at start.
+    pub fn set_local_token(&self, token: LocalToken) {
+        let _ = self.local_token.set(token);
+    }
+
+    /// The local admin's secret, when set.
+    pub fn local_token(&self) -> Option<&LocalToken> {
+        self.local_token.get()
     }
 
     /// Says where this replica can be reached: replicas sharing its registry forward calls

@@ -99,10 +99,9 @@ pub fn finish(api: Document) -> Value {
         schemes["bearer"] = json!({
             "type": "http",
             "scheme": "bearer",
-            "description": "A token given to `serve` (--token NAME[:ROLE]=SECRET). Not needed when the server has no tokens (loopback only)."
+            "description": "A token given to `serve` (--tokens-file, TOOLSMITH_TOKEN, --token) or a JWT from its issuer; when it was given none, the local admin token in toolsmith's data folder (`local-admin.token`; the web UI's address that `serve` prints carries it). `/v1/health` and this document need none."
         });
     }
-    // No token is needed when the server has none; otherwise a bearer token.
-    doc["security"] = json!([{}, {"bearer": []}]);
+    doc["security"] = json!([{"bearer": []}]);
     doc
 }

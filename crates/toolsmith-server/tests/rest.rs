@@ -1914,8 +1914,8 @@ async fn openapi_documents_import_as_http_tools_with_a_dry_run_first() {
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["created"], json!(["self_getItem"]), "{v}");
     for (extra, expect) in [
-        // This server's own document needs a token the fetch does not carry.
-        (json!({"spec_url": url("/openapi.json")}), "401"),
+        // This server's tools need a token the fetch does not carry (its document does not).
+        (json!({"spec_url": url("/tools")}), "401"),
         (json!({}), "spec_url"),
         (
             json!({"spec": spec("x"), "spec_url": url("/openapi.json")}),
@@ -2213,4 +2213,58 @@ fn serve_once(body: String) -> String {
         }
     });
     url
+}
+
+/// A server given no token asks every request for its local admin token (SPEC §14): without
+/// it, 401 naming the file; with it, the local admin; liveness and the API's description
+/// answer anyone; MCP asks for it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_tokens_asks_for_its_local_admin_token() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = state_in(dir.path(), &[]).await;
+    state.set_local_token(toolsmith_server::LocalToken {
+        secret: "local-admin-secret-0123456789abcdef".into(),
+        file: dir.path().join("local-admin.token"),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let router = toolsmith_server::app_with(state, toolsmith_server::HttpOptions::default());
+    tokio::spawn(toolsmith_server::serve(
+        listener,
+        router,
+        std::future::pending::<()>(),
+        std::time::Duration::from_secs(1),
+    ));
+    let url = |p: &str| format!("{base}{p}");
+    for token in [None, Some("wrong-but-long-enough-0000")] {
+        let (status, v) = req("GET", url("/whoami"), token, &[], None).await;
+        assert_eq!(status, 401, "{v}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("local-admin.token"), "{message}");
+    }
+    let secret = Some("local-admin-secret-0123456789abcdef");
+    let (status, v) = req("GET", url("/whoami"), secret, &[], None).await;
+    assert_eq!(
+        (status, &v["name"], &v["role"]),
+        (200, &json!("local"), &json!("admin")),
+        "{v}"
+    );
+    let (status, v) = req("GET", url("/health"), None, &[], None).await;
+    assert_eq!((status, &v["status"]), (200, &json!("ok")), "{v}");
+    assert_eq!(
+        v.as_object().map(|o| o.len()),
+        Some(2),
+        "status and version only: {v}"
+    );
+    let (status, _) = req("GET", url("/openapi.json"), None, &[], None).await;
+    assert_eq!(status, 200);
+    let mcp = base.replace("/v1", "/mcp");
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let accept = [("accept", "application/json, text/event-stream")];
+    let (status, _) = req("POST", mcp.clone(), None, &accept, Some(ping.clone())).await;
+    assert_eq!(status, 401);
+    let (status, v) = req("POST", mcp, secret, &accept, Some(ping)).await;
+    assert_ne!(status, 401, "{v}");
 }

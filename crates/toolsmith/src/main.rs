@@ -27,8 +27,10 @@ macro_rules! say {
     };
 }
 
+mod argv;
 mod chat;
 mod cli;
+mod local_admin;
 mod options;
 mod output;
 mod secret_key;

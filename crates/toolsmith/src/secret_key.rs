@@ -53,18 +53,24 @@ pub fn load(file: Option<&Path>) -> Result<Option<(SecretKey, Origin)>> {
 /// then linked into place, so a process reading `path` never sees half a key, and of two
 /// processes making it at once one wins (the other gets `AlreadyExists`).
 pub fn create(path: &Path, key: &SecretKey) -> std::io::Result<()> {
+    write_new(path, &key.to_text())
+}
+
+/// Writes `text` and a newline to a new file at `path` as [`create`] does (0600, whole or not
+/// at all, `AlreadyExists` when another process made it first).
+pub fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let tmp = tempfile::Builder::new()
-        .prefix(".secret-key-")
+        .prefix(".secret-")
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
         .tempfile_in(dir)?;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .mode(0o600)
         .open(tmp.path())?;
-    f.write_all(format!("{}\n", key.to_text()).as_bytes())?;
+    f.write_all(format!("{text}\n").as_bytes())?;
     f.sync_all()?;
     std::fs::hard_link(tmp.path(), path)
 }

@@ -675,6 +675,9 @@ fn http(method: &str, url: &str, body: Option<&Value>, if_match: Option<u64>) ->
         .method(method)
         .uri(url)
         .header("content-type", "application/json");
+    if let Some(token) = common::local_token(url) {
+        b = b.header("authorization", format!("Bearer {token}"));
+    }
     if let Some(v) = if_match {
         b = b.header("if-match", v.to_string());
     }
@@ -1005,6 +1008,7 @@ fn a_clean_stop_keeps_every_answered_call_in_the_log() {
         let r = agent
             .post(format!("{rest}/tools/count_lines/call"))
             .header("content-type", "application/json")
+            .header("authorization", common::bearer(&rest))
             .send(body)
             .expect("call");
         assert_eq!(r.status().as_u16(), 200);
@@ -1291,6 +1295,7 @@ fn mcp_reads_arguments_sent_as_json_text() {
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2025-06-18")
+            .header("authorization", common::bearer(&mcp))
             .send(m.to_string())
             .expect("post");
         let v: Value =

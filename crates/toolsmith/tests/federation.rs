@@ -154,9 +154,7 @@ fn rss_kib(pid: u32) -> u64 {
 /// The Python MCP client with `args` (a `federation-*` mode).
 fn python_client(args: &[&str]) {
     let (python, _) = fastmcp();
-    let o = Command::new(&python)
-        .arg(repo().join("crates/toolsmith/tests/mcp_client.py"))
-        .args(args)
+    let o = common::mcp_client_command(&python, args)
         .output()
         .expect("run the Python MCP client");
     let out = String::from_utf8_lossy(&o.stdout);
@@ -331,6 +329,7 @@ fn toolsmith_serves_another_toolsmith_and_fastmcp_side_by_side() {
     // Exported for OpenAI's strict mode, a union it cannot take goes with `strict: false`,
     // and a header says why.
     let mut r = ureq::get(format!("{base}/export?format=openai&strict=true"))
+        .header("authorization", common::bearer(&base))
         .call()
         .expect("export");
     let why: Vec<String> = r

@@ -280,9 +280,7 @@ fn a_fastapi_application_is_imported_and_every_request_is_what_its_spec_says() {
 
     // Through MCP: the Python MCP client calls the imported tools.
     let (_serve2, _rest2, mcp) = serve(&db, dir.path(), &["--no-catalog"]);
-    let o = Command::new(python())
-        .arg(repo().join("crates/toolsmith/tests/mcp_client.py"))
-        .args(["http-api", &mcp])
+    let o = common::mcp_client_command(&python(), &["http-api", &mcp])
         .output()
         .expect("run the Python MCP client");
     let out = String::from_utf8_lossy(&o.stdout);
@@ -388,7 +386,10 @@ fn toolsmith_imports_its_own_openapi_description_and_calls_through_it() {
     let (_first, first_rest, _) = serve(&first_db, dir.path(), &["--catalog", &catalog]);
     let spec = format!("{first_rest}/openapi.json");
     let second_db = dir.path().join("second.db").display().to_string();
-    let (ok, out, err) = toolsmith(
+    // The first server has no tokens: its tools are called with its local admin token, the
+    // document's bearer scheme.
+    let token = common::local_token(&first_rest).expect("the first server's local token");
+    let (ok, out, err) = common::toolsmith(
         &[
             "import",
             "--openapi",
@@ -398,8 +399,11 @@ fn toolsmith_imports_its_own_openapi_description_and_calls_through_it() {
             "--json",
             "--prefix",
             "ts_",
+            "--auth",
+            "bearer=TS_FIRST_TOKEN",
         ],
-        dir.path(),
+        &[("TS_FIRST_TOKEN", &token)],
+        Some(dir.path()),
     );
     assert!(ok, "{out}\n{err}");
     let report: Value = serde_json::from_str(out.trim()).expect("report");

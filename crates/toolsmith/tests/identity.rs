@@ -194,7 +194,8 @@ fn send(method: &str, url: &str, token: Option<&str>, body: Option<Value>) -> (u
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2025-06-18");
-    if let Some(t) = token {
+    let local = token.is_none().then(|| common::local_token(url)).flatten();
+    if let Some(t) = token.or(local.as_deref()) {
         req = req.header("authorization", format!("Bearer {t}"));
     }
     let req = req

@@ -28,6 +28,25 @@ from mcp.shared.exceptions import MCPError
 
 EXTRA = 1002  # tools the driver added beside the example catalog (1000 bulk, slow, hang)
 
+# A server started without tokens asks for its local admin token: the driver passes it here,
+# and every request of this client (MCP and REST) carries it unless it says otherwise.
+BEARER = __import__("os").environ.get("TOOLSMITH_TEST_BEARER")
+if BEARER:
+    _urlopen = urllib.request.urlopen
+
+    def _urlopen_with_bearer(req, *args, **kwargs):
+        if isinstance(req, urllib.request.Request) and not req.has_header("Authorization"):
+            req.add_header("Authorization", f"Bearer {BEARER}")
+        return _urlopen(req, *args, **kwargs)
+
+    urllib.request.urlopen = _urlopen_with_bearer
+    _SdkClient = Client
+
+    def Client(target, *args, **kwargs):  # noqa: N802 - stands in for the SDK's class
+        if isinstance(target, str) and target.startswith("http"):
+            target = with_headers(target, {})
+        return _SdkClient(target, *args, **kwargs)
+
 
 def text(result):
     return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
@@ -469,6 +488,8 @@ def with_headers(url, headers):
     """A client of `url` sending `headers` with every request."""
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
+    if BEARER and not any(k.lower() == "authorization" for k in headers):
+        headers = {**headers, "Authorization": f"Bearer {BEARER}"}
     return streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=60))
 
 

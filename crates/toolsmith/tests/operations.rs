@@ -262,9 +262,16 @@ fn metrics_can_be_off_or_on_their_own_address() {
         Err(404),
         "not on the main listener"
     );
+    // The metrics listener asks for the same token as the server (here its local admin's).
+    let token = common::local_token(&base).expect("a server without tokens has a local one");
+    assert_eq!(
+        scrape(&format!("http://{addr}/metrics"), None),
+        Err(401),
+        "not without the token"
+    );
     let mut text = Err(0);
     for _ in 0..50 {
-        text = scrape(&format!("http://{addr}/metrics"), None);
+        text = scrape(&format!("http://{addr}/metrics"), Some(&token));
         if text.is_ok() {
             break;
         }

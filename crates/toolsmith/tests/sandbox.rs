@@ -43,10 +43,22 @@ const FILES_AND_PROCESSES: &[&str] = &[
     "ptrace_gateway",
     "io_uring",
     "abstract_socket",
+    "unix_path_socket",
+    "keyring",
+    "user_namespace",
+    "clone_namespace",
+    "clone3_namespace",
+    "gateway_cmdline_token",
+    "gateway_api_admin",
 ];
 
 /// What a door with `network: none` tries.
-const NETWORK: &[&str] = &["net_connect_loopback", "net_udp", "net_resolve"];
+const NETWORK: &[&str] = &[
+    "net_connect_loopback",
+    "net_udp",
+    "net_resolve",
+    "unix_path_socket",
+];
 
 const NOBODY: u32 = 65534;
 
@@ -119,8 +131,14 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
 }
 
-/// A gateway in a fresh folder, run as `uid` (0 or nobody), with its catalog of doors.
+/// A gateway in a fresh folder, run as `uid` (0 or nobody), with its catalog of doors, a
+/// tokens file and a token on its command line.
 fn gateway(uid: u32, env: &[(&str, &str)]) -> Gateway {
+    gateway_with(uid, env, true)
+}
+
+/// [`gateway`]; without `tokens`, a gateway given none (asking for its local admin token).
+fn gateway_with(uid: u32, env: &[(&str, &str)], tokens: bool) -> Gateway {
     let dir = tempfile::tempdir().expect("tempdir");
     let base = dir.path().to_path_buf();
     std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).expect("chmod");
@@ -155,6 +173,11 @@ fn gateway(uid: u32, env: &[(&str, &str)]) -> Gateway {
     let param = "parameters: [{name: name, type: string}]";
     let cmd = format!("command: [/usr/bin/python3, {}/escape.py]", ws.display());
     let port_tool = "{connect: [PORT]}";
+    // A named Unix socket in a folder no sandboxed process may read.
+    let sock_dir = base.join("sock");
+    std::fs::create_dir_all(&sock_dir).expect("mkdir");
+    let sock = sock_dir.join("u.sock");
+    let unix_tool = format!("{{unix_sockets: [{}]}}", sock.display());
     let catalog = format!(
         "tools:
   - {{name: cmd, description: d, {cmd}, {arg}}}
@@ -169,6 +192,8 @@ fn gateway(uid: u32, env: &[(&str, &str)]) -> Gateway {
   - {{name: warm_ro, description: d, sandbox: read-only, script: {{interpreter: /usr/bin/python3, warm: true, source: {stub:?}}}, {param}}}
   - {{name: cmd_required, description: d, sandbox: {{enforce: required}}, {cmd}, {arg}}}
   - {{name: cmd_none, description: d, sandbox: none, {cmd}, {arg}}}
+  - {{name: cmd_unix, description: d, sandbox: {unix_tool}, {cmd}, {arg}}}
+  - {{name: warm_unix, description: d, sandbox: {unix_tool}, script: {{interpreter: /usr/bin/python3, warm: true, source: {stub:?}}}, {param}}}
   - {{name: holder, description: d, command: [sh, -c, 'echo HOLDER > secret.txt; echo $$ > {ws}/holder.pid; sleep 60']}}
   - {{name: session_start, description: d, builtin: session_start}}
   - {{name: session_start_nonet, description: d, builtin: session_start, sandbox: {{network: none}}}}
@@ -203,6 +228,15 @@ mcp_servers:
         std::fs::set_permissions(ws.join("suidcat"), std::fs::Permissions::from_mode(0o4755))
             .expect("chmod");
     }
+    // Listening before the folder is handed to `uid`; anyone may connect (0777), so only the
+    // sandbox stands between a tool and it.
+    let unix_listener = std::os::unix::net::UnixListener::bind(&sock).expect("unix listener");
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    std::fs::set_permissions(&sock_dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    if uid != 0 {
+        std::os::unix::fs::chown(&sock_dir, Some(uid), Some(uid)).expect("chown");
+    }
+    let cli_token = format!("CLITOKEN-{}-{uid}", std::process::id());
     let marker = format!("gateway-secret-{}", std::process::id());
     let mut command = if uid == 0 {
         Command::new(&bin)
@@ -228,8 +262,15 @@ mcp_servers:
         ])
         .arg("--db")
         .arg(&registry)
-        .arg("--tokens-file")
-        .arg(base.join("tokens"))
+        .args(match tokens {
+            true => vec![
+                "--tokens-file".into(),
+                base.join("tokens").display().to_string(),
+                "--token".into(),
+                format!("cli:admin={cli_token}"),
+            ],
+            false => Vec::new(),
+        })
         .arg("--catalog")
         .arg(ws.join("catalog.yaml"))
         .arg("--workspace")
@@ -245,7 +286,9 @@ mcp_servers:
     let mut child = command.spawn().expect("spawn serve");
     let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
     let mut said = String::new();
-    let rest = loop {
+    let mut rest = None;
+    let mut token = token;
+    loop {
         let line = lines
             .next()
             .unwrap_or_else(|| panic!("serve ended: {said}"))
@@ -253,9 +296,21 @@ mcp_servers:
         said.push_str(&line);
         said.push('\n');
         if let Some(after) = line.split("REST API on ").nth(1) {
-            break after.split_whitespace().next().expect("url").to_owned();
+            rest = Some(after.split_whitespace().next().expect("url").to_owned());
         }
-    };
+        if let Some(ui) = line.split("web UI: ").nth(1) {
+            if let Some((_, local)) = ui.trim().split_once("#token=") {
+                token = local.to_owned();
+            }
+            break;
+        }
+    }
+    let rest = rest.expect("serve said its REST address");
+    assert_eq!(
+        said.contains("given with --token"),
+        tokens,
+        "serve warns about a token on its command line: {said}"
+    );
     // The corpus needs a kernel with Landlock (CI's has ABI 7): never passes without one.
     let forced_off = env
         .iter()
@@ -302,13 +357,15 @@ mcp_servers:
         "abstract": abstract_name,
         "port": port,
         "other_port": other.local_addr().expect("addr").port(),
+        "unix_socket": sock,
+        "cli_token": cli_token,
     });
     write(&ws.join("paths.json"), &paths.to_string());
     if uid != 0 {
         std::os::unix::fs::chown(ws.join("paths.json"), Some(uid), Some(uid)).expect("chown");
     }
     // Both listeners live as long as the process (leaked on purpose: the test ends with it).
-    std::mem::forget((other, abs));
+    std::mem::forget((other, abs, unix_listener));
     g
 }
 
@@ -421,6 +478,12 @@ fn corpus(uid: u32) -> usize {
     for door in [Door::Tool("cmd_ro"), Door::Tool("warm_ro")] {
         check(&door, "write_workspace", false);
     }
+    // A policy naming a Unix socket reaches it (any named socket: the kernel cannot filter
+    // by path); a warm script with one runs cold, and does too.
+    for door in [Door::Tool("cmd_unix"), Door::Tool("warm_unix")] {
+        check(&door, "unix_path_socket", true);
+        check(&door, "keyring", false);
+    }
     // The controls: the same harness sees an unsandboxed tool get through.
     check(&Door::Tool("cmd"), "write_workspace", true);
     for name in [
@@ -430,6 +493,7 @@ fn corpus(uid: u32) -> usize {
         "write_tmp",
         "net_udp",
         "write_bashrc",
+        "unix_path_socket",
     ] {
         check(&Door::Tool("cmd_none"), name, true);
     }
@@ -510,7 +574,7 @@ fn euid() -> u32 {
 #[test]
 fn no_attempt_of_the_escape_corpus_gets_through_any_door() {
     let ran = corpus(euid());
-    assert!(ran >= 140, "{ran} attempts");
+    assert!(ran >= 190, "{ran} attempts");
 }
 
 #[test]
@@ -520,7 +584,60 @@ fn the_escape_corpus_holds_for_an_unprivileged_gateway_too() {
         return;
     }
     let ran = corpus(NOBODY);
-    assert!(ran >= 140, "{ran} attempts");
+    assert!(ran >= 190, "{ran} attempts");
+}
+
+/// A gateway given no token asks for its local admin token, which no process it starts can
+/// find: each door's tool reaches the port (the default policy allows TCP) and is refused,
+/// with no token and with whatever its command line holds; the token's file is out of reach.
+#[test]
+fn no_process_the_gateway_starts_is_its_local_admin() {
+    let g = gateway_with(euid(), &[], false);
+    assert!(g.token.len() >= 32, "the local admin token: {}", g.token);
+    let (status, who) = g.request("GET", "/whoami", None);
+    assert_eq!((status, &who["name"]), (200, &json!("local")), "{who}");
+    // Without it: 401, saying where it is.
+    let (status, v) = common::request_as("GET", &format!("{}/whoami", g.rest), None, None);
+    assert_eq!(status, 401, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("local-admin.token"),
+        "{v}"
+    );
+    // Liveness answers anyone.
+    let (status, _) = common::request_as("GET", &format!("{}/health", g.rest), None, None);
+    assert_eq!(status, 200);
+    let session = g.call("session_start", json!({}));
+    let id = session["data"]["session_id"]
+        .as_str()
+        .expect("session")
+        .to_owned();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !upstreams_listed(&g) {
+        assert!(Instant::now() < deadline, "the upstreams started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut escaped = Vec::new();
+    for door in [
+        Door::Tool("cmd"),
+        Door::Tool("cold"),
+        Door::Tool("warm"),
+        Door::Session(id),
+        Door::Tool("up__attempt"),
+    ] {
+        for name in ["gateway_api_admin", "read_local_token"] {
+            let v = g.attempt(&door, name);
+            if v["escaped"] != false {
+                escaped.push(format!("{door:?} {name}: {v}"));
+            }
+        }
+    }
+    assert!(escaped.is_empty(), "{}", escaped.join("\n"));
+    // The control: an unsandboxed tool reads the file (so the refusal above is the sandbox's).
+    let v = g.attempt(&Door::Tool("cmd_none"), "read_local_token");
+    assert_eq!(v["escaped"], true, "{v}");
 }
 
 /// A kernel without Landlock (forced): best-effort tools run and say nothing was enforced

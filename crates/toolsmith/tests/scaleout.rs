@@ -47,6 +47,7 @@ fn load(base: &str, threads: usize, stop: &Arc<AtomicBool>) -> Vec<JoinHandle<Se
     (0..threads)
         .map(|_| {
             let (url, stop) = (format!("{base}/tools/pause/call"), stop.clone());
+            let auth = common::bearer(base);
             std::thread::spawn(move || {
                 let agent: ureq::Agent = ureq::Agent::config_builder()
                     .http_status_as_error(false)
@@ -58,6 +59,7 @@ fn load(base: &str, threads: usize, stop: &Arc<AtomicBool>) -> Vec<JoinHandle<Se
                     let answer = agent
                         .post(&url)
                         .header("content-type", "application/json")
+                        .header("authorization", &auth)
                         .send(r#"{"arguments": {}}"#);
                     match answer {
                         Ok(mut r) => {
@@ -111,6 +113,11 @@ fn three_replicas_behind_haproxy_under_load() {
     std::fs::write(&catalog, CATALOG).expect("catalog");
     let db = postgres_registry("scaleout");
     let mut c = Cluster::start(BIN, dir.path(), &db, &catalog, 3, &[]);
+    // The replicas have a token: every request here carries it (the balancer's health
+    // checks need none).
+    for url in c.replicas.iter().map(|r| &r.base).chain([&c.lb]) {
+        common::remember_token(url, &c.token);
+    }
 
     // 1 and 2: REST load from here, MCP load and subscribers from the Python client, an edit
     // through the balancer halfway.
@@ -122,6 +129,7 @@ fn three_replicas_behind_haproxy_under_load() {
         .map(|r| r.base.replace("/v1", "/mcp"))
         .collect();
     let out = Command::new(python())
+        .env("TOOLSMITH_TEST_BEARER", &c.token)
         .arg(common::repo().join("crates/toolsmith/tests/mcp_client.py"))
         .args(["scaleout", &c.lb_mcp, &c.lb, "4"])
         .args(&mcp)
@@ -306,7 +314,8 @@ impl Prometheus {
         std::fs::write(
             &config,
             format!(
-                "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: toolsmith\n    static_configs:\n      - targets: [{}]\n",
+                "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: toolsmith\n    authorization:\n      credentials: {}\n    static_configs:\n      - targets: [{}]\n",
+                c.token,
                 targets.join(", ")
             ),
         )

@@ -145,12 +145,7 @@ fn a_plain_registry_is_sealed_in_place_and_its_secrets_need_its_key() {
             .expect("serve");
         use std::io::BufRead;
         let mut lines = std::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
-        let rest = loop {
-            let line = lines.next().expect("serve said its address").expect("line");
-            if let Some(after) = line.split("REST API on ").nth(1) {
-                break after.split_whitespace().next().expect("url").to_owned();
-            }
-        };
+        let (rest, _) = common::read_addresses(&mut lines);
         std::thread::spawn(move || lines.for_each(drop));
         let r = common::call(&rest, "reveal", json!({}));
         let _ = child.kill();

@@ -36,6 +36,7 @@ fn call(base: &str, tool: &str, arguments: Value) -> Value {
     let mut r = agent
         .post(format!("{base}/tools/{tool}/call"))
         .header("content-type", "application/json")
+        .header("authorization", common::bearer(base))
         .send(body)
         .expect("request");
     assert_eq!(r.status().as_u16(), 200);
@@ -43,7 +44,10 @@ fn call(base: &str, tool: &str, arguments: Value) -> Value {
 }
 
 fn get(base: &str, path: &str) -> Value {
-    let mut r = ureq::get(format!("{base}{path}")).call().expect("request");
+    let mut r = ureq::get(format!("{base}{path}"))
+        .header("authorization", common::bearer(base))
+        .call()
+        .expect("request");
     serde_json::from_str(&r.body_mut().read_to_string().expect("body")).expect("json")
 }
 

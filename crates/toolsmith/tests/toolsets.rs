@@ -57,7 +57,8 @@ fn get_with(url: &str, token: Option<&str>, headers: &[(&str, &str)]) -> (u16, V
         .build()
         .into();
     let mut req = ureq::http::Request::builder().method("GET").uri(url);
-    if let Some(t) = token {
+    let local = token.is_none().then(|| common::local_token(url)).flatten();
+    if let Some(t) = token.or(local.as_deref()) {
         req = req.header("authorization", format!("Bearer {t}"));
     }
     for (k, v) in headers {
@@ -356,6 +357,70 @@ fn toolsets_are_versioned_narrow_requests_and_limit_tokens() {
         json!({"name": "lead_tool", "description": "d", "tags": ["files"], "command": ["true"]});
     let (status, v) = request_as("POST", &format!("{base}/tools"), Some(new), lead);
     assert_eq!(status, 201, "{v}");
+    // Nor can it widen what a member's processes reach: that would make it root of the host
+    // and an unlimited admin (a `sandbox: none` tool reads the key and the tokens file).
+    for (widening, named) in [
+        (json!({"sandbox": "none"}), "sandbox: none"),
+        (
+            json!({"sandbox": {"filesystem": {"read": ["/root"]}}}),
+            "sandbox.filesystem",
+        ),
+        (
+            json!({"sandbox": {"unix_sockets": ["/var/run/docker.sock"]}}),
+            "sandbox.unix_sockets",
+        ),
+        (
+            json!({"sandbox": {"enforce": "best_effort"}}),
+            "best_effort",
+        ),
+        (
+            json!({"env_allowlist": ["AWS_SECRET_ACCESS_KEY"]}),
+            "AWS_SECRET_ACCESS_KEY",
+        ),
+    ] {
+        let mut def =
+            json!({"name": "lead_esc", "description": "d", "tags": ["files"], "command": ["true"]});
+        def.as_object_mut()
+            .expect("object")
+            .extend(widening.as_object().cloned().unwrap_or_default());
+        let (status, v) = request_as("POST", &format!("{base}/tools"), Some(def.clone()), lead);
+        assert_eq!(status, 403, "{def}: {v}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(named), "{message}");
+        // An unlimited admin may.
+        let (status, v) = request_as("POST", &format!("{base}/tools"), Some(def), root);
+        assert_eq!(status, 201, "{v}");
+        let (status, _) = request_as("DELETE", &format!("{base}/tools/lead_esc"), None, root);
+        assert_eq!(status, 204);
+    }
+    // A narrower policy and safe variables are fine; restoring a wider version is not.
+    let narrow = json!({"name": "lead_narrow", "description": "d", "tags": ["files"], "command": ["true"],
+        "sandbox": {"preset": "read-only", "network": "none", "enforce": "required"}, "env_allowlist": ["PATH", "LANG"]});
+    let (status, v) = request_as("POST", &format!("{base}/tools"), Some(narrow.clone()), lead);
+    assert_eq!(status, 201, "{v}");
+    let mut wide = narrow.clone();
+    wide["sandbox"] = json!("none");
+    let (status, v) = request_as(
+        "PUT",
+        &format!("{base}/tools/lead_narrow?base_version=1"),
+        Some(wide),
+        root,
+    );
+    assert_eq!(status, 200, "{v}");
+    let (status, v) = request_as(
+        "PUT",
+        &format!("{base}/tools/lead_narrow?base_version=2"),
+        Some(narrow),
+        root,
+    );
+    assert_eq!(status, 200, "{v}");
+    let (status, v) = request_as(
+        "POST",
+        &format!("{base}/tools/lead_narrow/restore/2"),
+        None,
+        lead,
+    );
+    assert_eq!(status, 403, "{v}");
     let (status, _) = request_as(
         "POST",
         &format!("{base}/tools/word_stats/disable"),

@@ -91,6 +91,7 @@ mcp_servers:
     let mut answer = agent
         .post(format!("{base}/tools/zone/call"))
         .header("content-type", "application/json")
+        .header("authorization", common::bearer(&base))
         .header("traceparent", traced(TRACE_REST))
         .send(json!({"arguments": {"zone": "Secret/ArgumentValue"}}).to_string())
         .expect("call");
@@ -102,6 +103,7 @@ mcp_servers:
     let mut answer = agent
         .post(format!("{base}/tools/echo_trace/call"))
         .header("content-type", "application/json")
+        .header("authorization", common::bearer(&base))
         .header("traceparent", traced(TRACE_HTTP))
         .send("{}")
         .expect("call");
@@ -121,6 +123,7 @@ mcp_servers:
             std::thread::spawn(move || {
                 ureq::post(format!("{base}/tools/one_at_a_time/call"))
                     .header("content-type", "application/json")
+                    .header("authorization", common::bearer(&base))
                     .header("traceparent", parent)
                     .send("{}")
                     .expect("call")

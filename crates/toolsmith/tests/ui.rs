@@ -78,6 +78,10 @@ fn the_web_ui_in_a_real_browser() {
         .env("TOOLSMITH_TEST_CHROMIUM", &chromium)
         .env("TOOLSMITH_UI_URL", rest.trim_end_matches("/v1"))
         .env(
+            "TOOLSMITH_UI_LOCAL_TOKEN",
+            common::local_token(&rest).expect("the open server's local admin token"),
+        )
+        .env(
             "TOOLSMITH_UI_LOCKED_URL",
             rest_locked.trim_end_matches("/v1"),
         )

@@ -10,8 +10,7 @@ pub(super) fn read_defaults(v: &Value, inherited: &Defaults, e: &mut Errs) -> De
     };
     Defaults {
         timeout_ms: f.uint("timeout_ms", e).or(inherited.timeout_ms),
-        env_allowlist: f
-            .strings("env_allowlist", e)
+        env_allowlist: super::env::read_allowlist(&f, e)
             .unwrap_or_else(|| inherited.env_allowlist.clone()),
         tool_names: f
             .choice(

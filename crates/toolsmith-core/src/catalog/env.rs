@@ -15,6 +15,18 @@ use std::collections::BTreeMap;
 use crate::form::{Errs, Fields};
 use crate::model::{InjectAs, Parameter, default_env_name};
 
+/// A mapping's `env_allowlist`, each entry naming one of the gateway's own secrets refused
+/// ([`crate::sandbox::GATEWAY_VARIABLES`]).
+pub(super) fn read_allowlist(f: &Fields, e: &mut Errs) -> Option<Vec<String>> {
+    let list = f.strings("env_allowlist", e)?;
+    for (i, name) in list.iter().enumerate() {
+        if let Err(why) = crate::sandbox::check_allowlisted(name) {
+            e.push(&format!("{}[{i}]", f.at("env_allowlist")), why);
+        }
+    }
+    Some(list)
+}
+
 /// Names that change how a program is found, loaded or started, each with the reason: exact
 /// names, then prefixes (ending in `_` or `*`).
 const DANGEROUS: &[(&str, &str)] = &[
@@ -158,6 +170,21 @@ pub(super) fn check_targets(
 #[cfg(test)]
 mod tests {
     use super::dangerous;
+
+    #[test]
+    fn the_gateways_own_secrets_cannot_be_allowlisted() {
+        let text = "defaults: {env_allowlist: [TOOLSMITH_TOKEN]}\ntools:\n  - {name: t, description: d, command: [true], env_allowlist: [PATH, TOOLSMITH_SECRET_KEY]}\nmcp_servers:\n  - {name: s, command: [x], env_allowlist: [TOOLSMITH_DB]}\n";
+        let errors = crate::catalog::load("c.yaml", &crate::catalog::TextSource(text.into()))
+            .expect_err("refused")
+            .to_string();
+        for needle in [
+            "defaults.env_allowlist[0]: TOOLSMITH_TOKEN is the gateway's own secret",
+            "env_allowlist[1]: TOOLSMITH_SECRET_KEY is the gateway's own secret",
+            "env_allowlist[0]: TOOLSMITH_DB is the gateway's own secret",
+        ] {
+            assert!(errors.contains(needle), "{needle} not in {errors}");
+        }
+    }
 
     #[test]
     fn dangerous_names_by_exact_name_and_prefix() {

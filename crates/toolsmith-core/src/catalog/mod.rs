@@ -314,7 +314,7 @@ impl Loader<'_> {
             }
         }
         let mut env_allowlist = defaults.env_allowlist.clone();
-        for name in f.strings("env_allowlist", e).unwrap_or_default() {
+        for name in env::read_allowlist(&f, e).unwrap_or_default() {
             if !env_allowlist.contains(&name) {
                 env_allowlist.push(name);
             }

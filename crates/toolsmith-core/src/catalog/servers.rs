@@ -213,7 +213,7 @@ impl Loader<'_> {
         Some(Transport::Stdio {
             command,
             env: read_env(f, e),
-            env_allowlist: f.strings("env_allowlist", e).unwrap_or_default(),
+            env_allowlist: super::env::read_allowlist(f, e).unwrap_or_default(),
             working_dir,
             sandbox: f
                 .get("sandbox")

@@ -15,11 +15,7 @@ impl Engine {
     ) -> ToolResult {
         let mut argv = invocation.argv;
         // Only allowlisted variables of the server's environment, then the tool's own.
-        let mut env: BTreeMap<String, String> = t
-            .env_allowlist
-            .iter()
-            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
-            .collect();
+        let mut env = crate::sandbox::inherited(t.env_allowlist.iter().map(String::as_str));
         env.extend(t.env.clone());
         // The program is looked up in the operator's PATH, before parameters are injected
         // (the catalog refuses a parameter named PATH too; this holds whatever it allows).
@@ -95,6 +91,9 @@ impl Engine {
         let confinement = confined.confinement;
         if let Some((interpreter, file, true)) = &python
             && let Some(warm) = &self.warm
+            && self
+                .sandbox
+                .warm_serves(self.sandbox.policy(t.sandbox.as_ref()))
         {
             let call = warm::Call {
                 interpreter,
@@ -188,7 +187,17 @@ impl Engine {
         meta.stderr_bytes = Some(done.stderr.total);
         meta.truncated = Some(done.stdout.truncated || done.stderr.truncated);
         meta.lossy = (done.stdout.lossy || done.stderr.lossy).then_some(true);
-        finish(t, done, meta, limits)
+        let hint = (done.exit_code != Some(0))
+            .then(|| {
+                self.sandbox
+                    .denial_hint(t.sandbox.as_ref(), &done.stderr.text, searched)
+            })
+            .flatten();
+        let mut result = finish(t, done, meta, limits);
+        if let (Some(hint), Some(error)) = (hint, result.error.as_mut()) {
+            error.message = format!("{} — {hint}", error.message);
+        }
+        result
     }
 }
 

@@ -16,6 +16,7 @@
 //! same data, before any user code (`zygote.py`).
 
 mod apply;
+mod explain;
 mod rules;
 mod seccomp;
 
@@ -154,11 +155,15 @@ impl FsRule {
     }
 }
 
+/// The sockets of the seccomp filter every warm runtime is born under: the default policy's
+/// (any family but `AF_UNIX`). A policy allowing more runs its Python cold.
+const BASE: seccomp::NetRule = seccomp::NetRule::new(seccomp::Family::Any, false);
+
 /// One process's confinement, ready to apply.
 #[derive(Debug)]
 pub struct Confinement {
-    /// 0: any socket; 1: Unix only; 2: TCP and Unix (which seccomp program).
-    net_rule: usize,
+    /// Which seccomp program.
+    net_rule: seccomp::NetRule,
     statics: Arc<Statics>,
     call: Vec<FsRule>,
     handled_fs: BitFlags<AccessFs>,
@@ -210,7 +215,8 @@ pub struct Sandboxes {
     runtime: Option<PathBuf>,
     protected: Vec<PathBuf>,
     exempt: Vec<PathBuf>,
-    programs: [Option<Arc<Filter>>; 3],
+    /// One per [`seccomp::NetRule::ALL`].
+    programs: Vec<Option<Arc<Filter>>>,
     /// Each policy's static rules (by its catalog form), folders opened once; only those
     /// that carved nothing (a carve depends on a folder's entries at the time).
     statics: std::sync::Mutex<std::collections::HashMap<String, Arc<Statics>>>,
@@ -262,11 +268,7 @@ impl Sandboxes {
                 .flatten()
         };
         Self {
-            programs: [
-                program(seccomp::NetRule::Any),
-                program(seccomp::NetRule::UnixOnly),
-                program(seccomp::NetRule::TcpAndUnix),
-            ],
+            programs: seccomp::NetRule::ALL.into_iter().map(program).collect(),
             kernel,
             workspace: canon(workspace),
             home: std::env::var_os("HOME").map(PathBuf::from),
@@ -331,12 +333,21 @@ impl Sandboxes {
     /// The seccomp program every warm runtime loads at its start (hex), so that its children
     /// — sandboxed or not — are born under it: loading a filter costs ~0.1 ms per process,
     /// which the children of one zygote then share. A child whose network is narrower adds
-    /// its own on top.
+    /// its own on top; one whose policy allows more ([`Sandboxes::warm_serves`]) runs cold.
     pub fn zygote_filter(&self) -> Option<String> {
         self.config
             .enabled
-            .then(|| self.programs[0].as_ref().map(|f| f.hex.clone()))
+            .then(|| self.programs[BASE.index()].as_ref().map(|f| f.hex.clone()))
             .flatten()
+    }
+
+    /// Whether a warm runtime's child can run under `policy`: the zygote's filter is no
+    /// narrower than the policy's (a filter cannot be lifted). `sandbox: none` and a policy
+    /// naming Unix sockets run cold.
+    pub fn warm_serves(&self, policy: &Sandbox) -> bool {
+        !self.config.enabled
+            || !self.kernel.seccomp
+            || (!policy.is_none() && policy.unix_sockets.is_empty())
     }
 
     pub fn enabled(&self) -> bool {
@@ -460,11 +471,14 @@ impl Sandboxes {
                 (ports, AccessNet::from_all(abi))
             }
         };
-        let net_rule = match policy.network {
-            Network::All => 0,
-            Network::None => 1,
-            Network::Ports { .. } => 2,
-        };
+        let net_rule = seccomp::NetRule::new(
+            match policy.network {
+                Network::All => seccomp::Family::Any,
+                Network::None => seccomp::Family::None,
+                Network::Ports { .. } => seccomp::Family::Tcp,
+            },
+            !policy.unix_sockets.is_empty(),
+        );
         Ok(Confined {
             confinement: Some(Confinement {
                 net_rule,
@@ -474,12 +488,33 @@ impl Sandboxes {
                 ports,
                 handled_net,
                 scoped: Scope::from_all(abi),
-                seccomp: self.programs[net_rule].clone(),
+                seccomp: self.programs[net_rule.index()].clone(),
                 drop_caps: self.kernel.capabilities,
             }),
             report,
         })
     }
+}
+
+/// The variables of the gateway's own environment named in `names` that are set — never one
+/// of its secrets ([`toolsmith_core::sandbox::GATEWAY_VARIABLES`]), whatever a stored
+/// `env_allowlist` says. Every process toolsmith starts takes its inherited variables here.
+pub fn inherited<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+) -> std::collections::BTreeMap<String, String> {
+    inherited_from(names, |n| std::env::var(n).ok())
+}
+
+/// [`inherited`] from the environment `lookup` reads.
+fn inherited_from<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> std::collections::BTreeMap<String, String> {
+    names
+        .into_iter()
+        .filter(|n| !toolsmith_core::sandbox::GATEWAY_VARIABLES.contains(n))
+        .filter_map(|n| lookup(n).map(|v| (n.to_owned(), v)))
+        .collect()
 }
 
 /// The virtual environment `python` belongs to (the folder above its `bin` holding a
@@ -540,6 +575,13 @@ pub fn assess(kernel: Kernel, enabled: bool, policy: &Sandbox) -> (Value, Vec<St
         "policy": policy_name(policy),
         "filesystem": filesystem,
         "network": network,
+        // Named Unix sockets: refused unless the policy names some; then all of them (the
+        // kernel cannot filter a connection by its path).
+        "unix_sockets": match (k.seccomp, policy.unix_sockets.is_empty()) {
+            (false, _) => "not enforced",
+            (true, true) => "denied",
+            (true, false) => "allowed (any path)",
+        },
         "signals": signals,
         "landlock_abi": k.landlock_abi,
         "seccomp": k.seccomp,
@@ -604,7 +646,7 @@ impl Confinement {
             "ports": self.ports.iter().map(|(p, m)| json!([p, m.bits()])).collect::<Vec<_>>(),
             // Hex: the child reads it with `bytes.fromhex`, no module to import.
             // The zygote loaded the base filter at its start; only a narrower one is added.
-            "seccomp": self.seccomp.as_ref().filter(|_| self.net_rule != 0).map(|f| f.hex.as_str()),
+            "seccomp": self.seccomp.as_ref().filter(|_| self.net_rule != BASE).map(|f| f.hex.as_str()),
             "drop_caps": self.drop_caps,
         })
     }
@@ -655,4 +697,22 @@ fn ruleset(c: &Confinement) -> Result<Option<landlock::RulesetCreated>, String> 
             .map_err(|e| format!("Landlock rule for port {port}: {e}"))?;
     }
     Ok(Some(created))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_gateways_secrets_are_never_inherited() {
+        let env = super::inherited_from(
+            [
+                "PATH",
+                "TOOLSMITH_SECRET_KEY",
+                "TOOLSMITH_TOKEN",
+                "TOOLSMITH_DB",
+                "UNSET",
+            ],
+            |n| (n != "UNSET").then(|| format!("value of {n}")),
+        );
+        assert_eq!(env.keys().collect::<Vec<_>>(), ["PATH"]);
+    }
 }

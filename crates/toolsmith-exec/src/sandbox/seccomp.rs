@@ -1,26 +1,66 @@
-//! The seccomp filters: what Landlock cannot say. Every sandboxed process is denied
+//! The seccomp filters: what Landlock cannot say. Every sandboxed process is denied (EPERM)
 //! `ptrace`, `process_vm_readv`/`writev`, `pidfd_getfd`, `io_uring_*`, `bpf`,
-//! `perf_event_open` and `userfaultfd` (EPERM); with `network: none` every socket family but
-//! `AF_UNIX`; with a port policy every socket but TCP (`SOCK_STREAM` on `AF_INET`/`AF_INET6`,
-//! whose ports Landlock then filters) and `AF_UNIX`. Built with `seccompiler`, once per
-//! network mode, for the architecture toolsmith was built for.
+//! `perf_event_open`, `userfaultfd`, the kernel keyrings (`add_key`, `keyctl`,
+//! `request_key`: under one user every call would share that user's keyring) and new
+//! namespaces (`unshare`, `setns`, `clone` with a `CLONE_NEW*` flag: a user namespace gives
+//! back a full set of capabilities inside it); `clone3` answers ENOSYS, as Docker's default
+//! profile does, since its flags sit in memory a filter cannot read — the C library then
+//! falls back to `clone`, whose flags it can. Sockets: `AF_UNIX` ones only where the policy
+//! names Unix sockets (`socketpair` always works); with `network: none` no other family,
+//! with a port policy only TCP (`SOCK_STREAM` on `AF_INET`/`AF_INET6`, whose ports Landlock
+//! then filters). Built with `seccompiler`, once per kind, for the architecture toolsmith
+//! was built for.
 
 use std::collections::BTreeMap;
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule,
+    SeccompRule, sock_filter,
 };
 
-/// Which socket rules a filter carries.
+/// Which sockets a filter allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum NetRule {
-    /// Any socket.
+pub(crate) struct NetRule {
+    pub family: Family,
+    /// `socket(AF_UNIX, …)`: connecting to (or listening on) a named Unix socket.
+    pub unix: bool,
+}
+
+/// The socket families besides `AF_UNIX`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Family {
+    /// Any.
     Any,
-    /// `AF_UNIX` only.
-    UnixOnly,
-    /// `AF_UNIX`, and TCP over IPv4 and IPv6.
-    TcpAndUnix,
+    /// None.
+    None,
+    /// TCP over IPv4 and IPv6.
+    Tcp,
+}
+
+impl NetRule {
+    /// Every rule, in the order of [`NetRule::index`].
+    pub const ALL: [NetRule; 6] = [
+        NetRule::new(Family::Any, true),
+        NetRule::new(Family::Any, false),
+        NetRule::new(Family::None, true),
+        NetRule::new(Family::None, false),
+        NetRule::new(Family::Tcp, true),
+        NetRule::new(Family::Tcp, false),
+    ];
+
+    pub const fn new(family: Family, unix: bool) -> Self {
+        Self { family, unix }
+    }
+
+    /// Its place in [`NetRule::ALL`].
+    pub fn index(self) -> usize {
+        let family = match self.family {
+            Family::Any => 0,
+            Family::None => 2,
+            Family::Tcp => 4,
+        };
+        family + usize::from(!self.unix)
+    }
 }
 
 const DENIED: &[i64] = &[
@@ -34,6 +74,22 @@ const DENIED: &[i64] = &[
     libc::SYS_bpf,
     libc::SYS_perf_event_open,
     libc::SYS_userfaultfd,
+    libc::SYS_add_key,
+    libc::SYS_keyctl,
+    libc::SYS_request_key,
+    libc::SYS_unshare,
+    libc::SYS_setns,
+];
+
+/// The `clone` flags that make a new namespace.
+const NAMESPACE_FLAGS: &[i32] = &[
+    libc::CLONE_NEWNS,
+    libc::CLONE_NEWCGROUP,
+    libc::CLONE_NEWUTS,
+    libc::CLONE_NEWIPC,
+    libc::CLONE_NEWUSER,
+    libc::CLONE_NEWPID,
+    libc::CLONE_NEWNET,
 ];
 
 fn arch() -> Result<seccompiler::TargetArch, String> {
@@ -52,23 +108,35 @@ fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
 pub(crate) fn program(net: NetRule) -> Result<BpfProgram, String> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         DENIED.iter().map(|nr| (*nr, Vec::new())).collect();
-    let unix = libc::AF_UNIX as u64;
-    match net {
-        NetRule::Any => {}
-        NetRule::UnixOnly => {
-            rules.insert(
-                libc::SYS_socket,
-                vec![rule(vec![cond(0, SeccompCmpOp::Ne, unix)?])?],
-            );
+    // `clone`'s flags are its first argument on x86_64 and aarch64.
+    rules.insert(
+        libc::SYS_clone,
+        NAMESPACE_FLAGS
+            .iter()
+            .map(|f| rule(vec![cond(0, SeccompCmpOp::MaskedEq(*f as u64), *f as u64)?]))
+            .collect::<Result<_, _>>()?,
+    );
+    let (unix, inet, inet6) = (
+        libc::AF_UNIX as u64,
+        libc::AF_INET as u64,
+        libc::AF_INET6 as u64,
+    );
+    let mut socket = Vec::new();
+    if !net.unix {
+        socket.push(rule(vec![cond(0, SeccompCmpOp::Eq, unix)?])?);
+    }
+    match net.family {
+        Family::Any => {}
+        Family::None => {
+            socket.push(rule(vec![cond(0, SeccompCmpOp::Ne, unix)?])?);
         }
-        NetRule::TcpAndUnix => {
-            let (inet, inet6) = (libc::AF_INET as u64, libc::AF_INET6 as u64);
+        Family::Tcp => {
             // Any family but these three.
-            let mut socket = vec![rule(vec![
+            socket.push(rule(vec![
                 cond(0, SeccompCmpOp::Ne, unix)?,
                 cond(0, SeccompCmpOp::Ne, inet)?,
                 cond(0, SeccompCmpOp::Ne, inet6)?,
-            ])?];
+            ])?);
             // IPv4 and IPv6 sockets of any type but a stream (UDP, raw, SCTP's packets).
             for family in [inet, inet6] {
                 for kind in [
@@ -84,8 +152,10 @@ pub(crate) fn program(net: NetRule) -> Result<BpfProgram, String> {
                     ])?);
                 }
             }
-            rules.insert(libc::SYS_socket, socket);
         }
+    }
+    if !socket.is_empty() {
+        rules.insert(libc::SYS_socket, socket);
     }
     let filter = SeccompFilter::new(
         rules,
@@ -94,7 +164,29 @@ pub(crate) fn program(net: NetRule) -> Result<BpfProgram, String> {
         arch()?,
     )
     .map_err(|e| format!("seccomp: {e}"))?;
-    BpfProgram::try_from(filter).map_err(|e| format!("seccomp: {e}"))
+    let program = BpfProgram::try_from(filter).map_err(|e| format!("seccomp: {e}"))?;
+    Ok(with_clone3_unimplemented(program))
+}
+
+/// `program` with `clone3` answered ENOSYS before anything else: a filter holds one action
+/// for what it matches (EPERM here), and `clone3` needs another — EPERM would stop the C
+/// library's threads and `posix_spawn`, ENOSYS makes it use `clone`.
+fn with_clone3_unimplemented(program: BpfProgram) -> BpfProgram {
+    // BPF_LD | BPF_W | BPF_ABS, BPF_JMP | BPF_JEQ | BPF_K, BPF_RET | BPF_K.
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const RET_K: u16 = 0x06;
+    const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+    let ins = |code, jt, jf, k| sock_filter { code, jt, jf, k };
+    let mut out = vec![
+        // seccomp_data.nr is at offset 0; the architecture is checked by what follows, and
+        // ENOSYS is a safe answer on any of them.
+        ins(LD_W_ABS, 0, 0, 0),
+        ins(JEQ_K, 0, 1, libc::SYS_clone3 as u32),
+        ins(RET_K, 0, 0, SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+    ];
+    out.extend(program);
+    out
 }
 
 /// The program as the bytes of `struct sock_filter[]`, for the warm runtime's child to load.

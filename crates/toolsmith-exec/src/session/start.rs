@@ -181,17 +181,11 @@ impl Sessions {
 /// allowlisted variables and `env`, settings that keep programs from paging or colouring,
 /// then the caller's `env`.
 pub(super) fn environment(tool: &Tool, extra: Option<&Value>) -> Result<BTreeMap<String, String>> {
-    let mut env: BTreeMap<String, String> = ["PATH", "HOME", "USER", "LOGNAME"]
-        .iter()
-        .chain(
-            tool.env_allowlist
-                .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>()
-                .iter(),
-        )
-        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-        .collect();
+    let mut env = crate::sandbox::inherited(
+        ["PATH", "HOME", "USER", "LOGNAME"]
+            .into_iter()
+            .chain(tool.env_allowlist.iter().map(String::as_str)),
+    );
     env.entry("PATH".into())
         .or_insert_with(|| crate::process::DEFAULT_PATH.into());
     env.extend(tool.env.clone());

@@ -415,10 +415,7 @@ fn environment(def: &McpServer) -> BTreeMap<String, String> {
     else {
         return BTreeMap::new();
     };
-    let mut out: BTreeMap<String, String> = env_allowlist
-        .iter()
-        .filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v)))
-        .collect();
+    let mut out = crate::sandbox::inherited(env_allowlist.iter().map(String::as_str));
     out.extend(env.clone());
     for p in &def.config_schema {
         if let Some(v) = def.config.get(&p.name) {

@@ -16,8 +16,9 @@ struct Health {
     version: String,
 }
 
-/// Whether the server is up, and its version.
-#[utoipa::path(get, path = "/v1/health", tag = "server", responses((status = 200, body = Health)))]
+/// Whether the server is up, and its version — to anyone (load balancers hold no token);
+/// nothing about tools, servers or callers.
+#[utoipa::path(get, path = "/v1/health", tag = "server", security(()), responses((status = 200, body = Health)))]
 async fn health() -> Json<Health> {
     Json(Health {
         status: "ok".into(),

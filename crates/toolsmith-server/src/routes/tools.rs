@@ -95,22 +95,35 @@ async fn narrowed(
     Ok(toolsmith_store::Page { items, next_cursor })
 }
 
-/// A caller limited to toolsets edits only their members: a definition that would leave
-/// them is refused.
+/// A caller limited to toolsets edits only their members, and only within the default
+/// containment: a definition that would leave the toolsets, or run its processes with more
+/// reach than the default sandbox gives ([`toolsmith_core::sandbox::widenings`]), is refused —
+/// otherwise a limited admin could define a `sandbox: none` tool, read the key and tokens
+/// file with it, and be an unlimited admin.
 pub(super) fn check_member(view: &View, caller: &Caller, tool: &Tool) -> ApiResult<()> {
-    match caller.toolsets.is_empty() || view.admits(tool) {
-        true => Ok(()),
-        false => Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            format!(
-                "{:?} may only edit members of the toolsets {}; this definition of `{}` is not one",
-                caller.name,
-                caller.toolsets.join(", "),
-                tool.name
-            ),
-        )),
+    if caller.toolsets.is_empty() {
+        return Ok(());
     }
+    let forbidden = |message| Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", message));
+    if !view.admits(tool) {
+        return forbidden(format!(
+            "{:?} may only edit members of the toolsets {}; this definition of `{}` is not one",
+            caller.name,
+            caller.toolsets.join(", "),
+            tool.name
+        ));
+    }
+    let wider = toolsmith_core::sandbox::widenings(tool.sandbox.as_ref(), &tool.env_allowlist);
+    if !wider.is_empty() {
+        return forbidden(format!(
+            "{:?} is limited to the toolsets {}: only an unlimited admin may widen what a tool's processes reach; `{}` may not set {}",
+            caller.name,
+            caller.toolsets.join(", "),
+            tool.name,
+            wider.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 fn summary(r: &ToolRecord) -> ToolSummary {

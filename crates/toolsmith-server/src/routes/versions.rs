@@ -80,8 +80,15 @@ async fn version(
 async fn restore(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
+    Extension(v): Extension<Arc<crate::view::View>>,
     Path((name, version)): Path<(String, u64)>,
 ) -> ApiResult<Json<ToolView>> {
+    // The old definition becomes current: a limited caller may restore only what it could
+    // have written.
+    if !caller.toolsets.is_empty() {
+        let old = definition_to_tool(&s.store.version(&name, version).await?.definition)?;
+        super::tools::check_member(&v, &caller, &old)?;
+    }
     Ok(Json(view(
         &s.store
             .restore(

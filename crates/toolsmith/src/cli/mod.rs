@@ -256,7 +256,11 @@ pub struct ServeArgs {
     pub prune: bool,
     /// A bearer token: NAME=SECRET (admin), NAME:ROLE=SECRET with ROLE read, call or admin,
     /// and @TOOLSET[,TOOLSET...] before the `=` to limit it to those toolsets' members.
-    /// Repeatable; TOOLSMITH_TOKEN adds an admin token named "env".
+    /// Repeatable; TOOLSMITH_TOKEN adds an admin token named "env". Prefer --tokens-file
+    /// or TOOLSMITH_TOKEN: a command line is readable by every process of the machine (serve
+    /// overwrites these values once started, and warns). With no token at all, serve asks
+    /// for the local admin token (in toolsmith's data folder) and prints the web UI's
+    /// address with it.
     #[arg(long = "token", value_name = "NAME[:ROLE][@TOOLSETS]=SECRET")]
     pub tokens: Vec<String>,
     /// A file of tokens, one NAME[:ROLE][@TOOLSET,...]=SECRET per line (# starts a comment).

@@ -25,6 +25,11 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
     }
     toolsmith_server::check_bind(args.addr, &tokens, args.jwt.jwt_issuer.is_some())
         .map_err(anyhow::Error::msg)?;
+    scrub_command_line(&args, &tokens);
+    let local_token = match tokens.is_empty() && args.jwt.jwt_issuer.is_none() {
+        true => Some(crate::local_admin::load_or_create()?),
+        false => None,
+    };
     let catalog = match (&args.catalog, args.no_catalog) {
         (_, true) => None,
         (Some(file), _) => Some(file.clone()),
@@ -92,7 +97,10 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
             redact_url(&args.db.address()),
             store.backend(),
             match (&jwt, no_token) {
-                (_, true) => "no token: loopback only".to_string(),
+                (_, true) => format!(
+                    "no token given: loopback only, as the local admin with the token in {}",
+                    crate::local_admin::file().display()
+                ),
                 (Some(j), false) => format!(
                     "{} token(s), JWTs from {} for {}",
                     tokens.len(),
@@ -102,11 +110,9 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                 (None, false) => format!("{} token(s)", tokens.len()),
             }
         );
-        if no_token {
-            say!(
-                "no token, so only this machine can connect — but every user of this machine \
-                 can; on a shared machine start with --token NAME=SECRET"
-            );
+        match &local_token {
+            Some(secret) => say!("web UI: http://{local}/#token={secret}"),
+            None => say!("web UI: http://{local}/"),
         }
         let advertise = args
             .advertise_url
@@ -125,6 +131,12 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         let upstreams = engine.upstreams().clone();
         let state =
             toolsmith_server::AppState::with_retention(store, engine, tokens, args.run_retention);
+        if let Some(secret) = local_token {
+            state.set_local_token(toolsmith_server::LocalToken {
+                secret,
+                file: crate::local_admin::file(),
+            });
+        }
         state.set_identity_with(jwt, args.jwt.public_url.clone(), args.rate_limit);
         state.share_rate_limits();
         match &advertise {
@@ -186,6 +198,29 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         say!("stopped");
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Overwrites the secrets given on the command line (`--token` values, a password in
+/// `--db`) where `/proc/PID/cmdline` shows them to every process of the machine, and warns
+/// about tokens given there ([`crate::argv`]).
+fn scrub_command_line(args: &ServeArgs, tokens: &[Token]) {
+    let given: Vec<&str> = tokens
+        .iter()
+        .filter(|t| args.tokens.iter().any(|line| line.contains(&t.secret)))
+        .map(|t| t.secret.as_str())
+        .collect();
+    let mut secrets = given.clone();
+    let address = args.db.address();
+    secrets.extend(crate::argv::url_password(&address));
+    if let Err(e) = crate::argv::scrub(&secrets) {
+        say!("WARNING: could not remove secrets from this process's command line: {e}");
+    }
+    if !given.is_empty() {
+        say!(
+            "WARNING: {} token(s) given with --token: the command line is readable by every process of this machine (overwritten now, but visible until this point, and kept in shell history); give tokens with --tokens-file FILE or TOOLSMITH_TOKEN",
+            given.len()
+        );
+    }
 }
 
 /// How long sessions get to exit after TERM when the server stops.

@@ -68,7 +68,8 @@ pub struct ServersArgs {
     /// else http://127.0.0.1:7700].
     #[arg(long, value_name = "URL")]
     url: Option<String>,
-    /// Its token [default: $TOOLSMITH_TOKEN].
+    /// Its token [default: $TOOLSMITH_TOKEN, else the local admin token of a server
+    /// started without tokens by this user].
     #[arg(long, value_name = "SECRET")]
     token: Option<String>,
     /// Print JSON.
@@ -99,6 +100,7 @@ impl ServersArgs {
             .token
             .clone()
             .or_else(|| std::env::var("TOOLSMITH_TOKEN").ok())
+            .or_else(crate::local_admin::read)
         {
             req = req.header("authorization", format!("Bearer {t}"));
         }

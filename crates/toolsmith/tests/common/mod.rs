@@ -69,11 +69,25 @@ fn start_serve(
         .spawn()
         .expect("spawn serve");
     let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let (rest, mcp) = loop {
+    let (rest, mcp) = read_addresses(&mut lines);
+    std::thread::spawn(move || lines.for_each(drop));
+    (Serve(child), rest, mcp)
+}
+
+/// Reads what `serve` prints at start up to the web UI's address: its REST and MCP URLs, and
+/// its local admin token when it was given no token ([`local_token`] knows it from then on).
+pub fn read_addresses(
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+) -> (String, String) {
+    let mut urls = None;
+    let mut said = String::new();
+    loop {
         let line = lines
             .next()
-            .expect("serve printed its address")
+            .unwrap_or_else(|| panic!("serve ended before printing its addresses: {said}"))
             .expect("line");
+        said.push_str(&line);
+        said.push('\n');
         if let Some(after) = line.split("REST API on ").nth(1) {
             let mut words = after.split_whitespace();
             let rest = words.next().expect("rest url").to_owned();
@@ -83,11 +97,55 @@ fn start_serve(
                 .and_then(|s| s.split_whitespace().next())
                 .expect("mcp url")
                 .to_owned();
-            break (rest, mcp);
+            urls = Some((rest, mcp));
         }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
-    (Serve(child), rest, mcp)
+        if let Some(ui) = line.split("web UI: ").nth(1) {
+            if let Some((url, token)) = ui.trim().split_once("/#token=") {
+                remember_token(url, token.trim_matches('"'));
+            }
+            break;
+        }
+    }
+    urls.expect("serve printed its REST address before the UI's")
+}
+
+/// The local admin tokens of the servers started here without tokens, by `host:port`.
+static LOCAL_TOKENS: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// The `Authorization` value for a server started here without tokens (its local admin
+/// token; empty for any other, which a server reads as no token).
+pub fn bearer(url: &str) -> String {
+    local_token(url)
+        .map(|t| format!("Bearer {t}"))
+        .unwrap_or_default()
+}
+
+/// `host:port` of an `http://` URL.
+fn authority(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split('/').next().unwrap_or(rest)
+}
+
+/// Remembers the token requests to `url`'s server carry when a test gives none: the local
+/// admin token a server printed (`web UI: URL/#token=...`), or the token of replicas.
+pub fn remember_token(url: &str, token: &str) {
+    LOCAL_TOKENS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((authority(url).to_owned(), token.to_owned()));
+}
+
+/// The local admin token of the server `url` points at, if it was started here without
+/// tokens: what a client of such a server presents (the web UI takes it from the address).
+pub fn local_token(url: &str) -> Option<String> {
+    let at = authority(url);
+    LOCAL_TOKENS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .rev()
+        .find(|(a, _)| a == at)
+        .map(|(_, t)| t.clone())
 }
 
 /// Processes whose environment holds `marker` (a unique `NAME=value` set for one test).
@@ -127,7 +185,8 @@ pub fn request_as(
         .method(method)
         .uri(url)
         .header("content-type", "application/json");
-    if let Some(token) = token {
+    let local = token.is_none().then(|| local_token(url)).flatten();
+    if let Some(token) = token.or(local.as_deref()) {
         req = req.header("authorization", format!("Bearer {token}"));
     }
     let req = req
@@ -194,9 +253,7 @@ pub fn python() -> String {
 
 /// Runs `tests/mcp_client.py` with `args`; it must print `ok` last.
 pub fn mcp_client(python: &str, args: &[&str]) {
-    let o = Command::new(python)
-        .arg(repo().join("crates/toolsmith/tests/mcp_client.py"))
-        .args(args)
+    let o = mcp_client_command(python, args)
         .output()
         .expect("run the Python MCP client");
     let (out, err) = (
@@ -208,6 +265,23 @@ pub fn mcp_client(python: &str, args: &[&str]) {
         o.status.success() && out.trim_end().ends_with("ok"),
         "the MCP client failed:\n{out}\n{err}"
     );
+}
+
+/// `python tests/mcp_client.py args`. A server started here without tokens asks for its
+/// local admin token: the client sends it on every request (`TOOLSMITH_TEST_BEARER`).
+pub fn mcp_client_command(python: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(python);
+    if let Some(token) = args
+        .iter()
+        .filter(|a| a.starts_with("http"))
+        .find_map(|a| local_token(a))
+    {
+        command.env("TOOLSMITH_TEST_BEARER", token);
+    }
+    command
+        .arg(repo().join("crates/toolsmith/tests/mcp_client.py"))
+        .args(args);
+    command
 }
 
 /// One JSON-RPC request to an MCP endpoint; status and JSON.
@@ -222,7 +296,8 @@ pub fn post_mcp(url: &str, body: Value, token: Option<&str>) -> (u16, Value) {
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2025-06-18");
-    if let Some(t) = token {
+    let local = token.is_none().then(|| local_token(url)).flatten();
+    if let Some(t) = token.or(local.as_deref()) {
         req = req.header("authorization", format!("Bearer {t}"));
     }
     let mut resp = agent

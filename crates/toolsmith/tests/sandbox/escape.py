@@ -83,7 +83,87 @@ def attempts(p):
         "net_other_port": lambda: connect(p["other_port"]),
         "net_allowed_port": lambda: connect(p["port"]),
         "write_workspace": lambda: open(os.path.join(p["workspace"], "written-" + str(os.getpid())), "w").write("x") >= 0,
+        "unix_path_socket": lambda: unix_path(p["unix_socket"]),
+        "keyring": lambda: keyring(),
+        "user_namespace": lambda: errno_check(libc().unshare(0x10000000)) == 0,  # CLONE_NEWUSER
+        "clone_namespace": lambda: clone_newuser(),
+        "clone3_namespace": lambda: clone3_newuser(),
+        "gateway_cmdline_token": lambda: p["cli_token"] in open(f"/proc/{gw}/cmdline", "rb").read().decode(errors="replace"),
+        "gateway_api_admin": lambda: gateway_admin(p, gw),
+        "read_local_token": lambda: read(os.path.join(p["data"], "local-admin.token")),
     }
+
+
+def unix_path(path):
+    """A named Unix socket in a folder the sandbox cannot even list (docker.sock, PostgreSQL's
+    socket and D-Bus are such sockets on a real host)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(3)
+    s.connect(path)
+    s.close()
+    return True
+
+
+def keyring():
+    """A key planted in the user's keyring, which every process of this user shares."""
+    c = libc()
+    c.syscall.restype = ctypes.c_long
+    ret = c.syscall(248, b"user", b"toolsmith-escape", b"planted", 7, -4)  # add_key, KEY_SPEC_USER_KEYRING
+    errno_check(ret)
+    return True
+
+
+def clone_newuser():
+    """clone(CLONE_NEWUSER | SIGCHLD): a child in a user namespace of its own, with every
+    capability there."""
+    c = libc()
+    c.syscall.restype = ctypes.c_long
+    pid = c.syscall(56, 0x10000000 | 17, 0, 0, 0, 0)
+    if pid == 0:
+        os._exit(0)
+    errno_check(pid)
+    os.waitpid(pid, 0)
+    return True
+
+
+def clone3_newuser():
+    """clone3 with CLONE_NEWUSER (its flags in memory, out of a filter's sight)."""
+    c = libc()
+    c.syscall.restype = ctypes.c_long
+    args = (ctypes.c_uint64 * 11)(0x10000000, 0, 0, 0, 17, 0, 0, 0, 0, 0, 0)
+    pid = c.syscall(435, ctypes.byref(args), ctypes.sizeof(args))
+    if pid == 0:
+        os._exit(0)
+    errno_check(pid)
+    os.waitpid(pid, 0)
+    return True
+
+
+def gateway_admin(p, gw):
+    """The gateway's own REST API, as an admin: with no token, then with every secret-looking
+    word of its command line. "Escaped" when it accepted a new tool with `sandbox: none`."""
+    import urllib.error
+    import urllib.request
+    words = [None]
+    try:
+        words += [w.split("=")[-1] for w in open(f"/proc/{gw}/cmdline", "rb").read().decode(errors="replace").split("\0") if "=" in w]
+    except OSError:
+        pass
+    body = json.dumps({"name": f"esc_{os.getpid()}", "description": "d", "sandbox": "none", "command": ["true"]}).encode()
+    statuses = []
+    for word in words:
+        headers = {"content-type": "application/json"}
+        if word:
+            headers["authorization"] = f"Bearer {word}"
+        req = urllib.request.Request(f"http://127.0.0.1:{p['port']}/v1/tools", data=body, method="POST", headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=5) as r:
+                if r.status == 201:
+                    return True
+                statuses.append(r.status)
+        except urllib.error.HTTPError as e:
+            statuses.append(e.code)
+    raise PermissionError(f"refused: {statuses}")
 
 
 def proc_fds(gw):

@@ -1,0 +1,163 @@
+//! Saying when the sandbox is why a tool failed. A program refused by Landlock or seccomp
+//! says so in its own words ("sh: 1: cannot create /tmp/out: Permission denied", "[Errno 13]
+//! Permission denied: '/data/x'", "python3: Permission denied" after an exec), which does
+//! not tell a user it was the sandbox. When a sandboxed process fails and its stderr names a
+//! refused path that its policy does not allow, the error says so and names the key to
+//! change.
+
+use std::path::{Path, PathBuf};
+
+use toolsmith_core::sandbox::{Preset, Sandbox};
+
+use super::{Sandboxes, rules};
+
+/// The words a refusal ends in (glibc's EACCES and EPERM, Python's errno 13, Go's and
+/// Node's lower-case forms).
+const REFUSALS: &[&str] = &[
+    "Permission denied",
+    "permission denied",
+    "Operation not permitted",
+    "operation not permitted",
+    "EACCES",
+    "EPERM",
+];
+
+impl Sandboxes {
+    /// A sentence for a failed process of a tool with policy `own` whose stderr is
+    /// `stderr`, when a path it was refused is one its policy does not allow; `path` is the
+    /// tool's PATH (a bare program name a shell could not run is looked up there).
+    pub fn denial_hint(&self, own: Option<&Sandbox>, stderr: &str, path: &str) -> Option<String> {
+        let policy = self.policy(own);
+        if !self.config.enabled || policy.is_none() || self.kernel.landlock_abi == 0 {
+            return None;
+        }
+        let name = match policy.to_value() {
+            serde_json::Value::String(s) => s,
+            _ => "its own".to_owned(),
+        };
+        for line in stderr
+            .lines()
+            .filter(|l| REFUSALS.iter().any(|r| l.contains(r)))
+        {
+            for named in named_paths(line, path) {
+                let real = std::fs::canonicalize(&named).unwrap_or_else(|_| named.clone());
+                if self.protected.iter().any(|p| real.starts_with(p)) {
+                    return Some(format!(
+                        "the sandbox refused {}: it is toolsmith's own (the registry, a key, tokens, another call) and never reachable by a tool",
+                        named.display()
+                    ));
+                }
+                let (read, write) = self.reach(policy, &real);
+                if !read {
+                    return Some(format!(
+                        "the sandbox (policy {name}) does not let this tool reach {}: to allow it, add it or its folder to `sandbox.filesystem.read` (to read or run it) or `sandbox.filesystem.write` (to write it too)",
+                        named.display()
+                    ));
+                }
+                if !write {
+                    return Some(format!(
+                        "the sandbox (policy {name}) lets this tool write only its working folder{} and the policy's `filesystem.write` paths, not {}: to allow it, add its folder to `sandbox.filesystem.write`",
+                        match policy.preset {
+                            Preset::Workspace => " and the workspace",
+                            _ => "",
+                        },
+                        named.display()
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether `policy` lets a process read and write `path` (its working folder aside).
+    fn reach(&self, policy: &Sandbox, path: &Path) -> (bool, bool) {
+        let under = |list: &[PathBuf]| list.iter().any(|p| path.starts_with(p));
+        let expand = |list: &[String]| -> Vec<PathBuf> {
+            list.iter()
+                .filter_map(|p| {
+                    let (name, rest) = p.split_once('/').unwrap_or((p, ""));
+                    let base = match name {
+                        "$WORKSPACE" => Some(self.workspace.clone()),
+                        "$HOME" => self.home.clone(),
+                        "$RUNTIME" => self.runtime.clone(),
+                        "" => Some(PathBuf::from("/")),
+                        _ => None,
+                    }?;
+                    Some(if rest.is_empty() {
+                        base
+                    } else {
+                        base.join(rest)
+                    })
+                })
+                .collect()
+        };
+        let system: Vec<PathBuf> = rules::SYSTEM
+            .iter()
+            .map(PathBuf::from)
+            .chain([PathBuf::from("/dev")])
+            .collect();
+        let write = expand(&policy.write);
+        let mut read = expand(&policy.read);
+        read.extend(system);
+        read.push(self.workspace.clone());
+        read.extend(write.iter().cloned());
+        let writable = under(&write)
+            || (policy.preset == Preset::Workspace && path.starts_with(&self.workspace))
+            || path.starts_with("/dev/null")
+            || path.starts_with("/dev/pts");
+        (under(&read), writable)
+    }
+}
+
+/// The paths a refusal line names: absolute ones as written, and a bare program name a
+/// shell could not run (`sh: 1: python3: Permission denied`), looked up in `path`.
+fn named_paths(line: &str, path: &str) -> Vec<PathBuf> {
+    let trim = |w: &str| {
+        w.trim_matches(|c: char| matches!(c, '\'' | '"' | '`' | ',' | '(' | ')' | '[' | ']'))
+            .trim_end_matches(':')
+            .to_owned()
+    };
+    let mut out: Vec<PathBuf> = line
+        .split_whitespace()
+        .map(trim)
+        .filter(|w| w.starts_with('/') && w.len() > 1)
+        .map(PathBuf::from)
+        .collect();
+    if out.is_empty() {
+        let parts: Vec<&str> = line.split(": ").collect();
+        if let Some(i) = parts
+            .iter()
+            .position(|p| REFUSALS.iter().any(|r| p.starts_with(r)))
+            && i > 0
+        {
+            let word = trim(parts[i - 1]);
+            if !word.is_empty() && !word.contains(char::is_whitespace) && !word.contains('/') {
+                out.extend(crate::process::resolve_program(&word, Some(path)));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_paths_are_found_in_the_usual_wordings() {
+        let p = |l: &str| named_paths(l, "/usr/bin:/bin");
+        assert_eq!(
+            p("sh: 1: cannot create /tmp/x/out: Permission denied"),
+            [PathBuf::from("/tmp/x/out")]
+        );
+        assert_eq!(
+            p("PermissionError: [Errno 13] Permission denied: '/srv/data/x.csv'"),
+            [PathBuf::from("/srv/data/x.csv")]
+        );
+        assert_eq!(
+            p("sh: 1: sh: Permission denied"),
+            [PathBuf::from("/usr/bin/sh")]
+        );
+        assert!(p("fatal: Permission denied (publickey)").is_empty());
+    }
+}
