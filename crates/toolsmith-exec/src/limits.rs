@@ -486,7 +486,7 @@ pub(crate) async fn spawn_contained(
     confinement: Option<crate::sandbox::Confinement>,
 ) -> Result<(std::io::Result<tokio::process::Child>, Option<CallCgroup>), String> {
     let launch = move |mut cmd: tokio::process::Command, cgroup: Option<CallCgroup>| {
-        let child = crate::sandbox::run_confined(confinement.as_ref(), || cmd.spawn())
+        let child = crate::sandbox::run_confined(confinement, move || cmd.spawn())
             .map_err(|e| std::io::Error::other(format!("sandbox: {e}")))
             .and_then(|r| r);
         if let Ok(c) = &child {

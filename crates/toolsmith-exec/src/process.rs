@@ -116,7 +116,7 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
     // even a caller that went away while the spawn was in flight.
     let start = move |mut cmd: Command, cgroup: Option<CallCgroup>| {
         let child =
-            crate::sandbox::run_confined(confinement.as_ref(), || cmd.spawn()).map_err(|e| {
+            crate::sandbox::run_confined(confinement, move || cmd.spawn()).map_err(|e| {
                 std::io::Error::new(
                     std::io::ErrorKind::PermissionDenied,
                     format!("sandbox: {e}"),

@@ -479,7 +479,7 @@ fn corpus(uid: u32) -> usize {
         check(&door, "write_workspace", false);
     }
     // A policy naming a Unix socket reaches it (any named socket: the kernel cannot filter
-    // by path); a warm script with one runs cold, and does too.
+    // by path), cold and warm.
     for door in [Door::Tool("cmd_unix"), Door::Tool("warm_unix")] {
         check(&door, "unix_path_socket", true);
         check(&door, "keyring", false);

@@ -91,9 +91,6 @@ impl Engine {
         let confinement = confined.confinement;
         if let Some((interpreter, file, true)) = &python
             && let Some(warm) = &self.warm
-            && self
-                .sandbox
-                .warm_serves(self.sandbox.policy(t.sandbox.as_ref()))
         {
             let call = warm::Call {
                 interpreter,

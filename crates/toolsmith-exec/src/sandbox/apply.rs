@@ -1,39 +1,132 @@
-//! Applying a [`Confinement`]: on a fresh thread of the gateway, which confines itself and
-//! then spawns — the process inherits the thread's Landlock domain, seccomp filter,
-//! `no_new_privs` and (empty) capabilities; the thread ends right after. Nothing of it
-//! touches the gateway's other threads: all four are per-thread in Linux.
+//! Applying a [`Confinement`]: a process inherits its confinement from the thread that
+//! spawns it (Landlock domain, seccomp filter, `no_new_privs` and capabilities are all per
+//! thread in Linux, and a thread's children — threads and processes — inherit them), so
+//! nothing of it touches the gateway's other threads.
+//!
+//! What is the same for many calls is done once: each thread that spawns (a cgroup slot's
+//! resident thread, a runtime worker) keeps a **helper** thread per kind of filter — born of
+//! it, so in its cgroup — that has dropped its capabilities, set `no_new_privs` and loaded
+//! the seccomp filter, for good. A call hands its spawn to that helper, which starts a fresh
+//! thread (inheriting all of it), restricts that one with the call's Landlock rules (they
+//! name the call's own working folder, so they differ per call) and spawns there; the thread
+//! ends right after. Per call that leaves a thread and the Landlock ruleset; the filter's
+//! ~0.1 ms and the capabilities' are paid once per helper.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::sync::{Arc, mpsc};
 
 use rustix::thread::{self as th, CapabilitiesSecureBits, CapabilitySet, CapabilitySets};
 
-use super::{Confinement, ruleset};
+use super::{Confinement, Filter, ruleset};
 
-/// Runs `spawn` confined by `c` (on a thread of its own), or here when `c` is `None`.
-pub fn run_confined<T: Send>(
-    c: Option<&Confinement>,
-    spawn: impl FnOnce() -> T + Send,
+/// Work for a helper thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A helper: what to send it work on. Dropped with its thread's locals, which ends it.
+struct Helper {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Helper {
+    /// A helper born of this thread, confined for good by what its calls share
+    /// (capabilities, `no_new_privs`, the seccomp filter) — or why it could not be.
+    fn start(drop_caps: bool, filter: Option<Arc<Filter>>) -> Result<Self, String> {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let (ready, started) = mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("toolsmith-sandbox".into())
+            .spawn(move || {
+                let confined = base(drop_caps, filter.as_ref().map(|f| &f.program));
+                let ok = confined.is_ok();
+                let _ = ready.send(confined);
+                if ok {
+                    for job in queue {
+                        job();
+                    }
+                }
+            })
+            .map_err(|e| format!("starting the sandbox's helper thread: {e}"))?;
+        started
+            .recv()
+            .unwrap_or_else(|_| Err("the sandbox's helper thread went away".into()))?;
+        Ok(Self { jobs })
+    }
+}
+
+thread_local! {
+    /// This thread's helpers, by seccomp program and whether capabilities are dropped.
+    static HELPERS: RefCell<HashMap<(usize, bool), Helper>> = RefCell::default();
+}
+
+/// Runs `spawn` confined by `c` (see the module's docs), or here when `c` is `None`.
+pub fn run_confined<T: Send + 'static>(
+    c: Option<Confinement>,
+    spawn: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, String> {
     let Some(c) = c else {
         return Ok(spawn());
     };
     // The thread spawns a child that tokio reaps: it needs the runtime's context.
     let handle = tokio::runtime::Handle::try_current().ok();
-    std::thread::scope(|s| {
-        s.spawn(move || {
-            let _entered = handle.as_ref().map(|h| h.enter());
-            confine_this_thread(c)?;
-            Ok(spawn())
-        })
-        .join()
-        .unwrap_or_else(|_| Err("the sandbox thread panicked".into()))
-    })
+    let (done, answer) = mpsc::sync_channel(1);
+    let key = (c.net_rule.index(), c.drop_caps);
+    let filter = c.seccomp.clone();
+    let job: Job = Box::new(move || {
+        let result = std::thread::Builder::new()
+            .name("toolsmith-spawn".into())
+            .spawn(move || {
+                let _entered = handle.as_ref().map(|h| h.enter());
+                restrict(&c)?;
+                Ok(spawn())
+            })
+            .map_err(|e| format!("starting the sandbox thread: {e}"))
+            .and_then(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err("the sandbox thread panicked".into()))
+            });
+        let _ = done.send(result);
+    });
+    HELPERS.with(|helpers| {
+        let mut helpers = helpers.borrow_mut();
+        // A helper gone (its thread ended) is replaced once.
+        let mut job = Some(job);
+        for _ in 0..2 {
+            let helper = match helpers.entry(key) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(v) => v.insert(Helper::start(key.1, filter.clone())?),
+            };
+            match helper.jobs.send(job.take().expect("a job")) {
+                Ok(()) => return Ok(()),
+                Err(mpsc::SendError(back)) => {
+                    job = Some(back);
+                    helpers.remove(&key);
+                }
+            }
+        }
+        Err("the sandbox's helper thread keeps going away".to_string())
+    })?;
+    answer
+        .recv()
+        .unwrap_or_else(|_| Err("the sandbox's helper thread went away".into()))
 }
 
-/// Confines the calling thread for good: capabilities, `no_new_privs`, Landlock, seccomp.
-fn confine_this_thread(c: &Confinement) -> Result<(), String> {
-    if c.drop_caps {
+/// Confines the calling thread for good with what every call of a helper shares:
+/// capabilities, `no_new_privs`, the seccomp filter.
+fn base(drop_caps: bool, filter: Option<&seccompiler::BpfProgram>) -> Result<(), String> {
+    if drop_caps {
         drop_capabilities()?;
     }
     th::set_no_new_privs(true).map_err(|e| format!("no_new_privs: {e}"))?;
+    if let Some(filter) = filter {
+        seccompiler::apply_filter(filter).map_err(|e| format!("seccomp: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Restricts the calling thread with `c`'s Landlock rules.
+fn restrict(c: &Confinement) -> Result<(), String> {
     if let Some(rs) = ruleset(c)? {
         let status = rs.restrict_self().map_err(|e| format!("Landlock: {e}"))?;
         // The rules were made for the ABI the kernel answered: anything less than full
@@ -44,9 +137,6 @@ fn confine_this_thread(c: &Confinement) -> Result<(), String> {
                 status.ruleset
             ));
         }
-    }
-    if let Some(filter) = &c.seccomp {
-        seccompiler::apply_filter(&filter.program).map_err(|e| format!("seccomp: {e}"))?;
     }
     Ok(())
 }

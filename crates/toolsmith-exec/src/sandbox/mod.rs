@@ -8,11 +8,11 @@
 //! when the policy says `enforce: required` and the kernel cannot enforce all of it.
 //!
 //! Applying it never forks the gateway: a short-lived thread of the gateway (born in the
-//! call's cgroup where there is one) drops its capabilities, sets `no_new_privs`, restricts
-//! itself with Landlock and loads the seccomp filter, then spawns the process with
-//! `posix_spawn`; the child inherits all of it, and the thread ends ([`apply`]). Landlock,
-//! seccomp, capabilities and `no_new_privs` are all per thread, so the rest of the gateway is
-//! untouched. The warm runtime's child applies the same confinement to itself, from the
+//! call's cgroup where there is one, of a helper thread that dropped its capabilities, set
+//! `no_new_privs` and loaded the seccomp filter once) restricts itself with Landlock, then
+//! spawns the process with `posix_spawn`; the child inherits all of it, and the thread ends
+//! ([`apply`]). Landlock, seccomp, capabilities and `no_new_privs` are all per thread, so the
+//! rest of the gateway is untouched. The warm runtime's child applies the same confinement to itself, from the
 //! same data, before any user code (`zygote.py`).
 
 mod apply;
@@ -155,9 +155,9 @@ impl FsRule {
     }
 }
 
-/// The sockets of the seccomp filter every warm runtime is born under: the default policy's
-/// (any family but `AF_UNIX`). A policy allowing more runs its Python cold.
-const BASE: seccomp::NetRule = seccomp::NetRule::new(seccomp::Family::Any, false);
+/// The sockets of the seccomp filter every warm runtime is born under: any (its children
+/// add their policy's socket rules, a few instructions, on top).
+const BASE: seccomp::NetRule = seccomp::NetRule::new(seccomp::Family::Any, true);
 
 /// One process's confinement, ready to apply.
 #[derive(Debug)]
@@ -174,11 +174,13 @@ pub struct Confinement {
     drop_caps: bool,
 }
 
-/// A seccomp program and its bytes in hex (for the warm runtime's children).
+/// A seccomp program and its bytes in hex (for a warm runtime's start), and the hex of its
+/// socket rules alone (for a warm runtime's children, born under [`BASE`]'s program).
 #[derive(Debug)]
 struct Filter {
     program: seccompiler::BpfProgram,
     hex: String,
+    sockets_hex: Option<String>,
 }
 
 /// A policy's static rules, and the same as the warm runtime's children get them.
@@ -253,17 +255,23 @@ impl Sandboxes {
             .chain(runtime.as_ref())
             .map(|p| canon(p))
             .collect();
+        let hex = |p: &seccompiler::BpfProgram| -> String {
+            seccomp::bytes(p)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        };
         let program = |n| {
             kernel
                 .seccomp
                 .then(|| {
-                    seccomp::program(n).ok().map(|program| {
-                        let hex = seccomp::bytes(&program)
-                            .iter()
-                            .map(|b| format!("{b:02x}"))
-                            .collect();
-                        Arc::new(Filter { program, hex })
-                    })
+                    let program = seccomp::program(n).ok()?;
+                    let sockets = seccomp::socket_program(n).ok()?;
+                    Some(Arc::new(Filter {
+                        hex: hex(&program),
+                        sockets_hex: sockets.as_ref().map(hex),
+                        program,
+                    }))
                 })
                 .flatten()
         };
@@ -332,22 +340,13 @@ impl Sandboxes {
 
     /// The seccomp program every warm runtime loads at its start (hex), so that its children
     /// — sandboxed or not — are born under it: loading a filter costs ~0.1 ms per process,
-    /// which the children of one zygote then share. A child whose network is narrower adds
-    /// its own on top; one whose policy allows more ([`Sandboxes::warm_serves`]) runs cold.
+    /// which the children of one zygote then share. A child whose sockets are narrower (the
+    /// default policy's: no `AF_UNIX`) adds its socket rules alone on top.
     pub fn zygote_filter(&self) -> Option<String> {
         self.config
             .enabled
             .then(|| self.programs[BASE.index()].as_ref().map(|f| f.hex.clone()))
             .flatten()
-    }
-
-    /// Whether a warm runtime's child can run under `policy`: the zygote's filter is no
-    /// narrower than the policy's (a filter cannot be lifted). `sandbox: none` and a policy
-    /// naming Unix sockets run cold.
-    pub fn warm_serves(&self, policy: &Sandbox) -> bool {
-        !self.config.enabled
-            || !self.kernel.seccomp
-            || (!policy.is_none() && policy.unix_sockets.is_empty())
     }
 
     pub fn enabled(&self) -> bool {
@@ -645,8 +644,9 @@ impl Confinement {
             "paths": paths,
             "ports": self.ports.iter().map(|(p, m)| json!([p, m.bits()])).collect::<Vec<_>>(),
             // Hex: the child reads it with `bytes.fromhex`, no module to import.
-            // The zygote loaded the base filter at its start; only a narrower one is added.
-            "seccomp": self.seccomp.as_ref().filter(|_| self.net_rule != BASE).map(|f| f.hex.as_str()),
+            // The zygote loaded the base filter at its start; only the socket rules of a
+            // narrower policy are added.
+            "seccomp": self.seccomp.as_ref().filter(|_| self.net_rule != BASE).and_then(|f| f.sockets_hex.as_deref()),
             "drop_caps": self.drop_caps,
         })
     }

@@ -104,7 +104,7 @@ fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
     SeccompRule::new(conditions).map_err(|e| e.to_string())
 }
 
-/// The filter for `net`, compiled to BPF.
+/// The filter for `net`, compiled to BPF: everything denied, and `net`'s socket rules.
 pub(crate) fn program(net: NetRule) -> Result<BpfProgram, String> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         DENIED.iter().map(|nr| (*nr, Vec::new())).collect();
@@ -116,6 +116,34 @@ pub(crate) fn program(net: NetRule) -> Result<BpfProgram, String> {
             .map(|f| rule(vec![cond(0, SeccompCmpOp::MaskedEq(*f as u64), *f as u64)?]))
             .collect::<Result<_, _>>()?,
     );
+    if let Some(socket) = socket_rules(net)? {
+        rules.insert(libc::SYS_socket, socket);
+    }
+    Ok(with_clone3_unimplemented(compile(rules)?))
+}
+
+/// `net`'s socket rules alone (`None` when it allows every socket), for a process already
+/// under [`program`] of a rule allowing every socket — a warm runtime's child: a few
+/// instructions, quick to load, where the whole program would be loaded twice.
+pub(crate) fn socket_program(net: NetRule) -> Result<Option<BpfProgram>, String> {
+    socket_rules(net)?
+        .map(|socket| compile(BTreeMap::from([(libc::SYS_socket, socket)])))
+        .transpose()
+}
+
+fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>) -> Result<BpfProgram, String> {
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch()?,
+    )
+    .map_err(|e| format!("seccomp: {e}"))?;
+    BpfProgram::try_from(filter).map_err(|e| format!("seccomp: {e}"))
+}
+
+/// The rules `socket` is denied by under `net` (`None`: none).
+fn socket_rules(net: NetRule) -> Result<Option<Vec<SeccompRule>>, String> {
     let (unix, inet, inet6) = (
         libc::AF_UNIX as u64,
         libc::AF_INET as u64,
@@ -154,18 +182,7 @@ pub(crate) fn program(net: NetRule) -> Result<BpfProgram, String> {
             }
         }
     }
-    if !socket.is_empty() {
-        rules.insert(libc::SYS_socket, socket);
-    }
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch()?,
-    )
-    .map_err(|e| format!("seccomp: {e}"))?;
-    let program = BpfProgram::try_from(filter).map_err(|e| format!("seccomp: {e}"))?;
-    Ok(with_clone3_unimplemented(program))
+    Ok((!socket.is_empty()).then_some(socket))
 }
 
 /// `program` with `clone3` answered ENOSYS before anything else: a filter holds one action
