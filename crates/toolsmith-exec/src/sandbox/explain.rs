@@ -139,6 +139,41 @@ fn named_paths(line: &str, path: &str) -> Vec<PathBuf> {
     out
 }
 
+/// For a stdio server read from a client's configuration: the folders its arguments name
+/// (absolute, existing, outside the system folders) — what a server such as
+/// `server-filesystem` is started to work in — which its default policy would let it read but
+/// not write. Gives the server a policy that writes them too (the default's, plus those) and
+/// returns them, so that the import can say so; nothing for a server with a policy of its
+/// own or naming no folder.
+pub fn propose_writes(server: &mut toolsmith_core::upstream::McpServer) -> Vec<String> {
+    let toolsmith_core::upstream::Transport::Stdio {
+        command, sandbox, ..
+    } = &mut server.transport
+    else {
+        return Vec::new();
+    };
+    if sandbox.is_some() {
+        return Vec::new();
+    }
+    let folders: Vec<String> = command
+        .iter()
+        .skip(1)
+        .filter(|a| a.starts_with('/') && Path::new(a.as_str()).is_dir())
+        .filter(|a| {
+            !rules::SYSTEM
+                .iter()
+                .any(|s| Path::new(a.as_str()).starts_with(s))
+        })
+        .cloned()
+        .collect();
+    if !folders.is_empty() {
+        let mut policy = super::server_default();
+        policy.write.extend(folders.iter().cloned());
+        *sandbox = Some(policy);
+    }
+    folders
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,5 +194,24 @@ mod tests {
             [PathBuf::from("/usr/bin/sh")]
         );
         assert!(p("fatal: Permission denied (publickey)").is_empty());
+    }
+
+    #[test]
+    fn a_servers_folders_become_its_write_paths() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let folder = dir.path().display().to_string();
+        let doc = serde_json::json!({"mcpServers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", folder, "/usr/share", "/no/such/folder"]}}});
+        let mut imported =
+            toolsmith_core::upstream::from_mcp_config(&doc, &|_| None).expect("read");
+        let server = &mut imported.servers[0];
+        assert_eq!(propose_writes(server), [folder.clone()]);
+        let toolsmith_core::upstream::Transport::Stdio { sandbox, .. } = &server.transport else {
+            panic!("stdio");
+        };
+        let policy = sandbox.as_ref().expect("a policy");
+        assert!(policy.write.contains(&folder), "{policy:?}");
+        assert_eq!(policy.read, ["/"], "the default's reads are kept");
+        // A server with a policy of its own is left as it is.
+        assert!(propose_writes(server).is_empty());
     }
 }

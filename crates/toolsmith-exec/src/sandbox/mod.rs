@@ -31,6 +31,7 @@ use serde_json::{Value, json};
 use toolsmith_core::sandbox::{Enforce, Network, Preset, Sandbox};
 
 pub use apply::run_confined;
+pub use explain::propose_writes;
 pub use rules::SYSTEM;
 
 /// The newest Landlock ABI toolsmith uses (the one it is tested on).

@@ -127,8 +127,12 @@ struct ConfigRead {
 async fn read_mcp_config(Body(body): Body<Value>) -> ApiResult<Json<ConfigRead>> {
     // A secret stays a reference to the variable it names: the server's own environment is
     // never read for a browser.
-    let imported = from_mcp_config(&body, &|name: &str| Some(format!("${{{name}}}")))
+    let mut imported = from_mcp_config(&body, &|name: &str| Some(format!("${{{name}}}")))
         .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e))?;
+    // Folders a server is started to work in become writable in its sandbox.
+    for server in &mut imported.servers {
+        toolsmith_exec::sandbox::propose_writes(server);
+    }
     let entry_of = |name: &str| {
         imported
             .renamed

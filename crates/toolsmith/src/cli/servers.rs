@@ -391,6 +391,18 @@ pub(super) fn import_config(
     for (entry, why) in &imported.skipped {
         eprintln!("{}: server {entry:?} skipped: {why}", file.display());
     }
+    let mut imported = imported;
+    for server in &mut imported.servers {
+        let folders = toolsmith_exec::sandbox::propose_writes(server);
+        if !folders.is_empty() {
+            eprintln!(
+                "{}: server {:?} is given folders to work in: {} — its sandbox lets it write them (sandbox.filesystem.write; by default a server reads everything but writes only its package caches)",
+                file.display(),
+                server.name,
+                folders.join(", ")
+            );
+        }
+    }
     if print {
         let servers: Vec<Value> = imported.servers.iter().map(printable).collect();
         out!(
