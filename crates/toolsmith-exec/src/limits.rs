@@ -264,6 +264,8 @@ impl Cgroups {
             .spawn(move || {
                 let tid = rustix::thread::gettid().as_raw_nonzero().get().to_string();
                 let entered = std::fs::write(&tasks, tid).is_ok();
+                // One call at a time, pooled again only once its processes are gone.
+                crate::sandbox::mark_exclusive_thread();
                 let _ = ready_tx.send(entered);
                 if entered {
                     for job in queue {

@@ -62,6 +62,14 @@ impl Fixture {
     }
 }
 
+/// A failed result's message (empty for a success).
+fn error_message(r: &ToolResult) -> String {
+    r.error
+        .as_ref()
+        .map(|e| e.message.clone())
+        .unwrap_or_default()
+}
+
 fn kind(r: &ToolResult) -> Option<ErrorKind> {
     r.error.as_ref().map(|e| e.kind)
 }
@@ -1859,11 +1867,7 @@ async fn a_refusal_by_the_sandbox_names_the_key_to_change() {
     ));
     let r = f.call(&write, json!({})).await;
     assert_eq!(kind(&r), Some(ErrorKind::ExitStatus), "{r:?}");
-    let message = r
-        .error
-        .as_ref()
-        .map(|e| e.message.clone())
-        .unwrap_or_default();
+    let message = error_message(&r);
     assert!(
         message.contains("Permission denied")
             && message.contains("the sandbox (policy workspace)")
@@ -1879,11 +1883,7 @@ async fn a_refusal_by_the_sandbox_names_the_key_to_change() {
         bin.display()
     ));
     let r = f.call(&run, json!({})).await;
-    let message = r
-        .error
-        .as_ref()
-        .map(|e| e.message.clone())
-        .unwrap_or_default();
+    let message = error_message(&r);
     assert!(
         message.contains("sandbox.filesystem.read") && message.contains("mytool"),
         "{r:?}"
@@ -1894,4 +1894,45 @@ async fn a_refusal_by_the_sandbox_names_the_key_to_change() {
         target.display()
     ));
     assert!(f.call(&open, json!({})).await.success);
+}
+
+/// SPEC §13: calls of one tool in one folder (its `working_dir`) have the same confinement,
+/// which a cgroup slot's helper keeps between calls — yet two such calls running at once are
+/// two domains: one cannot signal the other. Run many times in a row, the kept domain serves
+/// each call alike.
+#[tokio::test]
+async fn concurrent_calls_of_one_tool_are_separate_domains() {
+    let f = fixture();
+    let t = tool(
+        "{name: t, description: d, working_dir: ., parameters: [{name: mode, inject_as: argument}], command: [sh, -c, 'if [ \"$1\" = hold ]; then echo $$ > holder.pid; while [ ! -e stop ]; do sleep 0.05; done; elif kill -0 $(cat holder.pid); then echo REACHED; else echo REFUSED; fi', t]}",
+    );
+    for _ in 0..5 {
+        let r = f.call(&t, json!({"mode": "probe"})).await;
+        assert_eq!(r.data.expect("data")["stdout"], "REFUSED\n", "no holder yet");
+    }
+    let open = tool(
+        "{name: o, description: d, working_dir: ., sandbox: none, command: [sh, -c, 'kill -0 $(cat holder.pid) && echo REACHED']}",
+    );
+    let probe = async {
+        let pid = f.dir.path().join("holder.pid");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::fs::read_to_string(&pid).map_or(true, |p| p.trim().is_empty()) {
+            assert!(Instant::now() < deadline, "the holder started");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let sandboxed = f.call(&t, json!({"mode": "probe"})).await;
+        let unsandboxed = f.call(&open, json!({})).await;
+        std::fs::write(f.dir.path().join("stop"), "").expect("stop");
+        (sandboxed, unsandboxed)
+    };
+    let (held, (sandboxed, unsandboxed)) = tokio::join!(f.call(&t, json!({"mode": "hold"})), probe);
+    assert!(held.success, "{held:?}");
+    assert_eq!(sandboxed.data.expect("data")["stdout"], "REFUSED\n");
+    // Outside any sandbox the same probe reaches it (so the refusal is the sandbox's).
+    assert_eq!(
+        unsandboxed.data.expect("data")["stdout"],
+        "REACHED\n",
+        "{:?}",
+        unsandboxed.error
+    );
 }

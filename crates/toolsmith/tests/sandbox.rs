@@ -253,13 +253,12 @@ mcp_servers:
         .arg(&bin);
         c
     };
+    // As root, with per-call cgroups (the default): processes are spawned by the slots'
+    // threads and their helpers, which keep whole confinements between calls; as nobody,
+    // without (a helper per filter, Landlock per call).
     command
-        .args([
-            "serve",
-            "--no-cgroups",
-            "--addr",
-            &format!("127.0.0.1:{port}"),
-        ])
+        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+        .args((uid != 0).then_some("--no-cgroups"))
         .arg("--db")
         .arg(&registry)
         .args(match tokens {

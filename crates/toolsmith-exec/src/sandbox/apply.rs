@@ -3,14 +3,18 @@
 //! thread in Linux, and a thread's children — threads and processes — inherit them), so
 //! nothing of it touches the gateway's other threads.
 //!
-//! What is the same for many calls is done once: each thread that spawns (a cgroup slot's
-//! resident thread, a runtime worker) keeps a **helper** thread per kind of filter — born of
-//! it, so in its cgroup — that has dropped its capabilities, set `no_new_privs` and loaded
-//! the seccomp filter, for good. A call hands its spawn to that helper, which starts a fresh
-//! thread (inheriting all of it), restricts that one with the call's Landlock rules (they
-//! name the call's own working folder, so they differ per call) and spawns there; the thread
-//! ends right after. Per call that leaves a thread and the Landlock ruleset; the filter's
-//! ~0.1 ms and the capabilities' are paid once per helper.
+//! What is the same for many calls is done once. Each thread that spawns keeps **helper**
+//! threads, born of it (so in its cgroup), confined for good:
+//! - on a cgroup slot's resident thread, which serves one call at a time and is pooled again
+//!   only once everything the call started is gone, a helper per whole confinement — its
+//!   Landlock rules included, which name the call's working folder (by path and inode) and
+//!   program — spawns the call's process itself: a call whose confinement was seen before on
+//!   that slot (the same tool, in a working folder handed out again) hands its spawn over
+//!   and nothing is applied at all. Two calls never share a domain at the same time, since a
+//!   slot and a working folder are each one call's until it is over;
+//! - anywhere else (no cgroups, or cgroup v2), a helper per kind of filter has dropped its
+//!   capabilities, set `no_new_privs` and loaded the seccomp filter; each call starts a fresh
+//!   thread of it, which adds the call's Landlock rules, spawns, and ends.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -58,6 +62,19 @@ impl Helper {
 thread_local! {
     /// This thread's helpers, by seccomp program and whether capabilities are dropped.
     static HELPERS: RefCell<HashMap<(usize, bool), Helper>> = RefCell::default();
+    /// This thread's helpers holding a whole confinement, most recently used last.
+    static DOMAINS: RefCell<Vec<(String, Helper)>> = const { RefCell::new(Vec::new()) };
+    /// Whether this thread serves one call at a time (a cgroup slot's).
+    static EXCLUSIVE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// How many whole-confinement helpers a thread keeps (the least recently used goes).
+const DOMAINS_KEPT: usize = 8;
+
+/// Says that the calling thread serves one call at a time, and is reused only once what that
+/// call started is gone (a cgroup slot's resident thread): it may keep whole confinements.
+pub(crate) fn mark_exclusive_thread() {
+    EXCLUSIVE.with(|e| e.set(true));
 }
 
 /// Runs `spawn` confined by `c` (see the module's docs), or here when `c` is `None`.
@@ -68,6 +85,9 @@ pub fn run_confined<T: Send + 'static>(
     let Some(c) = c else {
         return Ok(spawn());
     };
+    if EXCLUSIVE.with(std::cell::Cell::get) {
+        return run_in_domain(c, spawn);
+    }
     // The thread spawns a child that tokio reaps: it needs the runtime's context.
     let handle = tokio::runtime::Handle::try_current().ok();
     let (done, answer) = mpsc::sync_channel(1);
@@ -110,6 +130,67 @@ pub fn run_confined<T: Send + 'static>(
     answer
         .recv()
         .unwrap_or_else(|_| Err("the sandbox's helper thread went away".into()))
+}
+
+/// [`run_confined`] on an exclusive thread: `spawn` runs on this thread's helper holding
+/// `c` whole, started if there is none.
+fn run_in_domain<T: Send + 'static>(
+    c: Confinement,
+    spawn: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let handle = tokio::runtime::Handle::try_current().ok();
+    let (done, answer) = mpsc::sync_channel(1);
+    let key = c.identity();
+    let job: Job = Box::new(move || {
+        let _entered = handle.as_ref().map(|h| h.enter());
+        let _ = done.send(spawn());
+    });
+    DOMAINS.with(|domains| {
+        let mut domains = domains.borrow_mut();
+        let helper = match domains.iter().position(|(k, _)| *k == key) {
+            Some(i) => domains.remove(i).1,
+            None => Helper::start_whole(c)?,
+        };
+        helper
+            .jobs
+            .send(job)
+            .map_err(|_| "the sandbox's helper thread went away".to_string())?;
+        if domains.len() >= DOMAINS_KEPT {
+            domains.remove(0);
+        }
+        domains.push((key, helper));
+        Ok::<_, String>(())
+    })?;
+    answer
+        .recv()
+        .map_err(|_| "the sandbox's helper thread went away".to_string())
+}
+
+impl Helper {
+    /// A helper born of this thread, confined for good by all of `c`.
+    fn start_whole(c: Confinement) -> Result<Self, String> {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let (ready, started) = mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("toolsmith-sandbox".into())
+            .spawn(move || {
+                let confined = base(c.drop_caps, c.seccomp.as_ref().map(|f| &f.program))
+                    .and_then(|()| restrict(&c));
+                drop(c);
+                let ok = confined.is_ok();
+                let _ = ready.send(confined);
+                if ok {
+                    for job in queue {
+                        job();
+                    }
+                }
+            })
+            .map_err(|e| format!("starting the sandbox's helper thread: {e}"))?;
+        started
+            .recv()
+            .unwrap_or_else(|_| Err("the sandbox's helper thread went away".into()))?;
+        Ok(Self { jobs })
+    }
 }
 
 /// Confines the calling thread for good with what every call of a helper shares:

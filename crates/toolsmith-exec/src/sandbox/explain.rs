@@ -204,7 +204,7 @@ mod tests {
         let mut imported =
             toolsmith_core::upstream::from_mcp_config(&doc, &|_| None).expect("read");
         let server = &mut imported.servers[0];
-        assert_eq!(propose_writes(server), [folder.clone()]);
+        assert_eq!(propose_writes(server), std::slice::from_ref(&folder));
         let toolsmith_core::upstream::Transport::Stdio { sandbox, .. } = &server.transport else {
             panic!("stdio");
         };

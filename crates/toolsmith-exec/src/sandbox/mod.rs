@@ -30,6 +30,7 @@ use landlock::{
 use serde_json::{Value, json};
 use toolsmith_core::sandbox::{Enforce, Network, Preset, Sandbox};
 
+pub(crate) use apply::mark_exclusive_thread;
 pub use apply::run_confined;
 pub use explain::propose_writes;
 pub use rules::SYSTEM;
@@ -628,6 +629,31 @@ fn policy_name(p: &Sandbox) -> Value {
 }
 
 impl Confinement {
+    /// What makes two confinements the same domain: the policy's static rules (their
+    /// cached set), each per-call rule's path, rights and inode (a working folder removed
+    /// and made again is another), the ports, the filter, the capabilities.
+    pub(crate) fn identity(&self) -> String {
+        use std::fmt::Write;
+        use std::os::unix::fs::MetadataExt;
+        let mut key = format!(
+            "{:p} {} {} {} {} {}",
+            Arc::as_ptr(&self.statics),
+            self.handled_fs.bits(),
+            self.handled_net.bits(),
+            self.scoped.bits(),
+            self.net_rule.index(),
+            self.drop_caps
+        );
+        for rule in &self.call {
+            let ino = std::fs::metadata(&rule.path).map_or(0, |m| m.ino());
+            let _ = write!(key, " {}:{}:{ino}", rule.path.display(), rule.mask.bits());
+        }
+        for (port, mask) in &self.ports {
+            let _ = write!(key, " p{port}:{}", mask.bits());
+        }
+        key
+    }
+
     /// What the warm runtime's child needs to confine itself: the same rules as numbers
     /// (masks are the kernel's `LANDLOCK_ACCESS_*` bits), the seccomp program's bytes in hex.
     pub fn for_child(&self) -> Value {
