@@ -1,6 +1,8 @@
 //! The server as a user runs it (SPEC §10): the real `toolsmith serve` process, called over
 //! HTTP with a keep-alive client. Measures, side by side in one run:
-//! - a REST call of a `true` command tool against a bare spawn of /bin/true (p50, p99, ratio);
+//! - a REST call of a `true` command tool against a bare spawn of /bin/true (p50, p99, ratio),
+//!   and the same tool with `sandbox: none` against it, over the floor of a health round
+//!   trip plus a bare spawn (the sandbox's cost through the real server);
 //! - the server's resident memory idle, and after 100 000 tools were imported and listed;
 //! - list and search over HTTP at 100 000 tools.
 //!
@@ -57,17 +59,21 @@ fn main() {
     std::thread::sleep(Duration::from_millis(500));
     let idle = rss_mib(server.0.id());
 
-    let status = agent
-        .post(format!("{base}/tools"))
-        .header("authorization", common::bearer())
-        .content_type("application/json")
-        .send(r#"{"name": "yes", "description": "Exit 0.", "command": ["true"]}"#)
-        .expect("create")
-        .status();
-    assert_eq!(status, 201);
-    let call = || {
+    for (name, sandbox) in [("yes", "workspace"), ("yes_open", "none")] {
+        let status = agent
+            .post(format!("{base}/tools"))
+            .header("authorization", common::bearer())
+            .content_type("application/json")
+            .send(format!(
+                r#"{{"name": "{name}", "description": "Exit 0.", "sandbox": "{sandbox}", "command": ["true"]}}"#
+            ))
+            .expect("create")
+            .status();
+        assert_eq!(status, 201);
+    }
+    let call = |tool: &str| {
         let mut r = agent
-            .post(format!("{base}/tools/yes/call"))
+            .post(format!("{base}/tools/{tool}/call"))
             .header("authorization", common::bearer())
             .content_type("application/json")
             .send(r#"{"arguments": {}}"#)
@@ -75,25 +81,40 @@ fn main() {
         let body = r.body_mut().read_to_string().expect("body");
         assert!(body.starts_with(r#"{"success":true"#), "{body}");
     };
+    let health = || {
+        let mut r = agent.get(format!("{base}/health")).call().expect("health");
+        std::hint::black_box(r.body_mut().read_to_string().expect("body"));
+    };
     let spawn = || {
         let s = Command::new("/bin/true").status().expect("spawn");
         assert!(s.success());
     };
     for _ in 0..50 {
-        call();
+        call("yes");
+        call("yes_open");
+        health();
         spawn();
     }
-    let (mut rest, mut bare) = (Vec::new(), Vec::new());
+    let (mut rest, mut open, mut floor, mut bare) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..calls {
         let t = Instant::now();
         spawn();
         bare.push(t.elapsed());
         let t = Instant::now();
-        call();
+        health();
+        floor.push(t.elapsed());
+        let t = Instant::now();
+        call("yes");
         rest.push(t.elapsed());
+        let t = Instant::now();
+        call("yes_open");
+        open.push(t.elapsed());
     }
     let (b50, b99) = (pct(&mut bare, 0.5), pct(&mut bare, 0.99));
+    let (h50, _) = (pct(&mut floor, 0.5), pct(&mut floor, 0.99));
     let (r50, r99) = (pct(&mut rest, 0.5), pct(&mut rest, 0.99));
+    let (o50, o99) = (pct(&mut open, 0.5), pct(&mut open, 0.99));
     println!("| what ({calls} each, interleaved) | p50 | p99 |\n|---|---|---|");
     println!(
         "| baseline: spawn and wait for /bin/true | {} | {} |",
@@ -101,9 +122,14 @@ fn main() {
         ms(b99)
     );
     println!(
-        "| REST call of a `true` tool (HTTP, pipeline, spawn, log) | {} | {} |",
+        "| REST call of a `true` tool (HTTP, pipeline, spawn, log; default sandbox) | {} | {} |",
         ms(r50),
         ms(r99)
+    );
+    println!(
+        "| the same tool with `sandbox: none` | {} | {} |",
+        ms(o50),
+        ms(o99)
     );
     println!(
         "| ratio | {:.2}× | {:.2}× |\n| added by toolsmith | +{} | +{} |\n",
@@ -111,6 +137,17 @@ fn main() {
         r99.as_secs_f64() / b99.as_secs_f64(),
         ms(r50.saturating_sub(b50)),
         ms(r99.saturating_sub(b99))
+    );
+    // The containment issue's table: what a call adds over the floor (a health round trip
+    // plus a bare spawn), sandboxed and not, and the sandbox's own share.
+    let floor = h50 + b50;
+    println!(
+        "| over the floor (health round trip {} + bare spawn {}) | p50 |\n|---|---|\n| `sandbox: none` | +{} |\n| default (`workspace`) | +{} |\n| the sandbox's share | +{} |\n",
+        ms(h50),
+        ms(b50),
+        ms(o50.saturating_sub(floor)),
+        ms(r50.saturating_sub(floor)),
+        ms(r50.saturating_sub(o50))
     );
     let after_calls = rss_mib(server.0.id());
 

@@ -1908,7 +1908,11 @@ async fn concurrent_calls_of_one_tool_are_separate_domains() {
     );
     for _ in 0..5 {
         let r = f.call(&t, json!({"mode": "probe"})).await;
-        assert_eq!(r.data.expect("data")["stdout"], "REFUSED\n", "no holder yet");
+        assert_eq!(
+            r.data.expect("data")["stdout"],
+            "REFUSED\n",
+            "no holder yet"
+        );
     }
     let open = tool(
         "{name: o, description: d, working_dir: ., sandbox: none, command: [sh, -c, 'kill -0 $(cat holder.pid) && echo REACHED']}",

@@ -767,7 +767,8 @@ while time.time() < end:
         os.close(pidfd)
     except OSError:
         pass
-open("forger.sent", "w").write(str(sent))
+open("forger.sent.part", "w").write(str(sent))
+os.rename("forger.sent.part", "forger.sent")
 "#;
 
 /// Finding 7 of the second hardening round: a session's own background job cannot forge the
@@ -791,7 +792,14 @@ async fn a_forged_completion_record_is_not_accepted() {
 async fn forge(f: &Fixture, reaches: bool) {
     std::fs::write(f.root().join("forger.py"), FORGER).expect("write");
     let id = f.start(json!({})).await;
-    let r = f.exec(&id, "python3 forger.py $$ >/dev/null 2>&1 &").await;
+    // The system's Python: one from a pyenv shim in the server's PATH is outside what the
+    // sandboxed session may run (the forger would never start, and prove nothing).
+    let r = f
+        .exec(
+            &id,
+            "/usr/bin/python3 forger.py $$ >/dev/null 2>forger.err &",
+        )
+        .await;
     assert_eq!(r["exit_code"], 0, "{r}");
     let started = Instant::now();
     let r = f
@@ -804,13 +812,23 @@ async fn forge(f: &Fixture, reaches: bool) {
     assert_eq!(r["exit_code"], 3, "a forged record was taken: {r}");
     assert_ne!(r["cwd"], "/forged", "{r}");
     assert!(started.elapsed() >= Duration::from_secs(4), "{r}");
-    // The forger did try (it found the nonce and a channel).
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let sent: u32 = std::fs::read_to_string(f.root().join("forger.sent"))
+    // The forger did try (it found the nonce and a channel). It says how often when it ends
+    // (about 6 s after it started; later on a busy machine).
+    let report = f.root().join("forger.sent");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !report.exists() {
+        if Instant::now() > deadline {
+            let r = f.exec(&id, "ls -la; cat forger.err; jobs").await;
+            panic!("the forger did not finish (reaches {reaches}): {r}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let sent: u32 = std::fs::read_to_string(&report)
         .unwrap_or_default()
         .trim()
         .parse()
         .unwrap_or(0);
+    std::fs::remove_file(&report).expect("the report, read");
     assert_eq!(sent > 0, reaches, "the forger sent {sent} records");
     let r = f.exec(&id, "pwd").await;
     assert_eq!(r["exit_code"], 0, "{r}");
