@@ -19,11 +19,11 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::sync::{Arc, mpsc};
+use std::sync::mpsc;
 
 use rustix::thread::{self as th, CapabilitiesSecureBits, CapabilitySet, CapabilitySets};
 
-use super::{Confinement, Filter, ruleset};
+use super::{Confinement, ruleset};
 
 /// Work for a helper thread.
 type Job = Box<dyn FnOnce() + Send>;
@@ -34,15 +34,16 @@ struct Helper {
 }
 
 impl Helper {
-    /// A helper born of this thread, confined for good by what its calls share
-    /// (capabilities, `no_new_privs`, the seccomp filter) — or why it could not be.
-    fn start(drop_caps: bool, filter: Option<Arc<Filter>>) -> Result<Self, String> {
+    /// A helper born of this thread, confined for good by `confine` — or why it could not be.
+    fn start(
+        confine: impl FnOnce() -> Result<(), String> + Send + 'static,
+    ) -> Result<Self, String> {
         let (jobs, queue) = mpsc::channel::<Job>();
         let (ready, started) = mpsc::sync_channel(1);
         std::thread::Builder::new()
             .name("toolsmith-sandbox".into())
             .spawn(move || {
-                let confined = base(drop_caps, filter.as_ref().map(|f| &f.program));
+                let confined = confine();
                 let ok = confined.is_ok();
                 let _ = ready.send(confined);
                 if ok {
@@ -115,7 +116,12 @@ pub fn run_confined<T: Send + 'static>(
         for _ in 0..2 {
             let helper = match helpers.entry(key) {
                 Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(v) => v.insert(Helper::start(key.1, filter.clone())?),
+                Entry::Vacant(v) => {
+                    let filter = filter.clone();
+                    v.insert(Helper::start(move || {
+                        base(key.1, filter.as_ref().map(|f| &f.program))
+                    })?)
+                }
             };
             match helper.jobs.send(job.take().expect("a job")) {
                 Ok(()) => return Ok(()),
@@ -149,7 +155,10 @@ fn run_in_domain<T: Send + 'static>(
         let mut domains = domains.borrow_mut();
         let helper = match domains.iter().position(|(k, _)| *k == key) {
             Some(i) => domains.remove(i).1,
-            None => Helper::start_whole(c)?,
+            None => Helper::start(move || {
+                base(c.drop_caps, c.seccomp.as_ref().map(|f| &f.program))?;
+                restrict(&c)
+            })?,
         };
         helper
             .jobs
@@ -164,33 +173,6 @@ fn run_in_domain<T: Send + 'static>(
     answer
         .recv()
         .map_err(|_| "the sandbox's helper thread went away".to_string())
-}
-
-impl Helper {
-    /// A helper born of this thread, confined for good by all of `c`.
-    fn start_whole(c: Confinement) -> Result<Self, String> {
-        let (jobs, queue) = mpsc::channel::<Job>();
-        let (ready, started) = mpsc::sync_channel(1);
-        std::thread::Builder::new()
-            .name("toolsmith-sandbox".into())
-            .spawn(move || {
-                let confined = base(c.drop_caps, c.seccomp.as_ref().map(|f| &f.program))
-                    .and_then(|()| restrict(&c));
-                drop(c);
-                let ok = confined.is_ok();
-                let _ = ready.send(confined);
-                if ok {
-                    for job in queue {
-                        job();
-                    }
-                }
-            })
-            .map_err(|e| format!("starting the sandbox's helper thread: {e}"))?;
-        started
-            .recv()
-            .unwrap_or_else(|_| Err("the sandbox's helper thread went away".into()))?;
-        Ok(Self { jobs })
-    }
 }
 
 /// Confines the calling thread for good with what every call of a helper shares:
