@@ -1885,7 +1885,12 @@ async fn a_refusal_by_the_sandbox_names_the_key_to_change() {
     let r = f.call(&run, json!({})).await;
     let message = error_message(&r);
     assert!(
-        message.contains("sandbox.filesystem.read") && message.contains("mytool"),
+        message.contains("sandbox.filesystem.read")
+            && message.contains("mytool")
+            && message.contains(&format!(
+                "add {} (where it is installed)",
+                outside.path().display()
+            )),
         "{r:?}"
     );
     // Unsandboxed, the same tools run: the refusals above were the sandbox's.

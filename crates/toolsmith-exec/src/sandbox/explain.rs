@@ -49,10 +49,23 @@ impl Sandboxes {
                 }
                 let (read, write) = self.reach(policy, &real);
                 if !read {
-                    return Some(format!(
-                        "the sandbox (policy {name}) does not let this tool reach {}: to allow it, add it or its folder to `sandbox.filesystem.read` (to read or run it) or `sandbox.filesystem.write` (to write it too)",
-                        named.display()
-                    ));
+                    // A program in a `bin` (a pyenv shim, a virtual environment): where it
+                    // is installed, which it needs whole.
+                    let installed = named
+                        .parent()
+                        .and_then(|d| d.file_name())
+                        .is_some_and(|d| matches!(d.to_str(), Some("bin" | "sbin" | "shims")));
+                    return Some(match installed.then(|| rules::prefix(&named)).flatten() {
+                        Some(prefix) => format!(
+                            "the sandbox (policy {name}) does not let this tool run {}: to allow it, add {} (where it is installed) to `sandbox.filesystem.read`",
+                            named.display(),
+                            prefix.display()
+                        ),
+                        None => format!(
+                            "the sandbox (policy {name}) does not let this tool reach {}: to allow it, add it or its folder to `sandbox.filesystem.read` (to read or run it) or `sandbox.filesystem.write` (to write it too)",
+                            named.display()
+                        ),
+                    });
                 }
                 if !write {
                     return Some(format!(
