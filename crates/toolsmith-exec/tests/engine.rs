@@ -1945,3 +1945,35 @@ async fn concurrent_calls_of_one_tool_are_separate_domains() {
         unsandboxed.error
     );
 }
+
+/// SPEC §13: a kept confinement is never another policy's. With a protected file inside the
+/// workspace the static rules are made per call (carved around it), so two tools alike but
+/// for their preset — one may write the workspace, one may not — called one after the other
+/// (in working folders handed out again) must each get their own rules.
+#[tokio::test]
+async fn a_kept_confinement_is_never_another_policys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("registry.db"), "protected").expect("write");
+    std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
+    let mut config = EngineConfig::new(dir.path());
+    config.runtime_python = None;
+    config.sandbox.protected = vec![dir.path().join("registry.db")];
+    let f = Fixture {
+        engine: Engine::new(config).expect("engine"),
+        dir,
+    };
+    let sub = f.dir.path().join("sub");
+    let write = |name: &str, preset: &str| {
+        tool(&format!(
+            "{{name: {name}, description: d, sandbox: {preset}, command: [sh, -c, 'echo x > {}/out-$$ && echo WROTE']}}",
+            sub.display()
+        ))
+    };
+    let (rw, ro) = (write("rw", "workspace"), write("ro", "read-only"));
+    for _ in 0..5 {
+        let r = f.call(&rw, json!({})).await;
+        assert!(r.success, "{r:?}");
+        let r = f.call(&ro, json!({})).await;
+        assert!(!r.success, "a read-only tool wrote the workspace: {r:?}");
+    }
+}

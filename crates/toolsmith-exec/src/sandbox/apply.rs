@@ -86,8 +86,10 @@ pub fn run_confined<T: Send + 'static>(
     let Some(c) = c else {
         return Ok(spawn());
     };
-    if EXCLUSIVE.with(std::cell::Cell::get) {
-        return run_in_domain(c, spawn);
+    if EXCLUSIVE.with(std::cell::Cell::get)
+        && let Some(key) = c.identity()
+    {
+        return run_in_domain(key, c, spawn);
     }
     // The thread spawns a child that tokio reaps: it needs the runtime's context.
     let handle = tokio::runtime::Handle::try_current().ok();
@@ -139,14 +141,14 @@ pub fn run_confined<T: Send + 'static>(
 }
 
 /// [`run_confined`] on an exclusive thread: `spawn` runs on this thread's helper holding
-/// `c` whole, started if there is none.
+/// `c` whole (whose identity is `key`), started if there is none.
 fn run_in_domain<T: Send + 'static>(
+    key: String,
     c: Confinement,
     spawn: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, String> {
     let handle = tokio::runtime::Handle::try_current().ok();
     let (done, answer) = mpsc::sync_channel(1);
-    let key = c.identity();
     let job: Job = Box::new(move || {
         let _entered = handle.as_ref().map(|h| h.enter());
         let _ = done.send(spawn());

@@ -190,6 +190,9 @@ struct Filter {
 struct Statics {
     rules: Vec<FsRule>,
     child: Vec<Value>,
+    /// Kept in the engine's cache for good (so one set of rules is one address): a carved
+    /// set, made per call, is not.
+    cached: bool,
 }
 
 /// A process's confinement (none for preset `none` or a server with the sandbox off) and
@@ -329,7 +332,11 @@ impl Sandboxes {
             })
             .collect();
         let child = rules.iter().map(FsRule::for_child).collect();
-        let statics = Arc::new(Statics { rules, child });
+        let statics = Arc::new(Statics {
+            rules,
+            child,
+            cached: !carved,
+        });
         if !carved {
             cache.insert(key, statics.clone());
         }
@@ -632,9 +639,14 @@ impl Confinement {
     /// What makes two confinements the same domain: the policy's static rules (their
     /// cached set), each per-call rule's path, rights and inode (a working folder removed
     /// and made again is another), the ports, the filter, the capabilities.
-    pub(crate) fn identity(&self) -> String {
+    /// `None` when its static rules are not the engine's cached ones (a carved set, made
+    /// for this call): then no two calls are known to share them.
+    pub(crate) fn identity(&self) -> Option<String> {
         use std::fmt::Write;
         use std::os::unix::fs::MetadataExt;
+        if !self.statics.cached {
+            return None;
+        }
         let mut key = format!(
             "{:p} {} {} {} {} {}",
             Arc::as_ptr(&self.statics),
@@ -651,7 +663,7 @@ impl Confinement {
         for (port, mask) in &self.ports {
             let _ = write!(key, " p{port}:{}", mask.bits());
         }
-        key
+        Some(key)
     }
 
     /// What the warm runtime's child needs to confine itself: the same rules as numbers
