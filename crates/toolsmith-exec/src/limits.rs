@@ -122,6 +122,8 @@ struct Slot {
     jobs: Option<std::sync::mpsc::Sender<Job>>,
     thread: Option<std::thread::JoinHandle<()>>,
     closed: Arc<std::sync::atomic::AtomicBool>,
+    /// The confinements its thread's sandbox helpers hold (each helper a task of the cgroup).
+    helpers: crate::sandbox::SlotHelpers,
 }
 
 impl Drop for Slot {
@@ -206,7 +208,10 @@ impl Cgroups {
     }
 
     /// A cgroup for one call, allowing `max` processes.
-    pub fn create(&self, max: Option<u64>) -> Option<CallCgroup> {
+    /// `key`: the identity of the confinement the call's process will be spawned under
+    /// ([`crate::sandbox::Confinement::identity`]): a slot whose thread has no helper for it
+    /// yet makes room for the one it will start.
+    pub fn create(&self, max: Option<u64>, key: Option<&str>) -> Option<CallCgroup> {
         let mut slot = if self.per_thread {
             let pooled = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
             Some(match pooled {
@@ -227,9 +232,11 @@ impl Cgroups {
                 dir
             }
         };
-        // The resident thread is one of the cgroup's tasks.
+        // The resident thread is one of the cgroup's tasks, and so is each sandbox helper of
+        // its (and the one it will start for this call).
+        let extra = slot.as_ref().map_or(0, |s| 1 + s.helpers.tasks_with(key));
         let cap = max
-            .map(|m| m + u64::from(slot.is_some()))
+            .map(|m| m + extra)
             .map_or_else(|| "max".to_string(), |m| m.to_string());
         if slot.as_ref().is_some_and(|s| s.cap == cap) {
             // The slot's cgroup already allows this many.
@@ -259,19 +266,23 @@ impl Cgroups {
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
         let (ready_tx, ready) = std::sync::mpsc::channel::<bool>();
         let tasks = dir.join("tasks");
+        let helpers = crate::sandbox::SlotHelpers::default();
+        let theirs = helpers.clone();
         let thread = std::thread::Builder::new()
             .name("toolsmith-spawner".into())
             .spawn(move || {
                 let tid = rustix::thread::gettid().as_raw_nonzero().get().to_string();
                 let entered = std::fs::write(&tasks, tid).is_ok();
                 // One call at a time, pooled again only once its processes are gone.
-                crate::sandbox::mark_exclusive_thread();
+                crate::sandbox::mark_exclusive_thread(theirs);
                 let _ = ready_tx.send(entered);
                 if entered {
                     for job in queue {
                         job();
                     }
                 }
+                // Its helpers live in its cgroup too: gone before the cgroup is removed.
+                crate::sandbox::end_helpers();
             })
             .ok()?;
         if ready.recv().ok() != Some(true) {
@@ -285,6 +296,7 @@ impl Cgroups {
             jobs: Some(jobs),
             thread: Some(thread),
             closed: self.closed.clone(),
+            helpers,
         })
     }
 }
@@ -405,9 +417,14 @@ impl CallCgroup {
         self.resident = pid.and_then(|p| i32::try_from(p).ok());
     }
 
-    /// Allows `max` processes besides the spawner thread and the resident.
+    /// Allows `max` processes besides the spawner thread (and its sandbox helpers) and the
+    /// resident.
     pub fn set_cap(&mut self, max: Option<u64>) {
-        let extra = u64::from(self.slot.is_some()) + u64::from(self.resident.is_some());
+        let extra = self
+            .slot
+            .as_ref()
+            .map_or(0, |s| 1 + s.helpers.tasks_with(None))
+            + u64::from(self.resident.is_some());
         let cap = max
             .map(|m| m + extra)
             .map_or_else(|| "max".to_string(), |m| m.to_string());
@@ -487,6 +504,9 @@ pub(crate) async fn spawn_contained(
     niceness: i32,
     confinement: Option<crate::sandbox::Confinement>,
 ) -> Result<(std::io::Result<tokio::process::Child>, Option<CallCgroup>), String> {
+    let key = confinement
+        .as_ref()
+        .map(crate::sandbox::Confinement::identity);
     let launch = move |mut cmd: tokio::process::Command, cgroup: Option<CallCgroup>| {
         let child = crate::sandbox::run_confined(confinement, move || cmd.spawn())
             .map_err(|e| std::io::Error::other(format!("sandbox: {e}")))
@@ -496,7 +516,7 @@ pub(crate) async fn spawn_contained(
         }
         (child, cgroup)
     };
-    match cgroups.and_then(|c| c.create(limits.processes)) {
+    match cgroups.and_then(|c| c.create(limits.processes, key.as_deref())) {
         Some(cg) => cg
             .spawn_inside(
                 move |cg| launch(cmd, Some(cg)),

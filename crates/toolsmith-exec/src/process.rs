@@ -112,6 +112,9 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
         .stderr(Stdio::piped())
         .process_group(0);
     let (limits, niceness, confinement) = (spec.limits, spec.niceness, spec.confinement);
+    let key = confinement
+        .as_ref()
+        .map(crate::sandbox::Confinement::identity);
     // The guard is made where the child is, so whoever drops the result kills the group —
     // even a caller that went away while the spawn was in flight.
     let start = move |mut cmd: Command, cgroup: Option<CallCgroup>| {
@@ -127,7 +130,7 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
         let _ = limits::apply_rlimits(pid, &limits, niceness);
         Ok::<_, std::io::Error>((child, guard))
     };
-    let spawned = match cgroups.and_then(|c| c.create(limits.processes)) {
+    let spawned = match cgroups.and_then(|c| c.create(limits.processes, key.as_deref())) {
         Some(cg) => cg
             .spawn_inside(
                 move |cg| start(cmd, Some(cg)),

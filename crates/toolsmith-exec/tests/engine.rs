@@ -1977,3 +1977,38 @@ async fn a_kept_confinement_is_never_another_policys() {
         assert!(!r.success, "a read-only tool wrote the workspace: {r:?}");
     }
 }
+
+/// SPEC §5.5: `limits.processes` counts the tool's processes only — the slot's own thread and
+/// the sandbox helpers it keeps live in the same pids cgroup and are not the tool's — and
+/// stays exact whether the call's confinement is kept already or new.
+#[tokio::test]
+async fn a_process_limit_counts_the_tools_processes_only() {
+    let f = fixture();
+    let one = tool("{name: one, description: d, limits: {processes: 1}, command: [\"true\"]}");
+    let script = |name: &str, n: u32| {
+        tool(&format!(
+            "{{name: {name}, description: d, limits: {{processes: {n}}}, command: [sh, -c, 'sleep 0.2 & sleep 0.2 & wait; echo done']}}"
+        ))
+    };
+    let (two, three) = (script("two", 2), script("three", 3));
+    // The first call starts the helper that keeps its confinement, the others find it.
+    for i in 0..4 {
+        let r = f.call(&one, json!({})).await;
+        assert!(r.success, "one process is allowed one (call {i}): {r:?}");
+    }
+    // A shell and two children are three: allowed three, they run; allowed two, the shell
+    // cannot start its second child.
+    let r = f.call(&three, json!({})).await;
+    assert!(r.success, "{r:?}");
+    assert_eq!(r.data.expect("data")["stdout"], "done\n");
+    let r = f.call(&two, json!({})).await;
+    assert_eq!(
+        kind(&r),
+        Some(ErrorKind::ExitStatus),
+        "the shell ran: {r:?}"
+    );
+    assert!(
+        error_message(&r).contains("Cannot fork"),
+        "a third process started: {r:?}"
+    );
+}

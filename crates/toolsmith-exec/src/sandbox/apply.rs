@@ -19,7 +19,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 
 use rustix::thread::{self as th, CapabilitiesSecureBits, CapabilitySet, CapabilitySets};
 
@@ -28,9 +28,11 @@ use super::{Confinement, ruleset};
 /// Work for a helper thread.
 type Job = Box<dyn FnOnce() + Send>;
 
-/// A helper: what to send it work on. Dropped with its thread's locals, which ends it.
+/// A helper: what to send it work on, and its thread. Dropped with its thread's locals,
+/// which ends it; [`end_helpers`] also waits for that.
 struct Helper {
     jobs: mpsc::Sender<Job>,
+    thread: std::thread::JoinHandle<()>,
 }
 
 impl Helper {
@@ -40,7 +42,7 @@ impl Helper {
     ) -> Result<Self, String> {
         let (jobs, queue) = mpsc::channel::<Job>();
         let (ready, started) = mpsc::sync_channel(1);
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("toolsmith-sandbox".into())
             .spawn(move || {
                 let confined = confine();
@@ -56,7 +58,26 @@ impl Helper {
         started
             .recv()
             .unwrap_or_else(|_| Err("the sandbox's helper thread went away".into()))?;
-        Ok(Self { jobs })
+        Ok(Self { jobs, thread })
+    }
+
+    /// Ends it and waits until its thread is gone.
+    fn end(self) {
+        drop(self.jobs);
+        let _ = self.thread.join();
+    }
+}
+
+/// Ends this thread's helpers and waits until their threads are gone: a cgroup slot's
+/// thread does before its cgroup is removed (a thread still in it would keep it).
+pub(crate) fn end_helpers() {
+    let helpers: Vec<Helper> = HELPERS.with(|h| h.borrow_mut().drain().map(|(_, h)| h).collect());
+    let domains: Vec<Helper> = DOMAINS.with(|d| d.borrow_mut().drain(..).map(|(_, h)| h).collect());
+    for helper in helpers.into_iter().chain(domains) {
+        helper.end();
+    }
+    if let Some(slot) = SLOT.with(|s| s.borrow().clone()) {
+        slot.list().clear();
     }
 }
 
@@ -65,17 +86,37 @@ thread_local! {
     static HELPERS: RefCell<HashMap<(usize, bool), Helper>> = RefCell::default();
     /// This thread's helpers holding a whole confinement, most recently used last.
     static DOMAINS: RefCell<Vec<(String, Helper)>> = const { RefCell::new(Vec::new()) };
-    /// Whether this thread serves one call at a time (a cgroup slot's).
-    static EXCLUSIVE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set on a thread that serves one call at a time (a cgroup slot's): what its helpers
+    /// hold, shared with the slot, which counts them among its cgroup's tasks.
+    static SLOT: RefCell<Option<SlotHelpers>> = const { RefCell::new(None) };
 }
 
 /// How many whole-confinement helpers a thread keeps (the least recently used goes).
 const DOMAINS_KEPT: usize = 8;
 
+/// The identities of the confinements a slot thread's helpers hold: each helper is a task
+/// of the slot's cgroup, so the slot counts them when it caps the tasks a call may make.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SlotHelpers(Arc<Mutex<Vec<String>>>);
+
+impl SlotHelpers {
+    fn list(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The helper threads alive, and one more when `key` would need a new one.
+    pub(crate) fn tasks_with(&self, key: Option<&str>) -> u64 {
+        let list = self.list();
+        let new = key.is_some_and(|k| !list.iter().any(|h| h == k));
+        list.len() as u64 + u64::from(new)
+    }
+}
+
 /// Says that the calling thread serves one call at a time, and is reused only once what that
-/// call started is gone (a cgroup slot's resident thread): it may keep whole confinements.
-pub(crate) fn mark_exclusive_thread() {
-    EXCLUSIVE.with(|e| e.set(true));
+/// call started is gone (a cgroup slot's resident thread): it may keep whole confinements,
+/// and says which in `helpers`.
+pub(crate) fn mark_exclusive_thread(helpers: SlotHelpers) {
+    SLOT.with(|s| *s.borrow_mut() = Some(helpers));
 }
 
 /// Runs `spawn` confined by `c` (see the module's docs), or here when `c` is `None`.
@@ -86,10 +127,8 @@ pub fn run_confined<T: Send + 'static>(
     let Some(c) = c else {
         return Ok(spawn());
     };
-    if EXCLUSIVE.with(std::cell::Cell::get)
-        && let Some(key) = c.identity()
-    {
-        return run_in_domain(key, c, spawn);
+    if let Some(slot) = SLOT.with(|s| s.borrow().clone()) {
+        return run_in_domain(&slot, c, spawn);
     }
     // The thread spawns a child that tokio reaps: it needs the runtime's context.
     let handle = tokio::runtime::Handle::try_current().ok();
@@ -143,10 +182,11 @@ pub fn run_confined<T: Send + 'static>(
 /// [`run_confined`] on an exclusive thread: `spawn` runs on this thread's helper holding
 /// `c` whole (whose identity is `key`), started if there is none.
 fn run_in_domain<T: Send + 'static>(
-    key: String,
+    slot: &SlotHelpers,
     c: Confinement,
     spawn: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, String> {
+    let key = c.identity();
     let handle = tokio::runtime::Handle::try_current().ok();
     let (done, answer) = mpsc::sync_channel(1);
     let job: Job = Box::new(move || {
@@ -157,17 +197,23 @@ fn run_in_domain<T: Send + 'static>(
         let mut domains = domains.borrow_mut();
         let helper = match domains.iter().position(|(k, _)| *k == key) {
             Some(i) => domains.remove(i).1,
-            None => Helper::start(move || {
-                base(c.drop_caps, c.seccomp.as_ref().map(|f| &f.program))?;
-                restrict(&c)
-            })?,
+            None => {
+                if domains.len() >= DOMAINS_KEPT {
+                    let (old, helper) = domains.remove(0);
+                    helper.end();
+                    slot.list().retain(|k| *k != old);
+                }
+                let helper = Helper::start(move || {
+                    base(c.drop_caps, c.seccomp.as_ref().map(|f| &f.program))?;
+                    restrict(&c)
+                })?;
+                slot.list().push(key.clone());
+                helper
+            }
         };
-        helper
-            .jobs
-            .send(job)
-            .map_err(|_| "the sandbox's helper thread went away".to_string())?;
-        if domains.len() >= DOMAINS_KEPT {
-            domains.remove(0);
+        if let Err(mpsc::SendError(_)) = helper.jobs.send(job) {
+            slot.list().retain(|k| *k != key);
+            return Err("the sandbox's helper thread went away".to_string());
         }
         domains.push((key, helper));
         Ok::<_, String>(())

@@ -30,8 +30,8 @@ use landlock::{
 use serde_json::{Value, json};
 use toolsmith_core::sandbox::{Enforce, Network, Preset, Sandbox};
 
-pub(crate) use apply::mark_exclusive_thread;
 pub use apply::run_confined;
+pub(crate) use apply::{SlotHelpers, end_helpers, mark_exclusive_thread};
 pub use explain::propose_writes;
 pub use rules::SYSTEM;
 
@@ -174,6 +174,8 @@ pub struct Confinement {
     scoped: BitFlags<Scope>,
     seccomp: Option<Arc<Filter>>,
     drop_caps: bool,
+    /// [`Confinement::identity`], once computed.
+    identity: std::sync::OnceLock<String>,
 }
 
 /// A seccomp program and its bytes in hex (for a warm runtime's start), and the hex of its
@@ -498,6 +500,7 @@ impl Sandboxes {
                 scoped: Scope::from_all(abi),
                 seccomp: self.programs[net_rule.index()].clone(),
                 drop_caps: self.kernel.capabilities,
+                identity: std::sync::OnceLock::new(),
             }),
             report,
         })
@@ -639,17 +642,33 @@ impl Confinement {
     /// What makes two confinements the same domain: the policy's static rules (their
     /// cached set), each per-call rule's path, rights and inode (a working folder removed
     /// and made again is another), the ports, the filter, the capabilities.
-    /// `None` when its static rules are not the engine's cached ones (a carved set, made
-    /// for this call): then no two calls are known to share them.
-    pub(crate) fn identity(&self) -> Option<String> {
+    /// Static rules the engine caches are named by their address (kept for good); a carved
+    /// set, made for one call, by its rules.
+    pub(crate) fn identity(&self) -> String {
+        self.identity
+            .get_or_init(|| self.compute_identity())
+            .clone()
+    }
+
+    fn compute_identity(&self) -> String {
         use std::fmt::Write;
         use std::os::unix::fs::MetadataExt;
-        if !self.statics.cached {
-            return None;
-        }
-        let mut key = format!(
-            "{:p} {} {} {} {} {}",
-            Arc::as_ptr(&self.statics),
+        let mut key = match self.statics.cached {
+            true => format!("{:p}", Arc::as_ptr(&self.statics)),
+            false => self
+                .statics
+                .rules
+                .iter()
+                .map(|r| {
+                    let ino = std::fs::metadata(&r.path).map_or(0, |m| m.ino());
+                    format!("{}:{}:{ino}", r.path.display(), r.mask.bits())
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+        };
+        let _ = write!(
+            key,
+            " {} {} {} {} {}",
             self.handled_fs.bits(),
             self.handled_net.bits(),
             self.scoped.bits(),
@@ -663,7 +682,7 @@ impl Confinement {
         for (port, mask) in &self.ports {
             let _ = write!(key, " p{port}:{}", mask.bits());
         }
-        Some(key)
+        key
     }
 
     /// What the warm runtime's child needs to confine itself: the same rules as numbers

@@ -301,7 +301,7 @@ impl Warm {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .process_group(0);
-        let spawned = match cgroups.and_then(|c| c.create(None)) {
+        let spawned = match cgroups.and_then(|c| c.create(None, None)) {
             Some(cg) => cg
                 .spawn_inside(
                     move |cg| (cmd.spawn(), Some(cg)),
