@@ -32,7 +32,10 @@ fn main() {
     let tools = env("BENCH_TOOLS", 100_000) as usize;
     let bin = env!("CARGO_BIN_EXE_toolsmith");
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("registry.db");
+    // The registry outside the workspace, as by default (one inside makes the sandbox carve
+    // the workspace around it for every call).
+    let data = tempfile::tempdir().expect("tempdir");
+    let db = data.path().join("registry.db");
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}/v1");
     let server = Killed(
