@@ -27,6 +27,7 @@ pub mod runtime;
 pub mod sandbox;
 mod script;
 pub mod session;
+mod signals;
 pub mod trace;
 pub mod upstream;
 mod warm;

@@ -275,6 +275,7 @@ impl Cgroups {
                 let entered = std::fs::write(&tasks, tid).is_ok();
                 // One call at a time, pooled again only once its processes are gone.
                 crate::sandbox::mark_exclusive_thread(theirs);
+                crate::signals::clear_mask();
                 let _ = ready_tx.send(entered);
                 if entered {
                     for job in queue {
@@ -504,6 +505,7 @@ pub(crate) async fn spawn_contained(
     niceness: i32,
     confinement: Option<crate::sandbox::Confinement>,
 ) -> Result<(std::io::Result<tokio::process::Child>, Option<CallCgroup>), String> {
+    crate::signals::default_for_children();
     let key = confinement
         .as_ref()
         .map(crate::sandbox::Confinement::identity);

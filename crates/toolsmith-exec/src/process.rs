@@ -86,6 +86,7 @@ impl Drop for GroupGuard {
 pub(crate) const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finished, SpawnError> {
+    crate::signals::default_for_children();
     let cap = spec.limits.output_bytes.unwrap_or(1024 * 1024) as usize;
     let Some((program, args)) = spec.argv.split_first() else {
         return Err(SpawnError::Other("empty command".into()));

@@ -562,3 +562,103 @@ fn a_terminal_fed_200_mb_of_one_escape_string_stays_small() {
         json!({"session_id": id, "grace_ms": 100}),
     );
 }
+
+/// A signal's hex mask (`SigIgn:`, `SigBlk:` of /proc/PID/status) in `status`.
+fn signal_mask(status: &str, field: &str) -> u64 {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or_else(|| panic!("no {field} in {status}"))
+}
+
+/// `toolsmith serve &` in a script, a container's entrypoint or a CI step runs with SIGINT
+/// and SIGQUIT ignored (POSIX, for a non-interactive shell's background jobs): the processes
+/// it starts must not inherit that — nor a blocked signal. Started that way (and with SIGUSR1
+/// blocked), a tool sees default dispositions and an empty mask, and a session's Ctrl-C
+/// interrupts its command.
+#[test]
+fn children_start_with_default_signals_whatever_the_gateway_inherited() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let catalog = dir.path().join("catalog.yaml");
+    std::fs::copy(
+        repo().join("examples/sessions.yaml"),
+        dir.path().join("sessions.yaml"),
+    )
+    .expect("copy");
+    std::fs::write(
+        &catalog,
+        "imports: [sessions.yaml]\ntools:\n  - {name: signals, description: d, command: [grep, -E, '^Sig(Ign|Blk)', /proc/self/status]}\n",
+    )
+    .expect("catalog");
+    let wrapper = "import os, signal, sys\n\
+        signal.signal(signal.SIGINT, signal.SIG_IGN)\n\
+        signal.signal(signal.SIGQUIT, signal.SIG_IGN)\n\
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n\
+        os.execv(sys.argv[1], sys.argv[1:])\n";
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            wrapper,
+            BIN,
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--catalog",
+        ])
+        .arg(&catalog)
+        .arg("--db")
+        .arg(dir.path().join("registry.db"))
+        .arg("--workspace")
+        .arg(dir.path())
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve");
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(
+        child.stderr.take().expect("stderr"),
+    ));
+    let (base, _) = common::read_addresses(&mut lines);
+    std::thread::spawn(move || lines.for_each(drop));
+    let server = Serve(child);
+    // What it was started with (so the test could fail): SIGINT (bit 1) and SIGQUIT (bit 2)
+    // ignored, SIGUSR1 (bit 9) blocked.
+    let own = std::fs::read_to_string(format!("/proc/{}/status", server.0.id())).expect("status");
+    assert_eq!(signal_mask(&own, "SigIgn:") & 0b110, 0b110, "{own}");
+    assert_ne!(signal_mask(&own, "SigBlk:") & (1 << 9), 0, "{own}");
+
+    let r = call(&base, "signals", json!({}));
+    let seen = data(&r)["stdout"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(
+        signal_mask(&seen, "SigIgn:") & 0b110,
+        0,
+        "a tool inherited them: {seen}"
+    );
+    assert_eq!(
+        signal_mask(&seen, "SigBlk:"),
+        0,
+        "a tool inherited the mask: {seen}"
+    );
+
+    let r = call(&base, "session_start", json!({}));
+    let id = data(&r)["session_id"].as_str().expect("id").to_owned();
+    let r = call(
+        &base,
+        "session_exec",
+        json!({"session_id": id, "command": "sleep 30; echo rc=$?", "timeout_ms": 200}),
+    );
+    assert_eq!(data(&r)["status"], "running", "{r}");
+    call(
+        &base,
+        "session_exec",
+        json!({"session_id": id, "keys": ["C-c"], "timeout_ms": 0}),
+    );
+    let r = call(
+        &base,
+        "session_read",
+        json!({"session_id": id, "cursor": "o0.e0", "until": "rc=", "timeout_ms": 20000}),
+    );
+    assert_eq!(data(&r)["stdout"], "rc=130\n", "{r}");
+    drop(server);
+}

@@ -45,6 +45,8 @@ impl Helper {
         let thread = std::thread::Builder::new()
             .name("toolsmith-sandbox".into())
             .spawn(move || {
+                // What it spawns inherits its mask: none blocked.
+                crate::signals::clear_mask();
                 let confined = confine();
                 let ok = confined.is_ok();
                 let _ = ready.send(confined);

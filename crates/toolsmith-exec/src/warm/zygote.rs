@@ -288,6 +288,7 @@ impl Warm {
         )
         .map_err(|e| format!("socketpair: {e}"))?;
         rustix::io::ioctl_fionbio(&ours, true).map_err(|e| format!("non-blocking socket: {e}"))?;
+        crate::signals::default_for_children();
         let mut cmd = Command::new(interpreter);
         cmd.arg("-I")
             .arg(&self.source)
