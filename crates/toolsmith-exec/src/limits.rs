@@ -506,8 +506,10 @@ pub(crate) async fn spawn_contained(
     confinement: Option<crate::sandbox::Confinement>,
 ) -> Result<(std::io::Result<tokio::process::Child>, Option<CallCgroup>), String> {
     crate::signals::default_for_children();
+    // What a cgroup slot needs to count the sandbox helper this spawn may start.
     let key = confinement
         .as_ref()
+        .filter(|_| cgroups.is_some())
         .map(crate::sandbox::Confinement::identity);
     let launch = move |mut cmd: tokio::process::Command, cgroup: Option<CallCgroup>| {
         let child = crate::sandbox::run_confined(confinement, move || cmd.spawn())

@@ -113,8 +113,10 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
         .stderr(Stdio::piped())
         .process_group(0);
     let (limits, niceness, confinement) = (spec.limits, spec.niceness, spec.confinement);
+    // What a cgroup slot needs to count the sandbox helper this spawn may start.
     let key = confinement
         .as_ref()
+        .filter(|_| cgroups.is_some())
         .map(crate::sandbox::Confinement::identity);
     // The guard is made where the child is, so whoever drops the result kills the group —
     // even a caller that went away while the spawn was in flight.
