@@ -26,7 +26,7 @@ use toolsmith_core::model::{Executor, Format};
 use toolsmith_core::render::{RenderOptions, Rendered, render};
 use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
 use toolsmith_exec::CallOptions;
-use toolsmith_store::{Query, RunRecord, StoreExt, decode_cursor, encode_cursor};
+use toolsmith_store::{Query, StoreExt, decode_cursor, encode_cursor};
 
 pub use crate::mcp_result::to_mcp;
 use crate::view::View;
@@ -527,12 +527,12 @@ impl McpServer {
         self.state
             .metrics
             .call(&tool.tool, &result, &self.options.caller);
-        self.state.runs.record(RunRecord::of_tool(
+        self.state.runs.record_call(
             &tool.tool,
             &result,
             arguments,
             &self.call_options(false, ctx).caller,
-        ));
+        );
         to_mcp(tool, &result).into()
     }
 

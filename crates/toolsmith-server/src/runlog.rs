@@ -76,6 +76,20 @@ impl RunLog {
         let _ = self.tx.send(Msg::Run(Box::new(run)));
     }
 
+    /// Queues the entry of a call of `tool` by `caller` — unless another replica answered it
+    /// (a forwarded session call, `meta.forwarded_to`): that replica wrote the entry.
+    pub fn record_call(
+        &self,
+        tool: &toolsmith_core::Tool,
+        result: &toolsmith_core::ToolResult,
+        arguments: &serde_json::Value,
+        caller: &str,
+    ) {
+        if result.meta.forwarded_to.is_none() {
+            self.record(RunRecord::of_tool(tool, result, arguments, caller));
+        }
+    }
+
     /// Waits until every entry queued before this call is written.
     pub async fn flush(&self) {
         let (done, wait) = oneshot::channel();

@@ -11,8 +11,13 @@
 //! Behind a load balancer a session's calls reach any replica. Each replica records with its
 //! sessions the address it can be reached at (`serve --advertise-url`); a replica that gets a
 //! call for a session another holds forwards it there ([`PEER_PATH`]), as the caller, and
-//! answers with the holder's answer. Replicas prove to each other that they share the
-//! registry with a token derived from its secret key, which every replica must hold.
+//! answers with the holder's answer. Each forward carries a proof for that one request: an
+//! HMAC under the registry's secret key (which every replica must hold) of the method, the
+//! path, the time, a nonce and the body's digest. The holder refuses a proof outside a 30 s
+//! clock window, or whose nonce any replica of the registry has seen (the nonces are kept in
+//! the registry), so a forward captured on the network cannot be sent again — to the same
+//! replica, to another, or later. The holder writes the call's run-log entry, under its
+//! caller.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -33,8 +38,13 @@ use crate::error::ApiError;
 
 /// Where a replica takes the session calls another forwards to it.
 pub const PEER_PATH: &str = "/v1/peer/session";
-/// The header carrying the replicas' shared token.
+/// The header carrying a forward's proof: `t=<ms>;n=<nonce>;s=<hmac>`.
 const PEER_HEADER: &str = "x-toolsmith-peer";
+/// How far a forward's time may be from the holder's clock.
+const PROOF_WINDOW_MS: i64 = 30_000;
+/// How long nonces are kept: past the window on either side, so a proof is refused for its
+/// nonce for as long as its time would pass.
+const NONCE_KEPT_MS: i64 = 3 * PROOF_WINDOW_MS;
 /// The longest a forwarded call may take: a session call waits at most 30 s.
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(90);
 
@@ -49,25 +59,61 @@ pub struct PeerCall {
     pub admin: bool,
 }
 
-/// Whether `headers` carry the token of a replica of this registry.
-pub fn check_peer(headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(expected) = toolsmith_store::secrets::peer_token() else {
+/// Whether `headers` carry a proof, made by a replica of this registry for this request
+/// (`method`, `path`, `body`) and never seen before by any replica; the nonce is taken.
+pub async fn check_peer(
+    store: &Registry,
+    headers: &HeaderMap,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> Result<(), ApiError> {
+    if toolsmith_store::secrets::peer_proof("", "", 0, "", b"").is_none() {
         return Err(ApiError::not_found(
             "no such route; the API lives under /v1",
         ));
+    }
+    let refused = |why: &str| {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            format!(
+                "only a replica sharing this registry's secret key may forward session calls here ({why})"
+            ),
+        )
     };
     let shown = headers
         .get(PEER_HEADER)
-        .map(|v| v.as_bytes())
-        .unwrap_or_default();
-    if crate::auth::constant_time_eq(shown, expected.as_bytes()) {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "only a replica sharing this registry's secret key may forward session calls here",
-        ))
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| refused("no proof"))?;
+    let field = |name: &str| {
+        shown
+            .split(';')
+            .find_map(|part| part.trim().strip_prefix(name)?.strip_prefix('='))
+    };
+    let (Some(at_ms), Some(nonce), Some(proof)) = (
+        field("t").and_then(|t| t.parse::<i64>().ok()),
+        field("n").filter(|n| n.len() == 32 && n.bytes().all(|b| b.is_ascii_hexdigit())),
+        field("s"),
+    ) else {
+        return Err(refused("the proof is not t=<ms>;n=<nonce>;s=<hmac>"));
+    };
+    if (now_ms() - at_ms).abs() > PROOF_WINDOW_MS {
+        return Err(refused(
+            "the proof is older than 30 s, or from a clock more than 30 s apart from this one's",
+        ));
+    }
+    if !toolsmith_store::secrets::peer_proof_holds(method, path, at_ms, nonce, body, proof) {
+        return Err(refused("the proof does not match this request"));
+    }
+    match store.claim_nonce(nonce, now_ms(), NONCE_KEPT_MS).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(refused("this proof was used before")),
+        Err(e) => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "registry_unavailable",
+            format!("checking a forward's nonce in the registry: {e}"),
+        )),
     }
 }
 
@@ -195,6 +241,7 @@ impl Directory for RegistryDirectory {
             Some(Located {
                 alive: row.status == "running" && fresh && !gone_from_this_host(&row.place),
                 replica: format!("{} ({})", row.replica, row.place),
+                owner: row.owner,
                 status: row.status,
                 last_seen_ms,
                 url: Some(row.url).filter(|u| !u.is_empty()),
@@ -208,20 +255,23 @@ impl Directory for RegistryDirectory {
         call: Forward<'a>,
     ) -> Pin<Box<dyn Future<Output = Result<ToolResult, String>> + Send + 'a>> {
         Box::pin(async move {
-            let token = toolsmith_store::secrets::peer_token()
-                .ok_or("this replica has no registry key to show the holder")?;
-            let body = PeerCall {
+            let body = serde_json::to_vec(&PeerCall {
                 tool: call.tool.to_owned(),
                 arguments: call.arguments.clone(),
                 caller: call.caller.to_owned(),
                 admin: call.admin,
-            };
+            })
+            .map_err(|e| format!("{e}"))?;
+            let (at_ms, nonce) = (now_ms(), toolsmith_store::secrets::peer_nonce());
+            let proof =
+                toolsmith_store::secrets::peer_proof("POST", PEER_PATH, at_ms, &nonce, &body)
+                    .ok_or("this replica has no registry key to show the holder")?;
             let answer = self
                 .client()?
                 .post(format!("{url}{PEER_PATH}"))
-                .header(PEER_HEADER, token)
+                .header(PEER_HEADER, format!("t={at_ms};n={nonce};s={proof}"))
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(serde_json::to_vec(&body).map_err(|e| format!("{e}"))?)
+                .body(body)
                 .send()
                 .await
                 .map_err(|e| format!("{e}"))?;

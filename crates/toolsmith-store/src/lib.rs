@@ -316,6 +316,14 @@ pub trait Store: Send + Sync {
     fn note_session(&self, note: &SessionNote) -> impl Future<Output = Result<()>> + Send;
     /// The session `id`, if the registry knows it.
     fn find_session(&self, id: &str) -> impl Future<Output = Result<Option<SessionRow>>> + Send;
+    /// Records `nonce`, seen at `at_ms`, for every replica of the registry: `false` when it
+    /// was recorded before (a replayed request). Nonces older than `keep_ms` are forgotten.
+    fn claim_nonce(
+        &self,
+        nonce: &str,
+        at_ms: i64,
+        keep_ms: i64,
+    ) -> impl Future<Output = Result<bool>> + Send;
 }
 
 /// Tools per transaction in a catalog import.

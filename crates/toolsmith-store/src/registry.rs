@@ -183,6 +183,9 @@ impl Store for Registry {
     async fn find_session(&self, id: &str) -> Result<Option<SessionRow>> {
         forward!(self, find_session(id))
     }
+    async fn claim_nonce(&self, nonce: &str, at_ms: i64, keep_ms: i64) -> Result<bool> {
+        forward!(self, claim_nonce(nonce, at_ms, keep_ms))
+    }
 }
 
 impl crate::UpstreamStore for Registry {

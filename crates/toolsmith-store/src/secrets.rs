@@ -134,14 +134,68 @@ pub(crate) fn key() -> Option<Arc<SecretKey>> {
     KEY.read().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
-/// What replicas sharing this registry (and so its key) show each other when one forwards a
-/// session call to another: HMAC-SHA256 of a fixed label under the key, as hex. `None`
+/// What proves a forwarded session call came from a replica sharing this registry (and so
+/// its key), for that one request only: HMAC-SHA256 under the key of the method, the path,
+/// the time (ms since the epoch), a nonce and the SHA-256 of the body, as hex. `None`
 /// without a key.
-pub fn peer_token() -> Option<String> {
+pub fn peer_proof(
+    method: &str,
+    path: &str,
+    at_ms: i64,
+    nonce: &str,
+    body: &[u8],
+) -> Option<String> {
     let key = key()?;
     let mac = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key.0);
-    let tag = ring::hmac::sign(&mac, b"toolsmith replica peer v1");
-    Some(tag.as_ref().iter().map(|b| format!("{b:02x}")).collect())
+    let tag = ring::hmac::sign(&mac, &peer_message(method, path, at_ms, nonce, body));
+    Some(hex(tag.as_ref()))
+}
+
+/// Whether `proof` is [`peer_proof`] of this request under this process's key (compared in
+/// constant time). `false` without a key.
+pub fn peer_proof_holds(
+    method: &str,
+    path: &str,
+    at_ms: i64,
+    nonce: &str,
+    body: &[u8],
+    proof: &str,
+) -> bool {
+    let (Some(key), Some(tag)) = (key(), unhex(proof)) else {
+        return false;
+    };
+    let mac = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key.0);
+    ring::hmac::verify(&mac, &peer_message(method, path, at_ms, nonce, body), &tag).is_ok()
+}
+
+/// A fresh nonce for [`peer_proof`]: 16 random bytes as hex.
+pub fn peer_nonce() -> String {
+    let mut bytes = [0u8; 16];
+    fill_random(&mut bytes);
+    hex(&bytes)
+}
+
+fn peer_message(method: &str, path: &str, at_ms: i64, nonce: &str, body: &[u8]) -> Vec<u8> {
+    let digest = ring::digest::digest(&ring::digest::SHA256, body);
+    format!(
+        "toolsmith replica forward v2\n{method}\n{path}\n{at_ms}\n{nonce}\n{}",
+        hex(digest.as_ref())
+    )
+    .into_bytes()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || !text.is_ascii() {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
+        .collect()
 }
 
 /// The names of `definition`'s secret config fields.

@@ -36,6 +36,9 @@ pub(crate) mod sql {
         "UPDATE sessions SET last_seen_ms = $1 WHERE replica = $2 AND status = 'running'";
     pub const SESSION_FIND: &str = "SELECT id, replica, place, owner, command, status, created_ms, last_seen_ms, url \
          FROM sessions WHERE id = $1";
+    pub const NONCE_PRUNE: &str = "DELETE FROM peer_nonces WHERE at_ms < $1";
+    pub const NONCE_CLAIM: &str =
+        "INSERT INTO peer_nonces (nonce, at_ms) VALUES ($1, $2) ON CONFLICT (nonce) DO NOTHING";
 }
 
 /// A unique key hit by a write: two writers creating the same new name at once (on
@@ -354,6 +357,20 @@ macro_rules! store_methods {
                 }
             }
             Ok(())
+        }
+
+        async fn claim_nonce(&self, nonce: &str, at_ms: i64, keep_ms: i64) -> crate::Result<bool> {
+            use crate::shared::sql;
+            sqlx::query(sql::NONCE_PRUNE)
+                .bind(at_ms - keep_ms)
+                .execute(&self.pool)
+                .await?;
+            let claimed = sqlx::query(sql::NONCE_CLAIM)
+                .bind(nonce)
+                .bind(at_ms)
+                .execute(&self.pool)
+                .await?;
+            Ok(claimed.rows_affected() == 1)
         }
 
         async fn find_session(&self, id: &str) -> crate::Result<Option<crate::SessionRow>> {

@@ -32,6 +32,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0010_toolsets.sql"),
     include_str!("../migrations/sqlite/0011_rate_buckets.sql"),
     include_str!("../migrations/sqlite/0012_session_url.sql"),
+    include_str!("../migrations/sqlite/0013_peer_nonces.sql"),
 ];
 
 /// The SQLite registry.
@@ -66,26 +67,35 @@ impl SqliteStore {
         Ok(store)
     }
 
+    /// Applies the migrations not applied yet, each in a write transaction that reads the
+    /// version applied under the write lock: two processes opening a fresh file at once
+    /// apply each migration once (the second finds it done).
     async fn migrate(&self) -> Result<()> {
-        let applied: i64 = sqlx::query_scalar("PRAGMA user_version")
-            .fetch_one(&self.pool)
-            .await?;
-        if applied as usize > MIGRATIONS.len() {
-            return Err(StoreError::Backend(format!(
-                "the registry's schema is version {applied}, newer than this toolsmith knows ({}); upgrade toolsmith",
-                MIGRATIONS.len()
-            )));
-        }
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(applied as usize) {
+        loop {
             let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+            let applied: i64 = sqlx::query_scalar("PRAGMA user_version")
+                .fetch_one(&mut *tx)
+                .await?;
+            let applied = applied as usize;
+            if applied > MIGRATIONS.len() {
+                return Err(StoreError::Backend(format!(
+                    "the registry's schema is version {applied}, newer than this toolsmith knows ({}); upgrade toolsmith",
+                    MIGRATIONS.len()
+                )));
+            }
+            let Some(sql) = MIGRATIONS.get(applied) else {
+                return Ok(());
+            };
             // The migrations are compiled-in constants.
             sqlx::raw_sql(AssertSqlSafe(*sql)).execute(&mut *tx).await?;
-            sqlx::raw_sql(AssertSqlSafe(format!("PRAGMA user_version = {}", i + 1)))
-                .execute(&mut *tx)
-                .await?;
+            sqlx::raw_sql(AssertSqlSafe(format!(
+                "PRAGMA user_version = {}",
+                applied + 1
+            )))
+            .execute(&mut *tx)
+            .await?;
             tx.commit().await?;
         }
-        Ok(())
     }
 
     /// A write transaction: SQLite's single writer lock, taken at once.

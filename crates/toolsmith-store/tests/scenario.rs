@@ -667,6 +667,12 @@ async fn session_directory(s: &impl Store) {
         .expect("start");
     assert_eq!(s.find_session("s-a-1").await.expect("find"), None);
     assert!(s.find_session("s-a-2").await.expect("find").is_some());
+
+    // A forward's nonce is taken once; an old one is forgotten after `keep_ms`.
+    assert!(s.claim_nonce("n1", 10_000, 60_000).await.expect("claim"));
+    assert!(!s.claim_nonce("n1", 10_001, 60_000).await.expect("claim"));
+    assert!(s.claim_nonce("n2", 10_002, 60_000).await.expect("claim"));
+    assert!(s.claim_nonce("n1", 80_000, 60_000).await.expect("claim"));
 }
 
 #[tokio::test]
@@ -680,6 +686,34 @@ async fn sqlite_session_directory() {
 async fn postgres_session_directory() {
     let s = postgres("sessions").await;
     session_directory(&s).await;
+}
+
+/// Replicas started together on a fresh registry file: every one opens it (each migration
+/// applied once, under the write lock), none fails with "already exists".
+#[test]
+fn replicas_opening_a_fresh_sqlite_file_at_once_all_open_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("registry.db");
+    let start = Arc::new(std::sync::Barrier::new(4));
+    let openers: Vec<_> = (0..4)
+        .map(|_| {
+            let (path, start) = (path.clone(), start.clone());
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
+                start.wait();
+                rt.block_on(SqliteStore::open(&path)).map(|_| ())
+            })
+        })
+        .collect();
+    for opener in openers {
+        opener
+            .join()
+            .expect("thread")
+            .expect("opening the registry");
+    }
 }
 
 #[tokio::test]

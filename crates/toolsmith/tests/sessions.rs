@@ -166,21 +166,108 @@ fn call_as(base: &str, token: &str, tool: &str, arguments: Value) -> Value {
     r
 }
 
+/// A relay on 127.0.0.1 that passes each connection on to `target` (learnt once it is
+/// known) and keeps every byte clients sent: it stands for the network path between two
+/// replicas. Returns its port and what it saw.
+fn relay(
+    target: std::sync::mpsc::Receiver<String>,
+) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<u8>>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("relay");
+    let port = listener.local_addr().expect("addr").port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    std::thread::spawn(move || {
+        let target = target.recv().expect("the relay's target");
+        for client in listener.incoming() {
+            let Ok(client) = client else { continue };
+            let server = std::net::TcpStream::connect(&target).expect("relay to the holder");
+            let (mut from_client, mut to_client) = (client.try_clone().expect("clone"), client);
+            let (mut to_server, mut from_server) = (server.try_clone().expect("clone"), server);
+            let kept = kept.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 8192];
+                while let Ok(n) = from_client.read(&mut buf) {
+                    if n == 0 || to_server.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    kept.lock().expect("lock").extend_from_slice(&buf[..n]);
+                }
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut from_server, &mut to_client);
+            });
+        }
+    });
+    (port, seen)
+}
+
+/// The first HTTP request in `bytes`: its header value `name` and its body.
+fn captured(bytes: &[u8], name: &str) -> (String, Vec<u8>) {
+    let text = String::from_utf8_lossy(bytes);
+    let head_end = text.find("\r\n\r\n").expect("a whole request was relayed");
+    let header = |n: &str| {
+        text[..head_end].lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(n).then(|| v.trim().to_owned())
+        })
+    };
+    let length: usize = header("content-length")
+        .expect("content-length")
+        .parse()
+        .expect("a length");
+    let body = bytes[head_end + 4..head_end + 4 + length].to_vec();
+    (header(name).expect("the header"), body)
+}
+
+/// Sends a forward as another replica would, with `proof` as its proof header.
+fn send_forward(base: &str, proof: &str, body: &[u8]) -> (u16, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut r = agent
+        .post(format!("{}/peer/session", base.trim_end_matches('/')))
+        .header("content-type", "application/json")
+        .header("x-toolsmith-peer", proof)
+        .send(body)
+        .expect("request");
+    let status = r.status().as_u16();
+    (status, r.body_mut().read_to_string().expect("body"))
+}
+
 #[test]
 fn a_session_answers_through_any_replica_as_its_caller() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let tokens = [
+    let key_file = dir.path().join("secret.key");
+    let key_text = "5a".repeat(32);
+    std::fs::write(&key_file, &key_text).expect("key");
+    let keyed = [
         "--token",
         "alice:call=alice-secret",
         "--token",
         "bob:call=bob-secret",
+        "--secret-key-file",
+        key_file.to_str().expect("utf-8"),
     ];
+    // A advertises the relay's address: B's forwards to A cross it, and it keeps them.
+    let (to_a, target) = std::sync::mpsc::channel();
+    let (relay_port, relayed) = relay(target);
+    let relay_url = format!("http://127.0.0.1:{relay_port}");
     let (_a, base_a) = {
-        let (s, rest, _) = serve_with(dir.path(), &tokens);
+        let args = [&keyed[..], &["--advertise-url", &relay_url]].concat();
+        let (s, rest, _) = serve_with(dir.path(), &args);
         (s, rest)
     };
+    let a_host = base_a
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .expect("host")
+        .to_owned();
+    to_a.send(a_host).expect("relay");
     let (_b, base_b) = {
-        let (s, rest, _) = serve_with(dir.path(), &tokens);
+        let (s, rest, _) = serve_with(dir.path(), &keyed);
         (s, rest)
     };
     let r = call_as(&base_a, "alice-secret", "session_start", json!({}));
@@ -203,23 +290,66 @@ fn a_session_answers_through_any_replica_as_its_caller() {
     );
     assert_eq!(data(&r)["stdout"], "7\n", "{r}");
     assert!(r["meta"].get("forwarded_to").is_none(), "{r}");
-    // Another caller gets from the holder what the holder would tell them: no such session.
+    // Another caller is told nothing about it: no such session, no replica, place or URL.
     let r = call_as(
         &base_b,
         "bob-secret",
         "session_read",
         json!({"session_id": id}),
     );
-    assert!(error(&r).starts_with("session_unknown:"), "{r}");
-    // The forwarded call is in the log of the replica it reached, under its caller.
+    let m = error(&r);
+    assert!(m.starts_with("session_unknown:"), "{r}");
+    assert!(r["meta"].get("forwarded_to").is_none(), "{r}");
+    for told in ["127.0.0.1", &relay_port.to_string(), "replica"] {
+        assert!(!m.contains(told), "{told} in {m}");
+    }
+    // The forwarded call is in the log once, written by the holder under its caller.
     let (_, runs) = common::request_as(
         "GET",
         &format!("{base_b}/runs?tool=session_exec"),
         None,
         Some("alice-secret"),
     );
-    assert_eq!(runs["runs"][0]["caller"], "alice", "{runs}");
-    // Only a replica holding the registry's key may use the forwarding door.
+    let exec_runs = runs["runs"].as_array().expect("runs");
+    assert_eq!(exec_runs.len(), 2, "{runs}");
+    assert!(exec_runs.iter().all(|r| r["caller"] == "alice"), "{runs}");
+
+    // A forward seen on the network cannot be sent again: not to the holder, not to another
+    // replica, not changed, not with a proof older than the clock window.
+    let (proof, body) = captured(&relayed.lock().expect("lock"), "x-toolsmith-peer");
+    assert!(proof.starts_with("t="), "{proof}");
+    for base in [&base_a, &base_b] {
+        let (status, answer) = send_forward(base, &proof, &body);
+        assert_eq!(status, 401, "{answer}");
+        assert!(answer.contains("used before"), "{answer}");
+    }
+    let changed = String::from_utf8(body.clone())
+        .expect("utf-8")
+        .replace("\"alice\"", "\"mallory\"");
+    let (status, answer) = send_forward(&base_a, &proof, changed.as_bytes());
+    assert_eq!(status, 401, "{answer}");
+    assert!(answer.contains("does not match"), "{answer}");
+    toolsmith_store::secrets::use_key(Some(
+        toolsmith_store::secrets::SecretKey::from_text(&key_text).expect("key"),
+    ));
+    let sign = |at_ms: i64| {
+        let nonce = toolsmith_store::secrets::peer_nonce();
+        let s =
+            toolsmith_store::secrets::peer_proof("POST", "/v1/peer/session", at_ms, &nonce, &body)
+                .expect("proof");
+        format!("t={at_ms};n={nonce};s={s}")
+    };
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    let (status, answer) = send_forward(&base_a, &sign(now_ms - 61_000), &body);
+    assert_eq!(status, 401, "{answer}");
+    assert!(answer.contains("older than 30 s"), "{answer}");
+    // The same proof made now is taken (so the refusals above were for what they say).
+    let (status, answer) = send_forward(&base_a, &sign(now_ms), &body);
+    assert_eq!(status, 200, "{answer}");
+    // Without a proof, or with a caller's token, the door is shut.
     let forged = json!({"tool": "session_read", "arguments": {"session_id": id}, "caller": "alice", "admin": true});
     for token in [None, Some("alice-secret")] {
         let (status, body) = common::request_as(
@@ -237,6 +367,7 @@ fn a_session_answers_through_any_replica_as_its_caller() {
         json!({"session_id": id}),
     );
     assert_eq!(r["success"], true, "{r}");
+    let tokens = &keyed;
 
     // A replica that advertises an address where nothing answers: its session is reported
     // lost by the replica that could not reach it, never hung on.
@@ -258,6 +389,18 @@ fn a_session_answers_through_any_replica_as_its_caller() {
     let m = error(&r);
     assert!(
         m.starts_with("session_lost:") && m.contains("did not answer at http://127.0.0.1:9"),
+        "{m}"
+    );
+    // To another caller the same id is a session that does not exist.
+    let r = call_as(
+        &base_a,
+        "bob-secret",
+        "session_read",
+        json!({"session_id": id}),
+    );
+    let m = error(&r);
+    assert!(
+        m.starts_with("session_unknown:") && !m.contains("127.0.0.1"),
         "{m}"
     );
 }

@@ -100,7 +100,9 @@ impl Sessions {
             tokio::time::sleep(RECORD_WAIT).await;
             at = directory.locate(id).await;
         }
-        let at = at?;
+        // Another caller's session is not forwarded (the holder would refuse it) and tells
+        // them nothing: [`Self::find`] answers as for a session that does not exist.
+        let at = at.filter(|at| ctx.admin || at.owner == ctx.caller)?;
         let url = at
             .url
             .as_deref()
@@ -142,6 +144,7 @@ impl Sessions {
         if let (Some(r), Some(d)) = (replica, directory)
             && r != self.inner.replica
             && let Some(at) = d.locate(id).await
+            && visible(&at.owner)
         {
             return Err(match at.alive {
                 _ if at.status != "running" => SessionError::session(

@@ -142,6 +142,8 @@ pub const HEARTBEAT: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone)]
 pub struct Located {
     pub replica: String,
+    /// Who started it: only they (and admins) learn where it lives.
+    pub owner: String,
     /// Whether its replica reported it within the last few heartbeats.
     pub alive: bool,
     pub status: String,

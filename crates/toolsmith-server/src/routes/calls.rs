@@ -185,12 +185,8 @@ async fn call(
     };
     unfinished.disarm();
     s.metrics.call(&tool.tool, &result, "rest");
-    s.runs.record(RunRecord::of_tool(
-        &tool.tool,
-        &result,
-        &arguments,
-        &caller.log_name(),
-    ));
+    s.runs
+        .record_call(&tool.tool, &result, &arguments, &caller.log_name());
     if result
         .error
         .as_ref()
@@ -270,14 +266,25 @@ impl Drop for LogIfDropped {
 }
 
 /// A session call another replica forwarded here, where its session lives
-/// ([`crate::sessions`]): answered as the caller named in it, with no further forwarding,
-/// limits or log entry (the replica the caller reached applied and wrote those).
+/// ([`crate::sessions`]): its proof checked for this request, then answered as the caller
+/// named in it, with no further forwarding or limits (the replica the caller reached applied
+/// those). This replica writes the run-log entry, under that caller; the replica that
+/// forwarded does not write one for an answer that came from here.
 pub(super) async fn peer_session(
     State(s): Shared,
     headers: HeaderMap,
-    Json(body): Json<crate::sessions::PeerCall>,
+    body: axum::body::Bytes,
 ) -> ApiResult<Json<ToolResult>> {
-    crate::sessions::check_peer(&headers)?;
+    crate::sessions::check_peer(
+        &s.store,
+        &headers,
+        "POST",
+        crate::sessions::PEER_PATH,
+        &body,
+    )
+    .await?;
+    let body: crate::sessions::PeerCall = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request(format!("a forwarded session call: {e}")))?;
     if !matches!(
         body.tool.as_str(),
         "session_exec" | "session_read" | "session_end"
@@ -288,17 +295,26 @@ pub(super) async fn peer_session(
         )));
     }
     let tool = compiled_tool(&s, &body.tool, None).await?;
+    let arguments = Value::Object(body.arguments);
     let result = s
         .engine
         .call(
             &tool,
-            Value::Object(body.arguments),
+            arguments.clone(),
             CallOptions {
                 admin: body.admin,
                 forwarded: true,
-                ..CallOptions::new(body.caller, true)
+                ..CallOptions::new(body.caller.clone(), true)
             },
         )
         .await;
+    s.runs.record(RunRecord::of_tool(
+        &tool.tool,
+        &result,
+        &arguments,
+        &body.caller,
+    ));
+    // Written before the answer: the caller's next look at the log (on any replica) has it.
+    s.runs.flush().await;
     Ok(Json(result))
 }

@@ -310,6 +310,12 @@ pub struct ServeArgs {
     /// --addr listened on, unless it is 0.0.0.0 or [::]]. Its host is added to --allow-host.
     #[arg(long, value_name = "URL", value_parser = parse_advertise_url)]
     pub advertise_url: Option<String>,
+    /// Accept an http:// --advertise-url (or --addr) on a host other than loopback:
+    /// forwarded session calls then cross the network in clear (each is signed for that one
+    /// request, but anyone on the path reads its input and output). Without it, such a
+    /// replica is not advertised; put a TLS proxy in front and advertise https:// instead.
+    #[arg(long)]
+    pub plain_http_peers: bool,
     /// A Host header the server answers besides localhost, 127.0.0.1 and [::1] (and the
     /// --addr it listens on): NAME (any port) or NAME:PORT; repeatable. Anything else is
     /// refused with 403, which protects against DNS rebinding. '*' turns the check off (only
@@ -531,6 +537,23 @@ pub(crate) fn redact_url(address: &str) -> String {
     }
 }
 
+/// Whether an advertised URL sends forwarded calls in clear over a network: `http://` to a
+/// host other than localhost or a loopback address.
+pub fn plain_http_off_loopback(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let host = rest.trim_end_matches('/');
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    !(host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback()))
+}
+
 /// An `--advertise-url`: http or https, a host, no path beyond `/`.
 fn parse_advertise_url(text: &str) -> Result<String, String> {
     let rest = text
@@ -544,4 +567,29 @@ fn parse_advertise_url(text: &str) -> Result<String, String> {
         ));
     }
     Ok(text.trim_end_matches('/').to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_http_off_loopback;
+
+    #[test]
+    fn only_http_to_another_host_is_plain_over_a_network() {
+        for clear in [
+            "http://10.0.0.5:7700",
+            "http://replica-a:7700",
+            "http://[fd00::5]:7700/",
+        ] {
+            assert!(plain_http_off_loopback(clear), "{clear}");
+        }
+        for local in [
+            "http://127.0.0.1:7700",
+            "http://127.0.0.2:7700",
+            "http://localhost:7700",
+            "http://[::1]:7700",
+            "https://10.0.0.5:7700",
+        ] {
+            assert!(!plain_http_off_loopback(local), "{local}");
+        }
+    }
 }

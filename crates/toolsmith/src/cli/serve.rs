@@ -114,10 +114,25 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
             Some(secret) => say!("web UI: http://{local}/#token={secret}"),
             None => say!("web UI: http://{local}/"),
         }
-        let advertise = args
+        let mut advertise = args
             .advertise_url
             .clone()
             .or_else(|| (!local.ip().is_unspecified()).then(|| format!("http://{local}")));
+        if let Some(url) = advertise.as_deref().filter(|u| super::plain_http_off_loopback(u)) {
+            if args.plain_http_peers {
+                say!(
+                    "warning: replicas forward session calls to {url} in clear (--plain-http-peers): \
+                     anyone on the network path reads their input and output"
+                );
+            } else {
+                say!(
+                    "not advertising {url}: forwarded session calls would cross the network in \
+                     clear; advertise an https:// URL (a TLS proxy in front of this replica), or \
+                     add --plain-http-peers to accept it"
+                );
+                advertise = None;
+            }
+        }
         let mut allow_hosts = args.allow_hosts.clone();
         if let Some(host) = args
             .advertise_url
@@ -141,6 +156,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         state.share_rate_limits();
         match &advertise {
             Some(url) => state.advertise(url),
+            None if args.advertise_url.is_some() => {}
             None => say!(
                 "listening on every address with no --advertise-url: replicas of this registry \
                  cannot forward calls for this one's sessions (they answer session_elsewhere)"
