@@ -122,6 +122,10 @@ impl Token {
     }
 }
 
+/// The toolsets of a caller whose token limits it to none (a JWT whose toolsets claim is
+/// present but empty): no toolset has this name, so the caller sees no tool.
+pub const NO_TOOLSETS: &str = "(none)";
+
 /// Tokens from a file: one `NAME[:ROLE][@TOOLSET,...]=SECRET` per line; blank lines and
 /// lines starting with `#` are skipped. Errors name the line.
 pub fn parse_tokens_file(text: &str) -> Result<Vec<Token>, String> {

@@ -351,8 +351,13 @@ impl JwtVerifier {
                 )
             })?,
         };
-        let toolsets = match claims.get(&self.config.toolsets_claim) {
-            None | Some(Value::Null) => Vec::new(),
+        // Absent: not limited by the token. Present, it limits — to no tool when it names
+        // none (an identity provider mapping groups to toolsets gives a user without groups
+        // an empty list: that user gets nothing, not everything).
+        let claim = &self.config.toolsets_claim;
+        let toolsets = match claims.get(claim) {
+            None => Vec::new(),
+            Some(Value::Null) => vec![crate::auth::NO_TOOLSETS.to_owned()],
             Some(Value::String(s)) => s
                 .split(',')
                 .map(|s| s.trim().to_owned())
@@ -360,15 +365,21 @@ impl JwtVerifier {
                 .collect(),
             Some(Value::Array(a)) => a
                 .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect(),
+                .map(|v| {
+                    v.as_str().map(str::to_owned).ok_or_else(|| {
+                        format!("the `{claim}` claim must list toolset names as text, not {v}")
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
             Some(_) => {
                 return Err(format!(
-                    "the `{}` claim must be a list of toolset names",
-                    self.config.toolsets_claim
+                    "the `{claim}` claim must be a list of toolset names"
                 ));
             }
+        };
+        let toolsets = match (claims.get(claim), toolsets.is_empty()) {
+            (Some(_), true) => vec![crate::auth::NO_TOOLSETS.to_owned()],
+            _ => toolsets,
         };
         let rate_limit = match claims.get(&self.config.rate_limit_claim) {
             None | Some(Value::Null) => None,
@@ -423,6 +434,13 @@ fn header_of(token: &str) -> Result<(Algorithm, Option<String>), Refusal> {
         .as_str()
         .ok_or_else(|| "the header names no algorithm".to_owned())?;
     let alg = parse_algorithm(alg).map_err(|e| format!("algorithm {alg:?} refused: {e}"))?;
+    // RFC 7515 §4.1.11: extensions named critical must be understood; toolsmith understands
+    // none (and an empty list is not allowed either).
+    if let Some(crit) = header.get("crit") {
+        return Err(format!(
+            "the header's `crit` names extensions toolsmith does not understand ({crit})"
+        ));
+    }
     Ok((alg, header["kid"].as_str().map(str::to_owned)))
 }
 

@@ -497,4 +497,74 @@ fn jwts_from_the_issuer_are_verified_and_everything_else_refused() {
         None,
     );
     assert_eq!(status, 404, "and 404 over REST, as if it did not exist");
+
+    // A claim that is present but names no toolset limits the caller to nothing: an
+    // identity provider mapping groups to toolsets gives a user with no groups no tool.
+    for empty in [json!([]), json!(""), json!(","), Value::Null] {
+        let token = issuer.token(
+            &ed,
+            json!({"sub": "eve", "toolsmith_role": "call", "toolsmith_toolsets": empty}),
+        );
+        let (status, _, listed) = send("GET", &format!("{base}/tools"), Some(&token), None);
+        assert_eq!(status, 200, "{listed}");
+        assert_eq!(listed["tools"], json!([]), "claim {empty}: {listed}");
+        let (_, _, listed) = send(
+            "POST",
+            &mcp,
+            Some(&token),
+            Some(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})),
+        );
+        assert_eq!(
+            listed["result"]["tools"],
+            json!([]),
+            "claim {empty}: {listed}"
+        );
+        let (status, _, _) = send(
+            "GET",
+            &format!("{base}/tools/word_stats"),
+            Some(&token),
+            None,
+        );
+        assert_eq!(status, 404, "claim {empty}");
+    }
+    refused(
+        &base,
+        &issuer.token(
+            &ed,
+            json!({"sub": "eve", "toolsmith_role": "call", "toolsmith_toolsets": [1, "files"]}),
+        ),
+        "must list toolset names as text",
+    );
+    // A header naming critical extensions is refused (RFC 7515 §4.1.11), even well signed.
+    let head = b64(json!({"alg": "EdDSA", "kid": ed.kid, "crit": ["exp"]})
+        .to_string()
+        .as_bytes());
+    let body = b64(
+        json!({"iss": issuer.url, "aud": AUDIENCE, "sub": "alice", "toolsmith_role": "call", "exp": now() + 300})
+            .to_string()
+            .as_bytes(),
+    );
+    let signature = jsonwebtoken::crypto::sign(
+        format!("{head}.{body}").as_bytes(),
+        &ed.encoding,
+        Algorithm::EdDSA,
+    )
+    .expect("sign");
+    refused(&base, &format!("{head}.{body}.{signature}"), "crit");
+    let plain_head = b64(json!({"alg": "EdDSA", "kid": ed.kid})
+        .to_string()
+        .as_bytes());
+    let signature = jsonwebtoken::crypto::sign(
+        format!("{plain_head}.{body}").as_bytes(),
+        &ed.encoding,
+        Algorithm::EdDSA,
+    )
+    .expect("sign");
+    let (status, _, who) = send(
+        "GET",
+        &format!("{base}/whoami"),
+        Some(&format!("{plain_head}.{body}.{signature}")),
+        None,
+    );
+    assert_eq!(status, 200, "the same token without `crit` is taken: {who}");
 }
