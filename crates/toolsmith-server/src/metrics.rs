@@ -439,8 +439,22 @@ pub async fn track(
 /// `GET /metrics`.
 pub async fn serve(
     axum::extract::State(state): axum::extract::State<std::sync::Arc<crate::AppState>>,
+    caller: Option<axum::Extension<crate::auth::Caller>>,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
+    // Every tool's and server's name and counts: not for a caller limited to some toolsets.
+    if let Some(axum::Extension(caller)) = caller.filter(|c| !c.toolsets.is_empty()) {
+        return crate::error::ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "{:?} is limited to the toolsets {}: /metrics names every tool and server, so it is for callers that are not",
+                caller.name,
+                caller.toolsets.join(", ")
+            ),
+        )
+        .into_response();
+    }
     (
         [(
             axum::http::header::CONTENT_TYPE,

@@ -17,6 +17,7 @@ pub(crate) mod sql {
     pub const GET: &str = "SELECT name, version, definition, updated_at, updated_by FROM tools WHERE name = $1 AND NOT deleted";
     pub const VERSION: &str = "SELECT * FROM tool_versions WHERE name = $1 AND version = $2";
     pub const HISTORY: &str = "SELECT * FROM tool_versions WHERE name = $1 ORDER BY version";
+    pub const ANY_VERSION: &str = "SELECT 1 FROM tool_versions WHERE name = $1 LIMIT 1";
     pub const DELETE: &str = "UPDATE tools SET deleted = TRUE, updated_at = $2, updated_by = $3 WHERE name = $1 AND NOT deleted";
     pub const GENERATION: &str = "SELECT generation FROM registry_generation WHERE id = 1";
     pub const INSERT_RUN: &str = "INSERT INTO runs (tool, version, caller, arguments, kind, duration_ms, exit_code, truncated, started_at, upstream, sandbox) \
@@ -197,11 +198,18 @@ macro_rules! store_methods {
                 .bind(version as i64)
                 .fetch_optional(&self.pool)
                 .await?;
-            row.as_ref().map(crate::rows::version).unwrap_or_else(|| {
-                Err(crate::StoreError::NotFound(format!(
-                    "version {version} of tool {name:?}"
-                )))
-            })
+            if let Some(row) = row {
+                return crate::rows::version(&row);
+            }
+            // A name with no version at all is a tool not found, as `get` says it.
+            let any = sqlx::query(crate::shared::sql::ANY_VERSION)
+                .bind(name)
+                .fetch_optional(&self.pool)
+                .await?;
+            Err(crate::StoreError::NotFound(match any {
+                Some(_) => format!("version {version} of tool {name:?}"),
+                None => format!("tool {name:?}"),
+            }))
         }
 
         async fn history(&self, name: &str) -> crate::Result<Vec<crate::VersionRecord>> {

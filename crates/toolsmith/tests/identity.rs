@@ -568,3 +568,152 @@ fn jwts_from_the_issuer_are_verified_and_everything_else_refused() {
     );
     assert_eq!(status, 200, "the same token without `crit` is taken: {who}");
 }
+
+/// A caller limited to toolsets — by a static token and by a JWT — cannot tell a tool outside
+/// them from one that does not exist: every route that takes a tool's name answers both
+/// byte for byte alike (the name aside), `/v1/check` included, and `/metrics` (which names
+/// every tool) is refused to them.
+#[test]
+fn a_limited_caller_cannot_tell_a_hidden_tool_from_a_missing_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ed = ed25519("ed-walk");
+    let issuer = Issuer::start(&[&ed]);
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).expect("ws");
+    let db = dir.path().join("r.db");
+    let catalog = repo().join("examples/catalog.yaml");
+    let (_serve, base, mcp) = serve(
+        db.to_str().expect("db"),
+        &ws,
+        &[
+            "--catalog",
+            catalog.to_str().expect("catalog"),
+            "--jwt-issuer",
+            &issuer.url,
+            "--jwt-audience",
+            AUDIENCE,
+            "--token",
+            "adm:admin=adm-secret-1",
+            "--token",
+            "lim:call@files=lim-secret-1",
+        ],
+    );
+    // A tool outside `files`, with a stored secret, called once (so it has counts).
+    let hidden = "hidden_sec";
+    let (status, _, created) = send(
+        "POST",
+        &format!("{base}/tools"),
+        Some("adm-secret-1"),
+        Some(
+            json!({"name": hidden, "description": "d", "command": ["true"],
+            "config_schema": [{"name": "api_key", "secret": true}],
+            "config": {"api_key": "HIDDEN-SECRET-VALUE"}}),
+        ),
+    );
+    assert_eq!(status, 201, "{created}");
+    let (status, _, called) = send(
+        "POST",
+        &format!("{base}/tools/{hidden}/call"),
+        Some("adm-secret-1"),
+        Some(json!({"arguments": {}, "confirm": true})),
+    );
+    assert_eq!(status, 200, "{called}");
+    let missing = "missing_se";
+    let jwt = issuer.token(
+        &ed,
+        json!({"sub": "lim", "toolsmith_role": "call", "toolsmith_toolsets": ["files"]}),
+    );
+    let draft = |name: &str| {
+        json!({"definition": {"name": name, "description": "d", "command": ["true"],
+            "config_schema": [{"name": "api_key", "secret": true}], "config": {"api_key": "***"}}})
+    };
+    let routes: Vec<(&str, &str, Option<Value>)> = vec![
+        ("GET", "/tools/NAME", None),
+        ("GET", "/tools/NAME/versions", None),
+        ("GET", "/tools/NAME/versions/1", None),
+        ("GET", "/tools/NAME/diff?from=1", None),
+        (
+            "POST",
+            "/tools/NAME/validate",
+            Some(json!({"arguments": {}})),
+        ),
+        ("POST", "/tools/NAME/plan", Some(json!({"arguments": {}}))),
+        (
+            "POST",
+            "/tools/NAME/call",
+            Some(json!({"arguments": {}, "confirm": true})),
+        ),
+        ("POST", "/tools/NAME/enable", None),
+        ("POST", "/tools/NAME/disable", None),
+        ("POST", "/tools/NAME/restore/1", None),
+        (
+            "PUT",
+            "/tools/NAME",
+            Some(json!({"name": "NAME", "description": "d", "command": ["true"]})),
+        ),
+        ("DELETE", "/tools/NAME", None),
+        ("POST", "/check", Some(draft("NAME"))),
+        ("GET", "/runs?tool=NAME", None),
+        ("GET", "/export?format=openai&name=NAME", None),
+    ];
+    for (who, token) in [("static token", "lim-secret-1"), ("JWT", jwt.as_str())] {
+        let answer = |name: &str, method: &str, path: &str, body: &Option<Value>| {
+            let body = body
+                .as_ref()
+                .map(|b| serde_json::from_str(&b.to_string().replace("NAME", name)).expect("json"));
+            let (status, _, answer) = send(
+                method,
+                &format!("{base}{}", path.replace("NAME", name)),
+                Some(token),
+                body,
+            );
+            (status, answer.to_string().replace(name, "NAME"))
+        };
+        for (method, path, body) in &routes {
+            let seen = answer(hidden, method, path, body);
+            assert_eq!(
+                seen,
+                answer(missing, method, path, body),
+                "{who}: {method} {path} tells a hidden tool from a missing one"
+            );
+            assert!(
+                !seen.1.contains("HIDDEN-SECRET"),
+                "{who}: {method} {path}: {}",
+                seen.1
+            );
+        }
+        // The draft check of a hidden name is the check of a new tool: `***` keeps nothing.
+        let (_, checked) = answer(hidden, "POST", "/check", &Some(draft("NAME")));
+        assert!(
+            checked.contains("a new tool has no stored secret"),
+            "{who}: {checked}"
+        );
+        // MCP: calling it is calling an unknown tool.
+        let mcp_call = |name: &str| {
+            let (_, _, answer) = send(
+                "POST",
+                &mcp,
+                Some(token),
+                Some(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                    "params": {"name": name, "arguments": {}}})),
+            );
+            answer.to_string().replace(name, "NAME")
+        };
+        assert_eq!(mcp_call(hidden), mcp_call(missing), "{who}: MCP tools/call");
+        // /metrics names every tool: refused, naming none.
+        let origin = base.trim_end_matches("/v1");
+        let (status, _, metrics) = send("GET", &format!("{origin}/metrics"), Some(token), None);
+        assert_eq!(status, 403, "{who}: {metrics}");
+        assert!(!metrics.to_string().contains(hidden), "{who}: {metrics}");
+    }
+    // An unlimited caller still reads it, hidden tool and all.
+    let origin = base.trim_end_matches("/v1");
+    let (status, _, metrics) = send(
+        "GET",
+        &format!("{origin}/metrics"),
+        Some("adm-secret-1"),
+        None,
+    );
+    assert_eq!(status, 200);
+    assert!(metrics.to_string().contains(hidden), "{metrics}");
+}

@@ -161,13 +161,21 @@ struct CheckResult {
 
 /// Checks a definition without saving it — every problem with its path, as the catalog
 /// checker reports them — and previews it: its argument schema, how a provider sees it, and
-/// what a call with sample arguments would run (secrets as `***`).
+/// what a call with sample arguments would run (secrets as `***`). A name outside the
+/// caller's toolsets is checked as a new tool's.
 #[utoipa::path(post, path = "/v1/check", tag = "tools", request_body = CheckBody,
     responses((status = 200, body = CheckResult)))]
-async fn check(State(s): Shared, Body(body): Body<CheckBody>) -> ApiResult<Json<CheckResult>> {
+async fn check(
+    State(s): Shared,
+    Extension(view): Extension<Arc<View>>,
+    Body(body): Body<CheckBody>,
+) -> ApiResult<Json<CheckResult>> {
+    // The stored tool a draft of that name would replace — through the caller's view: a tool
+    // hidden from them is checked exactly as a new one, so the answer tells nothing of it.
     let current = match body.definition.get("name").and_then(Value::as_str) {
         Some(name) => match s.store.get(name).await {
-            Ok(r) => Some(r.tool),
+            Ok(r) if view.admits(&r.tool) => Some(r.tool),
+            Ok(_) => None,
             Err(toolsmith_store::StoreError::NotFound(_)) => None,
             Err(e) => return Err(e.into()),
         },
