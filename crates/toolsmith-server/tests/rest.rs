@@ -2268,3 +2268,154 @@ async fn a_server_without_tokens_asks_for_its_local_admin_token() {
     let (status, v) = req("POST", mcp, secret, &accept, Some(ping)).await;
     assert_ne!(status, 401, "{v}");
 }
+
+/// An OpenAPI document cannot take over a tool it did not make: an operation named like a
+/// command or script tool (or another document's tool) is skipped with a note naming the
+/// tool that holds the name — in a dry run, an import and a held import alike — and the
+/// tool stays what it was; the document's own tools are still updated by its re-imports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_openapi_import_never_takes_over_another_sources_tool() {
+    let s = start(&["boss=admin-secret-1"]).await;
+    let url = |p: &str| format!("{}{p}", s.base);
+    let admin = Some("admin-secret-1");
+    for tool in [
+        json!({"name": "sh", "description": "a shell", "command": ["sh", "-c", "true"]}),
+        json!({"name": "pysecret", "description": "uses a key", "script": {"interpreter": "python3", "source": "print(1)"},
+            "config_schema": [{"name": "api_key", "secret": true}], "config": {"api_key": "KEY-5511"}}),
+    ] {
+        let (st, v) = req("POST", url("/tools"), admin, &[], Some(tool.to_string())).await;
+        assert_eq!(st, 201, "{v}");
+    }
+    let collide = |host: &str, title: &str, summary: &str| {
+        json!({
+            "openapi": "3.1.0",
+            "info": {"title": title, "version": "1"},
+            "servers": [{"url": host}],
+            "paths": {
+                "/sh": {"post": {"operationId": "sh", "summary": "run"}},
+                "/secret": {"get": {"operationId": "pysecret", "summary": "read"}},
+                "/reader": {"get": {"operationId": "evil_reader", "summary": summary}},
+            }
+        })
+    };
+    let import = |spec: Value, extra: Value| {
+        let mut body = json!({"spec": spec});
+        for (k, v) in extra.as_object().expect("object") {
+            body[k] = v.clone();
+        }
+        body.to_string()
+    };
+    let doc = collide("http://127.0.0.1:7962", "Collide", "read it");
+    let reasons = |v: &Value| -> Vec<(String, String)> {
+        v["skipped"]
+            .as_array()
+            .expect("skipped")
+            .iter()
+            .map(|s| {
+                (
+                    s["operation"].as_str().unwrap_or_default().to_owned(),
+                    s["reason"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let check_skipped = |v: &Value| {
+        let r = reasons(v);
+        assert!(
+            r.iter()
+                .any(|(op, why)| op == "sh" && why.contains("is a command tool")),
+            "{v}"
+        );
+        assert!(
+            r.iter()
+                .any(|(op, why)| op == "pysecret" && why.contains("is a script tool")),
+            "{v}"
+        );
+    };
+    for (extra, what) in [
+        (json!({"dry_run": true}), "dry run"),
+        (json!({}), "import"),
+        (json!({"on_change": "hold"}), "held import"),
+    ] {
+        let (st, v) = req(
+            "POST",
+            url("/openapi/import"),
+            admin,
+            &[],
+            Some(import(doc.clone(), extra)),
+        )
+        .await;
+        assert_eq!(st, 200, "{what}: {v}");
+        assert_eq!(v["updated"], json!([]), "{what}: {v}");
+        assert_eq!(v["held"], json!([]), "{what}: {v}");
+        check_skipped(&v);
+    }
+    for (name, kind) in [("sh", "command"), ("pysecret", "script")] {
+        let (_, t) = req("GET", url(&format!("/tools/{name}")), admin, &[], None).await;
+        assert_eq!(t["version"], 1, "{t}");
+        assert!(
+            t["definition"].get(kind).is_some(),
+            "{name} is still a {kind} tool: {t}"
+        );
+        assert!(t["definition"].get("http").is_none(), "{t}");
+    }
+    // Another document with the same operation: `evil_reader` is the first one's.
+    let other = collide("http://127.0.0.1:7963", "Other", "read it");
+    let (_, v) = req(
+        "POST",
+        url("/openapi/import"),
+        admin,
+        &[],
+        Some(import(other, json!({}))),
+    )
+    .await;
+    assert!(
+        reasons(&v)
+            .iter()
+            .any(|(op, why)| op == "evil_reader" && why.contains("is not openapi:other's")),
+        "{v}"
+    );
+    let (_, t) = req("GET", url("/tools/evil_reader"), admin, &[], None).await;
+    assert_eq!(t["version"], 1, "{t}");
+    // The first document's re-import still updates its own tool.
+    let changed = collide("http://127.0.0.1:7962", "Collide", "read it again");
+    let (_, v) = req(
+        "POST",
+        url("/openapi/import"),
+        admin,
+        &[],
+        Some(import(changed.clone(), json!({}))),
+    )
+    .await;
+    assert_eq!(v["updated"], json!(["evil_reader"]), "{v}");
+    // Once edited here, it is no longer the document's to overwrite.
+    let (_, t) = req("GET", url("/tools/evil_reader"), admin, &[], None).await;
+    let mut edited = t["definition"].clone();
+    edited["description"] = json!("edited by hand");
+    let (st, v) = req(
+        "PUT",
+        url("/tools/evil_reader"),
+        admin,
+        &[("if-match", "\"2\"")],
+        Some(edited.to_string()),
+    )
+    .await;
+    assert_eq!(st, 200, "{v}");
+    let (_, v) = req(
+        "POST",
+        url("/openapi/import"),
+        admin,
+        &[],
+        Some(import(
+            collide("http://127.0.0.1:7962", "Collide", "third"),
+            json!({}),
+        )),
+    )
+    .await;
+    assert!(
+        reasons(&v)
+            .iter()
+            .any(|(op, why)| op == "evil_reader" && why.contains("is not openapi:collide's")),
+        "{v}"
+    );
+}

@@ -12,6 +12,7 @@ use toolsmith_core::{Catalog, Tool};
 use crate::upstreams::{UpstreamChange, UpstreamStore};
 use crate::{Change, Result, Store, StoreError, definition_to_tool, now_ms, same_definition};
 
+use toolsmith_core::openapi::Skipped;
 pub use toolsmith_core::openapi::{is_openapi_source, openapi_source, source_for};
 
 /// What a held import did.
@@ -23,15 +24,145 @@ pub struct HeldReport {
     pub held: Vec<String>,
     /// Changed by the document as in a change already rejected: still not served.
     pub rejected: Vec<String>,
+    /// Operations whose name belongs to a tool the document did not make ([`claimable`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub taken: Vec<Skipped>,
+}
+
+/// The summary of the versions an import of `source` writes: what later imports of the same
+/// document recognise as theirs.
+pub fn import_summary(source: &str) -> String {
+    format!("imported from {source}")
+}
+
+/// Splits a document's `tools` into those `source` may write and those whose name is taken
+/// (each reported as a skipped operation naming the tool that holds the name):
+/// an existing tool is replaced by an import only when its current version was written by
+/// the same source (an import of it, or an approved held change of it). A tool made or last
+/// edited elsewhere — a catalog, the UI or REST, another document, an MCP server — keeps its
+/// name, and an import never changes a tool's executor kind. (Tools imported before sources
+/// were recorded count as the document's when they are `http` tools of the same origin.)
+pub async fn claimable<S: Store>(
+    store: &S,
+    tools: Vec<Tool>,
+    source: &str,
+) -> Result<(Vec<Tool>, Vec<Skipped>)> {
+    let (mut mine, mut taken) = (Vec::new(), Vec::new());
+    for tool in tools {
+        let name = tool.name.to_string();
+        let current = match store.get(&name).await {
+            Err(StoreError::NotFound(_)) => {
+                mine.push(tool);
+                continue;
+            }
+            Err(e) => return Err(e),
+            Ok(current) => current,
+        };
+        let (was, now) = (current.tool.executor.kind(), tool.executor.kind());
+        if was != now {
+            taken.push(skipped(
+                &tool,
+                format!(
+                    "`{name}` is a {was} tool, and an import never turns a tool into another kind ({now}); import with a prefix (or delete `{name}` first) to add this operation"
+                ),
+            ));
+            continue;
+        }
+        let summary = store.version(&name, current.version).await?.summary;
+        let legacy = matches!(
+            summary.as_str(),
+            "imported from an OpenAPI document" | "imported from catalog"
+        ) && same_origin(&current.tool, &tool);
+        if summary == import_summary(source)
+            || summary.starts_with(&format!("held change of {source} "))
+            || legacy
+        {
+            mine.push(tool);
+        } else {
+            taken.push(skipped(
+                &tool,
+                format!(
+                    "`{name}` exists and is not {source}'s (version {} by {}: {summary:?}); an import replaces only the tools it made — import with a prefix, or delete `{name}` first",
+                    current.version, current.updated_by
+                ),
+            ));
+        }
+    }
+    Ok((mine, taken))
+}
+
+/// The operation `tool` was made from, as skipped for `reason`.
+fn skipped(tool: &Tool, reason: String) -> Skipped {
+    let (method, path) = match &tool.executor {
+        toolsmith_core::model::Executor::Http(h) => (
+            h.method.clone(),
+            h.url
+                .split_once("://")
+                .and_then(|(_, rest)| rest.find('/').map(|i| rest[i..].to_owned()))
+                .unwrap_or_default(),
+        ),
+        _ => Default::default(),
+    };
+    Skipped {
+        operation: tool.name.to_string(),
+        method,
+        path,
+        reason,
+    }
+}
+
+/// Whether two `http` tools call the same scheme, host and port.
+fn same_origin(a: &Tool, b: &Tool) -> bool {
+    use toolsmith_core::model::Executor;
+    let origin = |t: &Tool| match &t.executor {
+        Executor::Http(h) => h.url.split_once("://").map(|(scheme, rest)| {
+            (
+                scheme.to_owned(),
+                rest.split('/').next().unwrap_or_default().to_owned(),
+            )
+        }),
+        _ => None,
+    };
+    origin(a).is_some() && origin(a) == origin(b)
+}
+
+/// Imports `tools` from `source` (not held): new ones created, changed ones saved as their
+/// next versions, each version saying its source. Call [`claimable`] first.
+pub async fn import_document<S: Store + crate::StoreExt>(
+    store: &S,
+    tools: &[Tool],
+    source: &str,
+    author: &str,
+) -> Result<crate::ImportReport> {
+    let kept = store.keep_secrets(tools).await?;
+    let tools = kept.as_deref().unwrap_or(tools);
+    let summary = import_summary(source);
+    let mut report = crate::ImportReport::default();
+    for batch in tools.chunks(crate::SYNC_BATCH) {
+        report.extend(
+            store
+                .sync(
+                    batch,
+                    Change {
+                        author,
+                        summary: &summary,
+                    },
+                )
+                .await?,
+        );
+    }
+    Ok(report)
 }
 
 /// Imports `tools` from `source`: new ones created, the same ones kept, changed ones held.
+/// Call [`claimable`] first.
 pub async fn import_holding<S: Store + UpstreamStore>(
     store: &S,
     tools: &[Tool],
     source: &str,
     author: &str,
 ) -> Result<HeldReport> {
+    let summary = import_summary(source);
     let mut report = HeldReport::default();
     let known = store.changes(Some(source)).await?;
     for tool in tools {
@@ -43,7 +174,7 @@ pub async fn import_holding<S: Store + UpstreamStore>(
                         tool,
                         Change {
                             author,
-                            summary: "imported from an OpenAPI document",
+                            summary: &summary,
                         },
                     )
                     .await?;
@@ -186,7 +317,9 @@ pub async fn import_catalog<S: Store + UpstreamStore>(
             .filter(|t| names.iter().any(|n| n == t.name.as_str()))
             .cloned()
             .collect();
-        let r = import_holding(store, &tools, source, author).await?;
+        let (tools, taken) = claimable(store, tools, source).await?;
+        let mut r = import_holding(store, &tools, source, author).await?;
+        r.taken = taken;
         // Created and kept tools count as the catalog's; held ones are reported apart.
         report.created.extend(r.created.iter().cloned());
         report.unchanged.extend(r.unchanged.iter().cloned());

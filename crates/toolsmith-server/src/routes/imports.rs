@@ -203,14 +203,15 @@ async fn import_openapi(
         }
         tools.retain(|t| body.only.iter().any(|n| n == t.name.as_str()));
     }
+    let hold = body.on_change == OnChange::Hold;
+    let source =
+        toolsmith_store::held::source_for(body.source.as_deref(), &opts_prefix, &imported.title);
+    // A name held by a tool the document did not make is never taken over (dry run too).
+    let (tools, taken) = toolsmith_store::held::claimable(&s.store, tools, &source).await?;
     let shown: Vec<Value> = tools
         .iter()
         .map(|t| t.to_catalog_value(Secrets::Redact))
         .collect();
-    let hold = body.on_change == OnChange::Hold;
-    let source = hold.then(|| {
-        toolsmith_store::held::source_for(body.source.as_deref(), &opts_prefix, &imported.title)
-    });
     let mut held = Vec::new();
     let (created, updated, unchanged) = if body.dry_run {
         let mut created = Vec::new();
@@ -225,18 +226,21 @@ async fn import_openapi(
             }
         }
         (created, updated, unchanged)
-    } else if let Some(source) = &source {
+    } else if hold {
         let r =
-            toolsmith_store::held::import_holding(&s.store, &tools, source, &caller.name).await?;
+            toolsmith_store::held::import_holding(&s.store, &tools, &source, &caller.name).await?;
         s.changed();
         held = r.held;
         held.extend(r.rejected);
         (r.created, Vec::new(), r.unchanged)
     } else {
-        let r = s.store.import(&tools, false, &caller.name).await?;
+        let r =
+            toolsmith_store::held::import_document(&s.store, &tools, &source, &caller.name).await?;
         s.changed();
         (r.created, r.updated, r.unchanged)
     };
+    let mut skipped = imported.skipped;
+    skipped.extend(taken);
     // A dry run under `hold` says which changes would wait rather than be saved.
     let (updated, held) = match (body.dry_run, hold) {
         (true, true) => (Vec::new(), updated),
@@ -250,11 +254,11 @@ async fn import_openapi(
         created,
         updated,
         unchanged,
-        skipped: imported.skipped,
+        skipped,
         notes: imported.notes,
         filtered: imported.filtered,
         held,
-        source,
+        source: hold.then_some(source),
     }))
 }
 

@@ -164,7 +164,11 @@ pub(super) fn import(
     let hold = args.on_change == "hold";
     let source =
         toolsmith_store::held::source_for(args.source.as_deref(), &args.prefix, &imported.title);
+    let mut imported = imported;
     registry(db, |store, author| async move {
+        // A name held by a tool the document did not make is never taken over.
+        let (tools, taken) = toolsmith_store::held::claimable(&store, tools, &source).await?;
+        imported.skipped.extend(taken);
         if hold {
             let r = toolsmith_store::held::import_holding(&store, &tools, &source, &author).await?;
             let stored = json!({"source": source, "created": r.created, "unchanged": r.unchanged, "held": r.held, "rejected": r.rejected});
@@ -191,7 +195,7 @@ pub(super) fn import(
             }
             return Ok(ExitCode::SUCCESS);
         }
-        let r = store.import(&tools, false, &author).await?;
+        let r = toolsmith_store::held::import_document(&store, &tools, &source, &author).await?;
         let stored = serde_json::to_value(&r).unwrap_or_default();
         report(
             &spec,
