@@ -350,8 +350,11 @@ async fn secrets_are_write_only() {
     let (st, _) = send(&s, "PUT", "/tools/api", def, &[("if-match", "3")]).await;
     assert_eq!(st, 200);
     let (_, r) = send(&s, "POST", "/tools/api/call", json!({}), &[]).await;
+    // The tool still gets the secret (its stdout was that long); the caller sees `***`.
+    assert_eq!(r["data"]["stdout"], "API_KEY=***\n", "{r}");
     assert_eq!(
-        r["data"]["stdout"], "API_KEY=hunter2\n",
+        r["meta"]["stdout_bytes"],
+        "API_KEY=hunter2\n".len(),
         "the tool still gets the secret"
     );
     assert!(!r["meta"].to_string().contains("hunter2"));
@@ -1202,6 +1205,45 @@ async fn secrets_never_leave_in_diffs_errors_or_plans() {
     )
     .await;
     assert!(!v.to_string().contains("SECRET"), "{v}");
+
+    // What a tool prints of its own secret — on stdout when it succeeds, on stderr when it
+    // fails (`curl -v`, a traceback quoting its config) — reaches the caller as `***`.
+    let leaky = |exit: u8| {
+        json!({"name": format!("leaky{exit}"), "description": "d", "script": {"source": format!(
+            "import json, sys\nc = json.load(sys.stdin)['config']\nprint('key=' + c['token'], file=sys.stderr)\nprint(json.dumps({{'out': c['token'], 'keys': c['keys']}}))\nsys.exit({exit})")},
+            "config_schema": [
+                {"name": "keys", "type": "array", "items": "string", "secret": true},
+                {"name": "token", "secret": true}],
+            "config": {"keys": ["key-SECRET-d"], "token": "tok-SECRET-654321"}})
+    };
+    for exit in [0u8, 3] {
+        let (st, v) = send(&s, "POST", "/tools", leaky(exit), &[]).await;
+        assert_eq!(st, 201, "{v}");
+        let (st, v) = send(
+            &s,
+            "POST",
+            &format!("/tools/leaky{exit}/call"),
+            json!({"arguments": {}}),
+            &[],
+        )
+        .await;
+        assert_eq!(st, 200, "{v}");
+        let text = v.to_string();
+        assert!(!text.contains("SECRET"), "{text}");
+        match exit {
+            0 => assert_eq!(v["data"], json!({"out": "***", "keys": ["***"]}), "{v}"),
+            _ => {
+                assert_eq!(v["error"]["kind"], "exit_status", "{v}");
+                assert!(
+                    v["error"]["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains("key=***")),
+                    "{v}"
+                );
+                assert_eq!(v["error"]["output"]["stderr"], "key=***\n", "{v}");
+            }
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1632,7 +1674,13 @@ async fn stored_secrets_never_reach_a_callers_draft() {
         Some("{}".into()),
     )
     .await;
-    assert_eq!(r["data"]["stdout"], format!("API_KEY={SECRET}\n"), "{r}");
+    // The tool got the stored value (its stdout was that long); the caller sees `***`.
+    assert_eq!(r["data"]["stdout"], "API_KEY=***\n", "{r}");
+    assert_eq!(
+        r["meta"]["stdout_bytes"],
+        format!("API_KEY={SECRET}\n").len(),
+        "{r}"
+    );
     let (_, d) = req(
         "GET",
         url("/tools/cmd_secret/diff?from=1&to=2"),

@@ -46,13 +46,13 @@ fn main() -> ExitCode {
     // then out of reach of the tools it runs as the same user — no /proc/PID/mem, environ or
     // ptrace — and no core dump carries them. (Root keeps CAP_SYS_PTRACE: see the README.)
     if let Err(e) = toolsmith_exec::not_dumpable() {
-        eprintln!("warning: {e}");
+        eprintln!("warning: {}", output::stderr_safe(&e.to_string()));
     }
     let args = cli::Cli::parse();
     match cli::run(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", output::stderr_safe(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }

@@ -432,9 +432,17 @@ fn utc(ms: i64) -> String {
 /// Writes to stdout; when the reader has gone away (a closed pipe), exits at once with
 /// status 0, as `head` expects of the programs it reads from.
 pub fn write_stdout(args: std::fmt::Arguments<'_>, newline: bool) {
-    use std::io::Write;
+    use std::io::{IsTerminal, Write};
     let mut out = std::io::stdout().lock();
-    let written = out.write_fmt(args).and_then(|()| {
+    let text = args.to_string();
+    // On a terminal, text from a tool, an upstream or a document cannot drive it (set the
+    // title, write the clipboard with OSC 52, hide lines): its control characters are shown
+    // escaped. Into a pipe or a file the bytes go as they are.
+    let text = match out.is_terminal() {
+        true => terminal_safe(&text),
+        false => std::borrow::Cow::Borrowed(text.as_str()),
+    };
+    let written = out.write_all(text.as_bytes()).and_then(|()| {
         if newline {
             out.write_all(b"\n")
         } else {
@@ -451,6 +459,33 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>, newline: bool) {
     }
 }
 
+/// `text` with every control character a terminal would act on written out instead — C0
+/// controls but newline and tab (`\x1b`, `\r`, `\x07`…), DEL, C1 controls (`\u{9b}`) —
+/// and the invisible characters that reorder or hide text (bidi controls, zero-width, Unicode
+/// tags) as `\u{…}`. Borrowed when there is nothing to escape.
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| match c {
+        '\n' | '\t' => false,
+        c if c.is_control() => true,
+        '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        '\u{feff}' | '\u{e0000}'..='\u{e007f}' => true,
+        _ => false,
+    };
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            c if !unsafe_char(c) => shown.push(c),
+            '\r' => shown.push_str("\\r"),
+            c if (c as u32) < 0x80 => shown.push_str(&format!("\\x{:02x}", c as u32)),
+            c => shown.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    std::borrow::Cow::Owned(shown)
+}
+
 /// Whether notes go out as JSON log lines (`--log-format json`).
 static JSON_LOGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -464,12 +499,36 @@ pub fn say(message: std::fmt::Arguments<'_>) {
     if JSON_LOGS.load(std::sync::atomic::Ordering::Relaxed) {
         tracing::info!(target: "toolsmith", "{message}");
     } else {
-        eprintln!("toolsmith: {message}");
+        eprintln!("toolsmith: {}", stderr_safe(&message.to_string()));
+    }
+}
+
+/// `text` for stderr: [`terminal_safe`] when stderr is a terminal.
+pub fn stderr_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    use std::io::IsTerminal;
+    match std::io::stderr().is_terminal() {
+        true => terminal_safe(text),
+        false => std::borrow::Cow::Borrowed(text),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn control_characters_are_shown_not_obeyed() {
+        use super::terminal_safe;
+        assert_eq!(terminal_safe("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(
+            terminal_safe("\x1b]52;c;cHduZWQ=\x07\x1b[31mRED\r\u{9b}2J"),
+            "\\x1b]52;c;cHduZWQ=\\x07\\x1b[31mRED\\r\\u{9b}2J"
+        );
+        assert_eq!(
+            terminal_safe("a\u{202e}b\u{200b}c\u{e0041}"),
+            "a\\u{202e}b\\u{200b}c\\u{e0041}"
+        );
+        assert_eq!(terminal_safe("\x7f"), "\\x7f");
+    }
+
     #[test]
     fn utc_dates() {
         assert_eq!(super::utc(0), "1970-01-01 00:00:00");

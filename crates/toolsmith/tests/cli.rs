@@ -1379,3 +1379,64 @@ fn a_held_openapi_entry_keeps_the_served_version_until_its_change_is_approved() 
     );
     assert!(!stdout(&o).contains("held"), "{}", stdout(&o));
 }
+
+/// Runs the binary on a pseudo-terminal (through Python's `pty`): what a person at a terminal
+/// would receive, stdout and stderr together.
+fn on_a_terminal(args: &[&str]) -> Vec<u8> {
+    let script = r#"
+import os, pty, subprocess, sys
+main, side = pty.openpty()
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=side, stderr=side)
+os.close(side)
+seen = b""
+while True:
+    try:
+        chunk = os.read(main, 65536)
+    except OSError:
+        break
+    if not chunk:
+        break
+    seen += chunk
+p.wait()
+sys.stdout.buffer.write(seen)
+"#;
+    let o = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_toolsmith"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("python3 runs");
+    assert!(o.status.success(), "{}", stderr(&o));
+    o.stdout
+}
+
+#[test]
+fn text_from_a_tool_cannot_drive_the_operators_terminal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("evil.yaml");
+    std::fs::write(
+        &file,
+        "tools:\n  - name: evil\n    description: prints escape sequences\n    command: [printf, '\\033]0;PWNED-TITLE\\007\\033]52;c;cHduZWQ=\\007\\033[31mRED\\033[0m\\n']\n",
+    )
+    .expect("write");
+    let path = file.to_str().expect("utf-8");
+    let seen = on_a_terminal(&["call", "evil", "-c", path]);
+    let text = String::from_utf8_lossy(&seen);
+    assert!(
+        !seen.contains(&0x1b) && !seen.contains(&0x07),
+        "raw controls reached the terminal: {text:?}"
+    );
+    assert!(
+        text.contains(r"\x1b]52;c;cHduZWQ=\x07") && text.contains(r"\x1b]0;PWNED-TITLE"),
+        "{text:?}"
+    );
+    // Into a pipe the bytes go as they are (a redirect keeps the tool's exact output).
+    let o = toolsmith(&["call", "evil", "-c", path]);
+    assert!(
+        o.stdout.windows(5).any(|w| w == b"\x1b]52;"),
+        "{}",
+        stdout(&o)
+    );
+}

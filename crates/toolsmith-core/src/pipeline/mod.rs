@@ -126,6 +126,8 @@ pub struct CompiledTool {
     pub version: u64,
     input_schema: Value,
     checker: Checker,
+    /// The tool's stored secret values, replaced by `***` in every result ([`Self::scrub`]).
+    secret_values: Vec<String>,
 }
 
 /// What checks a tool's arguments: its parameter model, or its schema as given.
@@ -152,11 +154,33 @@ impl CompiledTool {
             None => Checker::Params(ParamSet::new(&tool.parameters)?),
         };
         Ok(Self {
+            secret_values: crate::secrets::values(&tool),
             tool,
             version,
             input_schema,
             checker,
         })
+    }
+
+    /// `result` with every stored secret value of the tool replaced by `***` wherever it
+    /// holds text — `data` (a command's stdout, an HTTP body), the error's message and the
+    /// `stdout`/`stderr` of a failed process — so a tool that prints its key (`curl -v`, a
+    /// traceback quoting the config) does not hand it to the caller. Exact values only: an
+    /// encoded or reversed copy is not recognised.
+    pub fn scrub(&self, result: &mut crate::ToolResult) {
+        if self.secret_values.is_empty() {
+            return;
+        }
+        let values = &self.secret_values;
+        if let Some(data) = &mut result.data {
+            crate::secrets::scrub_value(data, values);
+        }
+        if let Some(e) = &mut result.error {
+            e.message = crate::secrets::scrub(&e.message, values);
+            if let Some(output) = &mut e.output {
+                crate::secrets::scrub_value(output, values);
+            }
+        }
     }
 
     /// The canonical JSON Schema of the arguments.
