@@ -168,12 +168,14 @@ pub fn is_header_value(value: &str) -> bool {
 }
 
 /// Link-local (169.254.0.0/16, fe80::/10) and cloud metadata addresses (fd00:ec2::254):
-/// refused unless a tool names them in `allow_hosts`.
+/// refused unless a tool names them in `allow_hosts`. An IPv6 address that carries an IPv4
+/// one — IPv4-mapped (`::ffff:0:0/96`), IPv4-compatible (`::/96`), SIIT (`::ffff:0:0:0/96`),
+/// NAT64's well-known prefix (`64:ff9b::/96`) — is judged by the IPv4 address it carries.
 pub fn is_link_local_or_metadata(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4.is_link_local(),
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            if let Some(v4) = embedded_ipv4(v6) {
                 return v4.is_link_local();
             }
             let s = v6.segments();
@@ -181,6 +183,23 @@ pub fn is_link_local_or_metadata(ip: IpAddr) -> bool {
                 || v6 == std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
         }
     }
+}
+
+/// The IPv4 address an IPv6 address carries in its last 32 bits under the prefixes that
+/// translate to IPv4.
+fn embedded_ipv4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    let s = v6.segments();
+    let last = std::net::Ipv4Addr::new(
+        (s[6] >> 8) as u8,
+        s[6] as u8,
+        (s[7] >> 8) as u8,
+        s[7] as u8,
+    );
+    let carries = matches!(s[..6], [0, 0, 0, 0, 0, 0xffff] | [0, 0, 0, 0, 0xffff, 0])
+        // IPv4-compatible (deprecated), but not :: and ::1.
+        || (s[..6] == [0; 6] && (s[6] != 0 || s[7] > 1))
+        || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
+    carries.then_some(last)
 }
 
 #[cfg(test)]
@@ -206,13 +225,25 @@ mod tests {
             "fe80::1",
             "fd00:ec2::254",
             "::ffff:169.254.1.1",
+            "::ffff:a9fe:a9fe",
+            "::a9fe:a9fe",
+            "64:ff9b::a9fe:a9fe",
+            "::ffff:0:a9fe:a9fe",
         ] {
             assert!(
                 is_link_local_or_metadata(bad.parse().expect("address")),
                 "{bad}"
             );
         }
-        for good in ["127.0.0.1", "10.0.0.1", "::1", "2001:db8::1"] {
+        for good in [
+            "127.0.0.1",
+            "10.0.0.1",
+            "::1",
+            "::",
+            "2001:db8::1",
+            "64:ff9b::808:808",
+            "::ffff:0:a00:1",
+        ] {
             assert!(
                 !is_link_local_or_metadata(good.parse().expect("address")),
                 "{good}"
