@@ -189,12 +189,8 @@ pub fn is_link_local_or_metadata(ip: IpAddr) -> bool {
 /// translate to IPv4.
 fn embedded_ipv4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
     let s = v6.segments();
-    let last = std::net::Ipv4Addr::new(
-        (s[6] >> 8) as u8,
-        s[6] as u8,
-        (s[7] >> 8) as u8,
-        s[7] as u8,
-    );
+    let last =
+        std::net::Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
     let carries = matches!(s[..6], [0, 0, 0, 0, 0, 0xffff] | [0, 0, 0, 0, 0xffff, 0])
         // IPv4-compatible (deprecated), but not :: and ::1.
         || (s[..6] == [0; 6] && (s[6] != 0 || s[7] > 1))

@@ -1311,6 +1311,40 @@ async fn an_idle_zygote_exits_and_the_next_call_starts_another() {
     assert_eq!(engine.warm_runtimes(), 1, "the exited one is let go");
 }
 
+/// A zygote that exits after its idle time is reaped without another call: no `<defunct>`
+/// process stays behind while the server stops calling, and the pool lets it go.
+#[tokio::test]
+async fn an_idle_zygote_that_exits_is_reaped_without_another_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = EngineConfig::new(dir.path());
+    config.runtime_python = None;
+    config.warm_idle = Duration::from_millis(1000);
+    let engine = Engine::new(config).expect("engine");
+    let t = parent_printer("");
+    let first = engine
+        .call(&t, json!({}), CallOptions::new("t", true))
+        .await
+        .data
+        .expect("data")
+        .as_i64()
+        .expect("pid");
+    assert!(
+        process_state(first).is_some_and(|s| s != 'Z'),
+        "alive after the call"
+    );
+    // It exits after a second idle, then the pool reaps it within a few seconds.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while process_state(first).is_some() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        process_state(first),
+        None,
+        "the exited zygote {first} is still there (a zombie until reaped)"
+    );
+    assert_eq!(engine.warm_runtimes(), 0, "the pool let it go");
+}
+
 /// What a result says, for comparing a warm run with a cold one: success, the error's kind
 /// and message, the data, and whether output was cut.
 fn outcome(r: &ToolResult) -> Value {

@@ -919,3 +919,56 @@ fn a_hundred_crashes_leave_nothing_behind() {
         processes_with(&marker).is_empty().then_some(())
     });
 }
+
+/// An upstream's answer longer than the message limit fails its call at once, naming the
+/// limit (not after the call's whole timeout), and the server is restarted; a timeout changed
+/// by a `PUT` of the server applies to the next call of the tools it listed before.
+#[test]
+fn an_oversized_answer_fails_at_once_and_a_new_timeout_applies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = repo().join("crates/toolsmith/tests/upstream/tiny_server.py");
+    let (_server, base, _) = serve(&registry_db(dir.path()), dir.path(), &["--no-catalog"]);
+    let mut definition = json!({"name": "tiny", "prefix": "t", "command": ["python3", script],
+        "env_allowlist": ["PATH"], "env": {"TS_SLOW_OR_HUGE": "1"}, "timeout_ms": 120000});
+    let (status, r) = request("POST", &format!("{base}/servers"), Some(definition.clone()));
+    assert_eq!(status, 201, "{r}");
+    ready(&base, "tiny");
+    let started = Instant::now();
+    let r = call(&base, "t__ping", json!({"huge_mb": 20}));
+    assert_eq!(error_kind(&r), "upstream", "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("sent a message over 16777216 bytes")),
+        "{r}"
+    );
+    // Well before the call's timeout (120 s): the line was refused, not waited out.
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    wait_for("tiny restarted and ready", 40, || {
+        let v = get(&base, "/servers/tiny");
+        (v["status"]["status"] == "ready" && v["status"]["restarts"].as_u64() >= Some(1))
+            .then_some(())
+    });
+    assert_eq!(text(&call(&base, "t__ping", json!({}))), "pong");
+    // A shorter timeout, saved: the next call of the tool listed before obeys it.
+    definition["timeout_ms"] = json!(1500);
+    let (status, r) = request(
+        "PUT",
+        &format!("{base}/servers/tiny?base_version=1"),
+        Some(definition),
+    );
+    assert_eq!(status, 200, "{r}");
+    ready(&base, "tiny");
+    let r = call(&base, "t__ping", json!({"sleep_s": 8}));
+    assert_eq!(error_kind(&r), "timeout", "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("within 1500 ms")),
+        "{r}"
+    );
+}

@@ -19,16 +19,9 @@ impl Engine {
         opts: &CallOptions,
         meta: Meta,
     ) -> ToolResult {
-        let timeout = Duration::from_millis(t.timeout_ms);
         let answer = self
             .upstreams
-            .call(
-                &target.server,
-                &target.tool,
-                arguments,
-                timeout,
-                &opts.downstream,
-            )
+            .call(&target.server, &target.tool, arguments, &opts.downstream)
             .await;
         match answer {
             Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => {

@@ -243,6 +243,12 @@ pub(crate) async fn connect(up: &Arc<Upstream>, handler: Handler) -> Result<Conn
             let (mut process, stdin, stdout) = spawn(&up.def, &up.spawning).await?;
             up.update(|st| st.pid = Some(process.pid));
             drain_stderr(up, &mut process);
+            *lock(&up.broken) = None;
+            let stdout = LineGuard {
+                read: stdout,
+                line: 0,
+                up: up.clone(),
+            };
             match rmcp::serve_client(handler, (stdout, stdin)).await {
                 Ok(service) => Ok(Conn {
                     service,
@@ -512,6 +518,48 @@ async fn spawn(def: &McpServer, spawning: &Spawning) -> Result<Spawned, String> 
         stdin,
         stdout,
     ))
+}
+
+/// The largest message (one line of its stdout) an upstream may send: rmcp's own limit.
+const MAX_MESSAGE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
+
+/// An upstream's stdout, read through: a line longer than [`MAX_MESSAGE`] ends the connection
+/// with the reason recorded, so the calls waiting on it fail at once naming it (rmcp alone
+/// would drop the line and leave its call waiting for its whole timeout).
+struct LineGuard<R> {
+    read: R,
+    /// Bytes since the last newline.
+    line: usize,
+    up: Arc<Upstream>,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for LineGuard<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.read).poll_read(cx, buf);
+        if let std::task::Poll::Ready(Ok(())) = &polled {
+            let mut line = self.line;
+            for b in &buf.filled()[before..] {
+                line = if *b == b'\n' { 0 } else { line + 1 };
+                if line > MAX_MESSAGE {
+                    let why = format!(
+                        "sent a message over {MAX_MESSAGE} bytes (one line of its stdout); toolsmith closed the connection, and the server restarts"
+                    );
+                    *lock(&self.up.broken) = Some(why.clone());
+                    return std::task::Poll::Ready(Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        why,
+                    )));
+                }
+            }
+            self.line = line;
+        }
+        polled
+    }
 }
 
 /// Reads the process's stderr into the upstream's ring, keeping the last

@@ -182,6 +182,9 @@ pub(crate) struct Upstream {
     pub progress: conn::ProgressRoutes,
     /// Who answers the upstream's questions for each call in flight, by request id.
     pub elicit: conn::ElicitRoutes,
+    /// Why the connection was closed by toolsmith, when it was (a message over the size
+    /// limit): what the calls it ended are told.
+    pub broken: Mutex<Option<String>>,
 }
 
 pub(crate) struct State {
@@ -385,20 +388,28 @@ impl Upstreams {
         lock(&self.inner.servers).get(name).cloned()
     }
 
-    /// Calls `tool` of `server` with `arguments`, waiting at most `timeout`; the upstream's
-    /// `CallToolResult` as JSON. Progress goes to `progress`; dropping the future before the
-    /// answer sends `notifications/cancelled` upstream.
+    /// Calls `tool` of `server` with `arguments`, waiting at most the server's timeout as its
+    /// definition says now (the tool's override, else the server's `timeout_ms` — a `PUT`
+    /// applies to the next call, whatever the listing the tool came from said); the
+    /// upstream's `CallToolResult` as JSON. Progress goes to `progress`; dropping the future
+    /// before the answer sends `notifications/cancelled` upstream.
     pub async fn call(
         &self,
         server: &str,
         tool: &str,
         arguments: Map<String, Value>,
-        timeout: Duration,
         downstream: &Downstream,
     ) -> Result<Value, UpstreamError> {
         let up = self
             .get(server)
             .ok_or_else(|| UpstreamError::Unknown(server.to_owned()))?;
+        let timeout = Duration::from_millis(
+            up.def
+                .tools
+                .get(tool)
+                .and_then(|o| o.timeout_ms)
+                .unwrap_or(up.def.timeout_ms),
+        );
         let deadline = tokio::time::Instant::now() + timeout;
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = Some(arguments);
@@ -418,8 +429,12 @@ impl Upstreams {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             match self
                 .call_once(&up, params.clone(), left, progress.clone(), elicit.clone())
-                .await?
-            {
+                .await
+                .map_err(|e| match e {
+                    // Said as the server's timeout, not what was left of it.
+                    UpstreamError::Timeout(_) => UpstreamError::Timeout(timeout),
+                    e => e,
+                })? {
                 ServerResult::CallToolResult(result) => {
                     return serde_json::to_value(result)
                         .map_err(|e| UpstreamError::Failed(e.to_string()));
@@ -621,11 +636,14 @@ impl Upstream {
                 message: e.message.to_string(),
             },
             ServiceError::Timeout { timeout } => UpstreamError::Timeout(timeout),
-            other => UpstreamError::Failed(format!(
-                "MCP server `{}`: {other}{}",
-                self.def.name,
-                self.stderr_tail()
-            )),
+            other => match lock(&self.broken).clone() {
+                Some(why) => UpstreamError::Failed(format!("MCP server `{}` {why}", self.def.name)),
+                None => UpstreamError::Failed(format!(
+                    "MCP server `{}`: {other}{}",
+                    self.def.name,
+                    self.stderr_tail()
+                )),
+            },
         }
     }
 }

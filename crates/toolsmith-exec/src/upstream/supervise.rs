@@ -40,6 +40,7 @@ pub(crate) fn spawn(
         }),
         changed: watch::Sender::new(0),
         stderr: Mutex::default(),
+        broken: Mutex::default(),
         control,
         events,
         spawning,

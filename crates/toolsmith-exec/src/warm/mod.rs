@@ -59,6 +59,8 @@ pub const MAX_CALLS: u32 = 1000;
 pub const MAX_AGE: Duration = Duration::from_secs(3600);
 /// How long a zygote waits for a call before it exits, by default.
 pub const IDLE: Duration = Duration::from_secs(300);
+/// How often idle zygotes that exited on their own are looked for.
+const REAP_EVERY: Duration = Duration::from_secs(5);
 /// How often an idle zygote's runtime is looked at for changes.
 const RUNTIME_CHECK: Duration = Duration::from_secs(1);
 /// How long a call waits for what it left running to leave the zygote's cgroup once killed.
@@ -94,6 +96,8 @@ pub struct Warm {
     returned: tokio::sync::Notify,
     /// What the pool knows of each interpreter's zygotes.
     interpreters: Mutex<HashMap<PathBuf, Interpreter>>,
+    /// Whether the task that reaps zygotes exited while idle has started.
+    reaping: std::sync::atomic::AtomicBool,
 }
 
 /// What the pool knows of one interpreter's zygotes.
@@ -172,7 +176,38 @@ impl Warm {
             starts: AtomicU64::new(0),
             returned: tokio::sync::Notify::new(),
             interpreters: Mutex::default(),
+            reaping: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Starts (once) the task that lets go of idle zygotes that exited on their own after
+    /// `idle_after` without a call: waited for (no `<defunct>` process left behind while the
+    /// server stops calling), their cgroup slots given back. It ends with the pool.
+    fn reap_exited(self: &Arc<Self>) {
+        if self.reaping.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let pool = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(REAP_EVERY).await;
+                let Some(pool) = pool.upgrade() else { return };
+                let mut gone = Vec::new();
+                {
+                    let mut idle = pool.idle.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut i = 0;
+                    while i < idle.len() {
+                        // `try_wait` reaps one that exited.
+                        match idle[i].child.try_wait() {
+                            Ok(None) => i += 1,
+                            _ => gone.push(idle.swap_remove(i)),
+                        }
+                    }
+                }
+                // Dropped outside the lock: each gives back its cgroup slot.
+                drop(gone);
+            }
+        });
     }
 
     /// Zygotes alive now.
@@ -202,6 +237,7 @@ impl Warm {
         call: &Call<'_>,
         cgroups: Option<&Arc<Cgroups>>,
     ) -> Option<Result<Finished, SpawnError>> {
+        self.reap_exited();
         // A zygote found dead when the call is handed over is replaced once.
         for _ in 0..2 {
             let mut z = self.take(call.interpreter, cgroups).await?;
@@ -295,7 +331,11 @@ impl Warm {
     /// another interpreter that no call is waiting for is retired to make room.
     fn take_idle(&self, interpreter: &Path) -> Option<Zygote> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        let idle_after = self.idle_after.saturating_sub(Duration::from_secs(1));
+        // A margin for one about to exit on its own: a second, or a quarter of a short idle
+        // time (so a short one still leaves time to be taken).
+        let idle_after = self
+            .idle_after
+            .saturating_sub(Duration::from_secs(1).min(self.idle_after / 4));
         idle.retain_mut(|z| {
             z.calls < MAX_CALLS
                 && z.born.elapsed() < MAX_AGE

@@ -2,11 +2,13 @@
 one tool, `ping` (read-only). With TS_HELPER=1 it leaves a `sleep` behind at start, in a
 session of its own, as a careless server's helper would; the crash tests check that toolsmith
 ends it with the server. With TS_ECHO_META=1 `ping` answers with the call's `_meta` as JSON
-(the trace tests read the `traceparent` toolsmith passed on)."""
+(the trace tests read the `traceparent` toolsmith passed on). With TS_SLOW_OR_HUGE=1 `ping`
+also takes `sleep_s` (it answers that late) and `huge_mb` (its answer is one line that long)."""
 import json
 import os
 import subprocess
 import sys
+import time
 
 if os.environ.get("TS_HELPER") == "1":
     subprocess.Popen(["sleep", "300"], start_new_session=True,
@@ -49,12 +51,21 @@ for line in sys.stdin:
                 schema = json.loads(json.dumps(tool["inputSchema"]))
                 schema["properties"]["volume"] = {"type": "integer", "description": "How loud"}
                 tool["inputSchema"] = schema
+        if os.environ.get("TS_SLOW_OR_HUGE") == "1":
+            schema = json.loads(json.dumps(tool["inputSchema"]))
+            schema["properties"]["sleep_s"] = {"type": "number"}
+            schema["properties"]["huge_mb"] = {"type": "integer"}
+            tool["inputSchema"] = schema
         result = {"tools": [tool]}
     elif method == "tools/call":
         loud = message.get("params", {}).get("arguments", {}).get("loud") is True
         text = "PONG" if loud else "pong"
         if os.environ.get("TS_ECHO_META") == "1":
             text = json.dumps(message.get("params", {}).get("_meta", {}))
+        arguments = message.get("params", {}).get("arguments", {})
+        time.sleep(arguments.get("sleep_s", 0))
+        if arguments.get("huge_mb"):
+            text = "x" * (arguments["huge_mb"] << 20)
         result = {"content": [{"type": "text", "text": text}], "isError": False}
     else:
         result = {}
