@@ -21,6 +21,29 @@ mod raw;
 mod report;
 
 use coerce::{Coercion, MAX_EXACT_F64, coerce_string};
+
+/// An integer argument that arrived as a float (a JSON parser gives one for a number written
+/// with a fraction or an exponent, or beyond 64 bits): the same integer when the float is
+/// one exactly (`2.0` → 2), `None` when it is not whole (the validator says so), else the
+/// number as shown and why it is refused — never a different number passed on.
+fn float_integer(f: f64) -> Result<Option<i64>, (String, &'static str)> {
+    if f.fract() != 0.0 {
+        Ok(None)
+    } else if f.abs() <= MAX_EXACT_F64 {
+        Ok(Some(f as i64))
+    } else if !(-(2f64.powi(63))..2f64.powi(63)).contains(&f) {
+        Err((
+            quote_text(format!("{f:.0}")),
+            "is out of range for a 64-bit integer",
+        ))
+    } else {
+        Err((
+            format!("{f:.0}"),
+            "cannot be taken as an exact integer: written with a fraction or exponent, \
+             only whole numbers up to 2^53 are exact; send it as a plain integer",
+        ))
+    }
+}
 use parse::parse_arguments;
 pub use report::{QUOTE_MAX, type_phrase};
 use report::{describe, escape_pointer, pointer_of, quote, quote_text};
@@ -428,23 +451,13 @@ impl Walk {
             }
             Value::Number(n) if p.ty == ParamType::Integer || p.is_integer_enum() => {
                 let problem = if let Some(f) = n.as_f64().filter(|_| !n.is_i64() && !n.is_u64()) {
-                    if f.fract() != 0.0 {
-                        None // the validator says it is not an integer
-                    } else if f.abs() <= MAX_EXACT_F64 {
-                        // 2.0 and 2 are the same integer; keep the integer form.
-                        *v = Value::from(f as i64);
-                        None
-                    } else if !(-(2f64.powi(63))..2f64.powi(63)).contains(&f) {
-                        Some((
-                            quote_text(format!("{f:.0}")),
-                            "is out of range for a 64-bit integer",
-                        ))
-                    } else {
-                        Some((
-                            format!("{f:.0}"),
-                            "cannot be taken as an exact integer: written with a fraction or exponent, \
-                             only whole numbers up to 2^53 are exact; send it as a plain integer",
-                        ))
+                    match float_integer(f) {
+                        Ok(Some(i)) => {
+                            *v = Value::from(i);
+                            None
+                        }
+                        Ok(None) => None,
+                        Err(problem) => Some(problem),
                     }
                 } else if n.is_u64() && !n.is_i64() {
                     Some((

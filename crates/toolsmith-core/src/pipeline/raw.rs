@@ -194,11 +194,19 @@ impl<'s> RawWalk<'s> {
                 }
             }
             Value::Number(n) if single_type(schema) == Some("integer") => {
-                if let Some(f) = n.as_f64().filter(|_| !n.is_i64() && !n.is_u64())
-                    && f.fract() == 0.0
-                    && f.abs() <= MAX_EXACT_F64
-                {
-                    *v = Value::from(f as i64);
+                if let Some(f) = n.as_f64().filter(|_| !n.is_i64() && !n.is_u64()) {
+                    match float_integer(f) {
+                        Ok(Some(i)) => *v = Value::from(i),
+                        Ok(None) => {}
+                        // The upstream would get another number (1e+20): refused, as a
+                        // local tool refuses it.
+                        Err((shown, why)) => {
+                            let at = pointer(path);
+                            self.reported.push(at.clone());
+                            self.problems
+                                .push(Problem::new(at, format!("{shown} {why}")));
+                        }
+                    }
                 }
             }
             Value::Object(map) => {

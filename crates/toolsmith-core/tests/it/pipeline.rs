@@ -377,6 +377,38 @@ fn parsed_floats_become_integers_only_when_exact() {
     .assert_eq(&run(&t, json!({"limit": -9223372036854775808.0_f64})));
 }
 
+/// The same through a schema as given (an upstream MCP tool's `inputSchema`): an integer a
+/// parser turned into a float that is not exactly it (`99999999999999999999` → 1e20) is
+/// refused naming the field — never passed on as another number — and an exact one arrives
+/// as the integer.
+#[test]
+fn an_upstream_schema_gets_the_exact_integer_or_a_refusal() {
+    let mut tool = sloppy().tool;
+    tool.parameters.clear();
+    tool.input_schema = Some(json!({"type": "object", "properties": {
+        "limit": {"type": "integer"}, "ids": {"type": "array", "items": {"type": "integer"}}}}));
+    let t = CompiledTool::new(tool, 1).expect("compiles");
+    let parsed: Value = serde_json::from_str(r#"{"limit": 99999999999999999999}"#).expect("json");
+    expect![[r#"
+        /limit: 100000000000000000000 is out of range for a 64-bit integer
+    "#]]
+    .assert_eq(&run(&t, parsed));
+    let parsed: Value = serde_json::from_str(r#"{"limit": -9223372036854775809}"#).expect("json");
+    expect![[r#"
+        /limit: -9223372036854775808 cannot be taken as an exact integer: written with a fraction or exponent, only whole numbers up to 2^53 are exact; send it as a plain integer
+    "#]]
+    .assert_eq(&run(&t, parsed));
+    let parsed: Value = serde_json::from_str(r#"{"ids": [1, 1e30]}"#).expect("json");
+    expect![[r#"
+        /ids/1: 1000000000000000019884624838656 is out of range for a 64-bit integer
+    "#]]
+    .assert_eq(&run(&t, parsed));
+    expect![[r#"
+        ok {"limit":18446744073709551615,"ids":[2]}
+        coerced []"#]]
+    .assert_eq(&run(&t, json!({"limit": u64::MAX, "ids": [2.0]})));
+}
+
 #[test]
 fn parse_step_errors() {
     let t = typed();
