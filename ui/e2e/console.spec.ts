@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { accessible, env, expect, rest, shot, test } from './fixtures';
+import { accessible, accessibleHovered, env, expect, rest, shot, test } from './fixtures';
 
 test.describe.configure({ mode: 'serial' });
 
@@ -16,6 +16,8 @@ test('the list shows the example tools, and search filters them', async ({ page 
     await expect(page.getByRole('link', { name, exact: true })).toBeVisible();
   }
   await accessible(page, 'the tool list');
+  // Hover shades keep their contrast: a table link, the primary button.
+  await accessibleHovered(page, page.getByRole('link', { name: 'git_log', exact: true }), 'a link in the tool list');
   await shot(page, 'tools');
   // `/` focuses the search box.
   await page.locator('body').press('/');
@@ -178,6 +180,9 @@ test('export renders every enabled tool, and dark mode follows the switch', asyn
   await page.goto(`${env.url}/ui/tools/word_stats?tab=test`);
   await expect(page.locator('html')).toHaveCSS('color-scheme', 'dark');
   await accessible(page, 'dark mode');
+  await accessibleHovered(page, page.getByRole('button', { name: 'Run' }), 'the Run button in dark mode');
+  await page.goto(`${env.url}/ui/tools`);
+  await accessibleHovered(page, page.getByRole('link', { name: 'git_log', exact: true }), 'a link in dark mode');
   await shot(page, 'dark');
 });
 
@@ -196,6 +201,11 @@ test("an upstream MCP server's tool shows where it comes from and runs from its 
   await page.goto(`${env.url}/ui/tools/tiny__ping`);
   await expect(page.getByText('mcp', { exact: true })).toBeVisible();
   await expect(page.getByText('of the MCP server')).toBeVisible();
+  // Its server: a link to the server's page, and the server's live status beside it.
+  const serverLink = page.getByRole('link', { name: 'tiny', exact: true });
+  await expect(serverLink).toHaveAttribute('href', '/ui/servers/tiny');
+  await expect(page.getByLabel('Server status: ready')).toBeVisible();
+  await accessibleHovered(page, serverLink, 'the link to the server');
   // Its definition is the server's: no form editor for it.
   await expect(page.getByRole('button', { name: 'Edit' })).toHaveCount(0);
   await page.getByText('The input schema, as the server gave it').click();
@@ -237,6 +247,7 @@ test('servers: the live list, a server with its stderr, a held change approved, 
   await expect(row).toContainText('ready');
   await expect(row).toContainText('stdio');
   await accessible(page, 'the servers list');
+  await accessibleHovered(page, page.getByRole('button', { name: 'Add server' }), 'the primary button');
   await row.getByRole('link', { name: 'watched' }).click();
   await expect(page.getByRole('heading', { name: /watched/, level: 3 })).toBeVisible();
   await expect(page.getByLabel('stderr')).toContainText('tiny: started as');
@@ -373,6 +384,9 @@ test('import OpenAPI: a document file previewed, chosen by tag, imported, one to
 });
 
 test('the overview charts the calls so far and is the landing page once there is traffic', async ({ page }) => {
+  // An upstream server, so that its card lists one (a link within a line of text).
+  const created = await rest('POST', '/servers', { name: 'seen', command: ['python3', env.tinyServer], env_allowlist: ['PATH'] });
+  expect(created.status).toBe(201);
   // A failing call, so that the errors chart has a bar.
   await rest('POST', '/tools/read_file/call', { arguments: { path: 'no-such-file.txt' } });
   await page.goto(`${env.url}/ui/`);
@@ -384,14 +398,18 @@ test('the overview charts the calls so far and is the landing page once there is
   const failing = page.getByRole('region', { name: 'Tools with the most errors' });
   await expect(failing.getByRole('link', { name: 'read_file' })).toBeVisible();
   await expect(page.getByRole('region', { name: 'Python calls' })).toContainText('warm');
+  const upstreams = page.getByRole('region', { name: 'Upstream servers' });
+  await expect(upstreams.getByRole('link', { name: 'seen' })).toHaveCSS('text-decoration-line', 'underline');
   await shot(page, 'overview');
   await accessible(page, 'the overview');
+  await accessibleHovered(page, upstreams.getByRole('link', { name: 'seen' }), 'a server link in the overview');
   await page.getByText('Last day', { exact: true }).click({ timeout: 10000 });
   await expect(calls).toContainText('in the last day');
   // A failing tool's runs, one click away.
   await failing.getByRole('link', { name: 'read_file' }).click();
   await expect(page).toHaveURL(/\/ui\/runs\?tool=read_file/);
   await expect(page.getByRole('row', { name: /read_file/ }).first()).toBeVisible();
+  expect((await rest('DELETE', '/servers/seen')).status).toBe(204);
 });
 
 test("an http tool shows its request, runs from its form, and is edited in its source", async ({ page }) => {

@@ -178,9 +178,11 @@ test('secret config values never come back to the browser', async ({ page }) => 
   await page.getByRole('tab', { name: 'History' }).click();
   await page.getByRole('tab', { name: 'Formats' }).click();
   expect(seen, 'responses that carried the secret').toEqual([]);
-  // The tool still has it (a call through REST, outside the browser, prints it).
+  // The tool still has it: a call through REST prints it (as many bytes), and what it
+  // printed of its secret reaches the caller as ***.
   const called = await rest('POST', '/tools/with_secret/call', { arguments: {} });
-  expect(called.json.data.stdout).toBe('supersecret-123\n');
+  expect(called.json.data.stdout).toBe('***\n');
+  expect(called.json.meta.stdout_bytes).toBe('supersecret-123\n'.length);
 });
 
 test('deleting asks for the name, and the history stays', async ({ page }) => {

@@ -2,7 +2,7 @@
 // console errors; plus helpers for the REST API (to check what the UI did), accessibility
 // checks with axe-core, and screenshots.
 
-import { test as base, expect, type Page } from '@playwright/test';
+import { test as base, expect, type Locator, type Page } from '@playwright/test';
 import AxeBuilder from '@axe-core/playwright';
 
 function required(name: string): string {
@@ -122,6 +122,21 @@ export async function accessible(page: Page, what: string): Promise<void> {
     bad.map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join('; ')}`),
     `accessibility of ${what}`,
   ).toEqual([]);
+}
+
+/** No colour contrast falls short while the pointer is on `target` (a hovered button or link
+ *  takes its hover shades): judged with transitions off, so the colours are the final ones. */
+export async function accessibleHovered(page: Page, target: Locator, what: string): Promise<void> {
+  const style = await page.addStyleTag({ content: '*, *::before, *::after { transition: none !important; animation: none !important; }' });
+  await target.hover();
+  const result = await new AxeBuilder({ page }).withRules(['color-contrast', 'link-in-text-block']).analyze();
+  const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(
+    bad.map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => `${n.target.join(' ')} ${n.failureSummary ?? ''}`).slice(0, 3).join('; ')}`),
+    `accessibility of ${what}, hovered`,
+  ).toEqual([]);
+  await page.mouse.move(0, 0);
+  await style.evaluate((node) => (node as Element).remove());
 }
 
 export async function shot(page: Page, name: string): Promise<void> {

@@ -88,11 +88,18 @@ function Charts({ o }: { o: Overview }) {
         <Card title="Upstream servers" size="small">
           <section aria-label="Upstream servers">
             {o.upstreams.length === 0 && <Typography.Text type="secondary">None.</Typography.Text>}
-            {o.upstreams.map((u) => (
-              <div key={u.name} style={{ marginBottom: 4 }}>
-                <Link to={`/servers/${encodeURIComponent(u.name)}`}>{u.name}</Link> <Pill tone={statusTone(u.status as UpstreamStatus)}>{statusText(u.status as UpstreamStatus)}</Pill> <Typography.Text type="secondary">{u.tools} tools</Typography.Text>
-              </div>
-            ))}
+            {o.upstreams.length > 0 && (
+              <ul style={{ listStyle: 'none', margin: 0, padding: 0 }}>
+                {o.upstreams.map((u) => (
+                  <li key={u.name} style={{ marginBottom: 4 }}>
+                    <Link className="ts-text-link" to={`/servers/${encodeURIComponent(u.name)}`}>
+                      {u.name}
+                    </Link>{' '}
+                    <Pill tone={statusTone(u.status as UpstreamStatus)}>{statusText(u.status as UpstreamStatus)}</Pill> <Typography.Text type="secondary">{u.tools} tools</Typography.Text>
+                  </li>
+                ))}
+              </ul>
+            )}
           </section>
         </Card>
       </Col>

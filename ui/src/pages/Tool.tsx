@@ -13,6 +13,7 @@ import { schemaToParams } from '../definition';
 import { DangerTag, EnabledSwitch } from './Tools';
 import { TestPanel } from '../TestPanel';
 import { Pill } from '../Pill';
+import { statusText, statusTone } from '../servers';
 
 const code: React.CSSProperties = { fontFamily: 'monospace', whiteSpace: 'pre-wrap', wordBreak: 'break-all', margin: 0 };
 
@@ -88,6 +89,28 @@ function SandboxSection({ report }: { report: SandboxReport }) {
   );
 }
 
+/** Where an upstream tool comes from: its server's page, and the server's live status (when
+ *  the caller may read servers). */
+function UpstreamOf({ tool, server }: { tool: string; server: string }) {
+  const status = useQuery({ queryKey: ['servers', server], queryFn: () => api.server(server), refetchInterval: 1500, retry: false });
+  const st = status.data?.status?.status;
+  return (
+    <span>
+      tool <Typography.Text code>{tool}</Typography.Text> of the MCP server{' '}
+      <Link className="ts-text-link" to={`/servers/${encodeURIComponent(server)}`}>
+        {server}
+      </Link>{' '}
+      {status.data && (
+        <span aria-label={`Server status: ${statusText(st)}`}>
+          <Pill tone={statusTone(st)}>{statusText(st)}</Pill>
+        </span>
+      )}
+      (its definition comes from the server; changes it makes wait for approval on the server&apos;s page, or{' '}
+      <Typography.Text code>toolsmith servers changes {server}</Typography.Text>)
+    </span>
+  );
+}
+
 function Definition({ d, schema }: { d: Definition; schema: JsonSchema }) {
   const executor = executorOf(d);
   // A built-in's parameters are its own, an upstream tool's its server's: both come from the
@@ -108,13 +131,7 @@ function Definition({ d, schema }: { d: Definition; schema: JsonSchema }) {
               {d.http?.allow_hosts && <div>may reach only: {d.http.allow_hosts.join(', ')}</div>}
             </div>
           )}
-          {executor === 'mcp' && (
-            <span>
-              tool <Typography.Text code>{d.mcp?.tool}</Typography.Text> of the MCP server{' '}
-              <Typography.Text code>{d.mcp?.server}</Typography.Text> (its definition comes from the server; changes it
-              makes wait for approval: <Typography.Text code>toolsmith servers changes {d.mcp?.server}</Typography.Text>)
-            </span>
-          )}
+          {executor === 'mcp' && d.mcp && <UpstreamOf tool={d.mcp.tool} server={d.mcp.server} />}
           {executor === 'script' && (
             <div>
               <div>
