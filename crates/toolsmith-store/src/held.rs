@@ -302,14 +302,39 @@ pub async fn import_catalog<S: Store + UpstreamStore>(
         .iter()
         .flat_map(|(_, names)| names.iter().map(String::as_str))
         .collect();
+    // A document's operation whose name another source's tool holds is left out, as in a
+    // document's own import ([`claimable`]); held documents check theirs below.
+    let mut sources = Vec::new();
+    let mut left_out = std::collections::HashSet::new();
+    for (source, names) in &catalog.documents {
+        if catalog.holds.iter().any(|(s, _)| s == source) {
+            continue;
+        }
+        let tools: Vec<Tool> = catalog
+            .tools
+            .iter()
+            .filter(|t| names.iter().any(|n| n == t.name.as_str()))
+            .cloned()
+            .collect();
+        let (_, taken) = claimable(store, tools, source).await?;
+        if !taken.is_empty() {
+            left_out.extend(taken.iter().map(|s| s.operation.clone()));
+            sources.push((
+                source.clone(),
+                HeldReport {
+                    taken,
+                    ..HeldReport::default()
+                },
+            ));
+        }
+    }
     let others: Vec<Tool> = catalog
         .tools
         .iter()
-        .filter(|t| !held.contains(t.name.as_str()))
+        .filter(|t| !held.contains(t.name.as_str()) && !left_out.contains(t.name.as_str()))
         .cloned()
         .collect();
     let mut report = crate::StoreExt::import(store, &others, false, author).await?;
-    let mut sources = Vec::new();
     for (source, names) in &catalog.holds {
         let tools: Vec<Tool> = catalog
             .tools

@@ -129,6 +129,9 @@ pub struct ImportReport {
     pub updated: Vec<String>,
     pub unchanged: Vec<String>,
     pub deleted: Vec<String>,
+    /// What the import left alone, each with why (an MCP server made elsewhere).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
 }
 
 /// One call in the execution log.

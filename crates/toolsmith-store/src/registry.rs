@@ -207,6 +207,9 @@ impl crate::UpstreamStore for Registry {
     async fn get_server(&self, name: &str) -> Result<crate::ServerRecord> {
         forward!(self, get_server(name))
     }
+    async fn server_summary(&self, name: &str, version: u64) -> Result<Option<String>> {
+        forward!(self, server_summary(name, version))
+    }
     async fn servers(&self) -> Result<Vec<crate::ServerRecord>> {
         forward!(self, servers())
     }

@@ -69,5 +69,6 @@ impl ImportReport {
         self.updated.extend(other.updated);
         self.unchanged.extend(other.unchanged);
         self.deleted.extend(other.deleted);
+        self.skipped.extend(other.skipped);
     }
 }

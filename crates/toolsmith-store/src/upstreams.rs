@@ -61,6 +61,12 @@ pub trait UpstreamStore: Send + Sync {
         change: Change<'_>,
     ) -> impl Future<Output = Result<ServerRecord>> + Send;
     fn get_server(&self, name: &str) -> impl Future<Output = Result<ServerRecord>> + Send;
+    /// The summary of version `version` of server `name` (who wrote it, and how).
+    fn server_summary(
+        &self,
+        name: &str,
+        version: u64,
+    ) -> impl Future<Output = Result<Option<String>>> + Send;
     /// Every live server, by name.
     fn servers(&self) -> impl Future<Output = Result<Vec<ServerRecord>>> + Send;
     /// Soft delete; its pins and changes go with it.
@@ -97,6 +103,8 @@ pub(crate) mod sql {
     pub const INSERT_SERVER: &str = "INSERT INTO mcp_servers (name, version, deleted, definition, updated_at, updated_by) VALUES ($1, $2, FALSE, $3, $4, $5)";
     pub const INSERT_SERVER_VERSION: &str = "INSERT INTO mcp_server_versions (name, version, definition, created_at, author, summary) VALUES ($1, $2, $3, $4, $5, $6)";
     pub const GET_SERVER: &str = "SELECT name, version, definition, updated_at, updated_by FROM mcp_servers WHERE name = $1 AND NOT deleted";
+    pub const SERVER_SUMMARY: &str =
+        "SELECT summary FROM mcp_server_versions WHERE name = $1 AND version = $2";
     pub const SERVERS: &str = "SELECT name, version, definition, updated_at, updated_by FROM mcp_servers WHERE NOT deleted ORDER BY name";
     pub const DELETE_SERVER: &str = "UPDATE mcp_servers SET deleted = TRUE, updated_at = $2, updated_by = $3 WHERE name = $1 AND NOT deleted";
     pub const DELETE_PINS: &str = "DELETE FROM upstream_pins WHERE server = $1";
@@ -183,6 +191,14 @@ macro_rules! upstream_methods {
                 Some(row) => crate::upstreams::server_record(row),
                 None => Err(crate::StoreError::NotFound(format!("server {name:?}"))),
             }
+        }
+
+        async fn server_summary(&self, name: &str, version: u64) -> crate::Result<Option<String>> {
+            Ok(sqlx::query_scalar(crate::upstreams::sql::SERVER_SUMMARY)
+                .bind(name)
+                .bind(version as i64)
+                .fetch_optional(&self.pool)
+                .await?)
         }
 
         async fn servers(&self) -> crate::Result<Vec<crate::upstreams::ServerRecord>> {
@@ -401,7 +417,7 @@ pub async fn import_servers<S: UpstreamStore>(
     let mut report = crate::ImportReport::default();
     let change = || Change {
         author,
-        summary: "imported from catalog",
+        summary: IMPORTED,
     };
     for server in servers {
         match store.get_server(&server.name).await {
@@ -413,13 +429,41 @@ pub async fn import_servers<S: UpstreamStore>(
                 report.unchanged.push(server.name.clone());
             }
             Ok(current) => {
-                store
-                    .update_server(server, current.version, change())
-                    .await?;
-                report.updated.push(server.name.clone());
+                // An import replaces only a server an import wrote last, and never turns a
+                // command into a URL or back: one made or edited through REST or the UI keeps
+                // its definition.
+                let name = &server.name;
+                let kind = |s: &McpServer| match s.transport {
+                    toolsmith_core::upstream::Transport::Stdio { .. } => "command",
+                    toolsmith_core::upstream::Transport::Http { .. } => "URL",
+                };
+                let summary = store
+                    .server_summary(name, current.version)
+                    .await?
+                    .unwrap_or_default();
+                if kind(&current.server) != kind(server) {
+                    report.skipped.push(format!(
+                        "MCP server `{name}`: it runs a {}, and an import never turns it into a {} (delete it first, or give this one another name)",
+                        kind(&current.server),
+                        kind(server)
+                    ));
+                } else if summary != IMPORTED {
+                    report.skipped.push(format!(
+                        "MCP server `{name}`: version {} was saved by {} ({summary:?}), not by an import; an import does not replace it (edit it there, or delete it first)",
+                        current.version, current.updated_by
+                    ));
+                } else {
+                    store
+                        .update_server(server, current.version, change())
+                        .await?;
+                    report.updated.push(server.name.clone());
+                }
             }
             Err(e) => return Err(e),
         }
     }
     Ok(report)
 }
+
+/// The summary of the versions [`import_servers`] writes.
+const IMPORTED: &str = "imported from catalog";

@@ -873,3 +873,71 @@ async fn registry_opens_postgres_by_address() {
         .expect("postgres");
     assert_eq!(r.backend(), "postgres");
 }
+
+/// No files and no variables: what a test server definition needs.
+struct Plain;
+
+impl CatalogSource for Plain {
+    fn read(&self, path: &str) -> Result<String, String> {
+        Err(format!("no files ({path})"))
+    }
+    fn var(&self, _: &str) -> Option<String> {
+        None
+    }
+}
+
+/// A catalog's MCP servers replace only servers an import wrote last, and never change a
+/// server's transport: one saved through REST or the UI, or running a command where the
+/// catalog gives a URL, is skipped with why.
+#[tokio::test]
+async fn an_import_replaces_only_the_servers_imports_wrote() {
+    use toolsmith_store::{UpstreamStore, import_servers};
+    let (_d, s) = sqlite().await;
+    let server = |v: serde_json::Value| catalog::parse_server(&v, &Plain).expect("server");
+    let by_hand = server(json!({"name": "made", "command": ["node", "a.js"]}));
+    s.create_server(
+        &by_hand,
+        Change {
+            author: "ui",
+            summary: "created",
+        },
+    )
+    .await
+    .expect("create");
+    let r = import_servers(
+        &s,
+        &[server(json!({"name": "made", "command": ["node", "b.js"]}))],
+        "catalog",
+    )
+    .await
+    .expect("import");
+    assert!(r.updated.is_empty(), "{r:?}");
+    assert!(r.skipped[0].contains("not by an import"), "{r:?}");
+    assert_eq!(s.get_server("made").await.expect("get").server, by_hand);
+    // A server the import made: updated by the next import, unless it turns into a URL.
+    let first = server(json!({"name": "cat", "command": ["node", "a.js"]}));
+    import_servers(&s, std::slice::from_ref(&first), "catalog")
+        .await
+        .expect("import");
+    let r = import_servers(
+        &s,
+        &[server(json!({"name": "cat", "command": ["node", "b.js"]}))],
+        "catalog",
+    )
+    .await
+    .expect("import");
+    assert_eq!(r.updated, ["cat"], "{r:?}");
+    let r = import_servers(
+        &s,
+        &[server(
+            json!({"name": "cat", "url": "https://mcp.example.com/mcp"}),
+        )],
+        "catalog",
+    )
+    .await
+    .expect("import");
+    assert!(
+        r.updated.is_empty() && r.skipped[0].contains("never turns it into a URL"),
+        "{r:?}"
+    );
+}

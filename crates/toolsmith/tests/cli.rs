@@ -1440,3 +1440,41 @@ fn text_from_a_tool_cannot_drive_the_operators_terminal() {
         stdout(&o)
     );
 }
+
+/// A catalog's OpenAPI entry, held or not, never takes over a tool another source made: an
+/// operation named like a command tool of another catalog is skipped with a line saying so,
+/// and that tool stays a command tool.
+#[test]
+fn a_catalogs_openapi_entry_never_takes_over_another_catalogs_tool() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec =
+        std::fs::read_to_string(repo().join("examples/more/petstore.openapi.yaml")).expect("spec");
+    std::fs::write(dir.path().join("pets.yaml"), &spec).expect("spec copy");
+    std::fs::write(
+        dir.path().join("local.yaml"),
+        "tools:\n  - {name: pet_listPets, description: mine, command: [echo, local]}\n",
+    )
+    .expect("catalog");
+    let db = dir.path().join("registry.db").display().to_string();
+    let run = |args: &[&str]| toolsmith_in(dir.path(), args, &[]);
+    let o = run(&["import", "local.yaml", "--db", &db]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for hold in ["", ", on_change: hold"] {
+        std::fs::write(
+            dir.path().join("docs.yaml"),
+            format!("openapi:\n  - {{spec: pets.yaml, prefix: pet_{hold}}}\n"),
+        )
+        .expect("catalog");
+        let o = run(&["import", "docs.yaml", "--db", &db]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let said = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(
+            said.contains("openapi:pet: skipped pet_listPets: `pet_listPets` is a command tool"),
+            "{said}"
+        );
+        let shown = json_out(&run(&["history", "pet_listPets", "--db", &db, "--json"]));
+        let versions = shown.as_array().expect("versions");
+        assert_eq!(versions.len(), 1, "{shown}");
+        assert!(versions[0]["definition"]["command"].is_array(), "{shown}");
+    }
+}

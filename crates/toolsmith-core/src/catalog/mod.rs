@@ -79,6 +79,9 @@ pub struct Catalog {
     /// `openapi:` entries with `on_change: hold`: each source (`openapi:<name>`) and the
     /// names of its tools, whose changes a re-import holds for approval.
     pub holds: Vec<(String, Vec<String>)>,
+    /// Every `openapi:` entry: its source (`openapi:<name>`) and the names of its tools. An
+    /// import never lets one take over a tool another source made.
+    pub documents: Vec<(String, Vec<String>)>,
     /// Toolsets (`toolsets:`), in file order.
     pub toolsets: Vec<crate::toolset::Toolset>,
 }
@@ -103,6 +106,7 @@ pub fn load(entry: &str, src: &dyn CatalogSource) -> Result<Catalog, CatalogErro
             servers: loader.servers,
             notes: loader.notes,
             holds: loader.holds,
+            documents: loader.documents,
             toolsets: loader.toolsets.into_iter().map(|(s, ..)| s).collect(),
         })
     } else {
@@ -151,6 +155,7 @@ struct Loader<'s> {
     server_names: Vec<(String, String, String)>,
     notes: Vec<String>,
     holds: Vec<(String, Vec<String>)>,
+    documents: Vec<(String, Vec<String>)>,
     /// Toolsets with the file and path each was declared at.
     toolsets: Vec<(crate::toolset::Toolset, String, String)>,
 }
@@ -167,6 +172,7 @@ impl<'s> Loader<'s> {
             server_names: Vec::new(),
             notes: Vec::new(),
             holds: Vec::new(),
+            documents: Vec::new(),
             toolsets: Vec::new(),
         }
     }

@@ -139,14 +139,15 @@ impl Loader<'_> {
                     self.tools.push(t);
                 }
             }
+            let source = openapi::source_for(
+                f.string("name", e).as_deref(),
+                &opts_prefix,
+                &imported.title,
+            );
             if hold {
-                let source = openapi::source_for(
-                    f.string("name", e).as_deref(),
-                    &opts_prefix,
-                    &imported.title,
-                );
-                self.holds.push((source, names));
+                self.holds.push((source.clone(), names.clone()));
             }
+            self.documents.push((source, names));
             for s in &imported.skipped {
                 self.notes.push(format!(
                     "{rel}: {at}: skipped {} ({} {}): {}",

@@ -20,6 +20,9 @@ pub(super) fn import(file: PathBuf, db: &DbArg, prune: bool, json: bool) -> Resu
                 servers.updated.len(),
                 servers.unchanged.len()
             );
+            for why in &servers.skipped {
+                outln!("  skipped {why}");
+            }
         }
         if !catalog.toolsets.is_empty() && !json {
             outln!(
@@ -35,16 +38,23 @@ pub(super) fn import(file: PathBuf, db: &DbArg, prune: bool, json: bool) -> Resu
 
 /// The changes an import held for approval, per OpenAPI source (on stderr for servers).
 pub(super) fn say_held(held: &[(String, toolsmith_store::held::HeldReport)], stderr: bool) {
-    for (source, r) in held.iter().filter(|(_, r)| !r.held.is_empty()) {
-        let line = format!(
-            "held {} change(s) of {source} until approved: {} (toolsmith servers changes {source})",
-            r.held.len(),
-            r.held.join(", ")
-        );
+    let say = |line: String| {
         if stderr {
             say!("{line}");
         } else {
             outln!("  {line}");
+        }
+    };
+    for (source, r) in held {
+        if !r.held.is_empty() {
+            say(format!(
+                "held {} change(s) of {source} until approved: {} (toolsmith servers changes {source})",
+                r.held.len(),
+                r.held.join(", ")
+            ));
+        }
+        for t in &r.taken {
+            say(format!("{source}: skipped {}: {}", t.operation, t.reason));
         }
     }
 }

@@ -74,6 +74,9 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                     r.updated.len(),
                     r.unchanged.len()
                 );
+                for why in &r.skipped {
+                    say!("skipped {why}");
+                }
             }
             if !catalog.toolsets.is_empty() {
                 let r =
@@ -275,7 +278,11 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
         let store =
             crate::secret_key::open_registry(&address, args.db.secret_key_file.as_deref()).await?;
         if let Some((file, catalog)) = &catalog {
-            toolsmith_store::import_servers(&store, &catalog.servers, &author).await?;
+            let servers =
+                toolsmith_store::import_servers(&store, &catalog.servers, &author).await?;
+            for why in &servers.skipped {
+                say!("skipped {why}");
+            }
             toolsmith_store::import_toolsets(&store, &catalog.toolsets, &author).await?;
             let (r, held) =
                 toolsmith_store::held::import_catalog(&store, catalog, false, &author).await?;

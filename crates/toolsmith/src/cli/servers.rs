@@ -420,7 +420,9 @@ pub(super) fn import_config(
             outln!(
                 "{}",
                 json!({"created": r.created, "updated": r.updated, "unchanged": r.unchanged,
-                    "skipped": skipped.iter().map(|(n, w)| json!({"name": n, "why": w})).collect::<Vec<_>>()})
+                    "skipped": skipped.iter().map(|(n, w)| json!({"name": n, "why": w}))
+                        .chain(r.skipped.iter().map(|w| json!({"why": w})))
+                        .collect::<Vec<_>>()})
             );
         } else {
             outln!(
@@ -429,8 +431,11 @@ pub(super) fn import_config(
                 r.created.len(),
                 r.updated.len(),
                 r.unchanged.len(),
-                skipped.len()
+                skipped.len() + r.skipped.len()
             );
+            for why in &r.skipped {
+                outln!("  skipped {why}");
+            }
         }
         Ok(ExitCode::SUCCESS)
     })
