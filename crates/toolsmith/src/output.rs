@@ -7,7 +7,7 @@ use toolsmith_core::model::{InjectAs, Parameter, Secrets};
 use toolsmith_core::schema::tool_schema;
 use toolsmith_core::{Catalog, Tool, ToolResult};
 
-pub fn check_summary(file: &Path, catalog: &Catalog, json: bool) {
+pub fn check_summary(file: &Path, catalog: &Catalog, warnings: &[String], json: bool) {
     let enabled = catalog.tools.iter().filter(|t| t.enabled).count();
     let count = |kind: &str| {
         catalog
@@ -26,6 +26,7 @@ pub fn check_summary(file: &Path, catalog: &Catalog, json: bool) {
             "by_executor": {"command": count("command"), "script": count("script"), "builtin": count("builtin"), "http": count("http")},
             "mcp_servers": catalog.servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
             "notes": catalog.notes,
+            "warnings": warnings,
         });
         outln!("{summary}");
         return;
@@ -57,6 +58,9 @@ pub fn check_summary(file: &Path, catalog: &Catalog, json: bool) {
     );
     for note in &catalog.notes {
         outln!("  note: {note}");
+    }
+    for warning in warnings {
+        outln!("  warning: {warning}");
     }
 }
 

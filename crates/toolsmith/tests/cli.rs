@@ -1478,3 +1478,83 @@ fn a_catalogs_openapi_entry_never_takes_over_another_catalogs_tool() {
         assert!(versions[0]["definition"]["command"].is_array(), "{shown}");
     }
 }
+
+/// `toolsmith check` warns of a tool whose program starts an interpreter (its `#!` line, or
+/// what `#!/usr/bin/env NAME` finds — a pyenv shim under `$HOME`) that its sandbox cannot
+/// read, naming the key to change; the program's own installation is readable, and a
+/// policy that reads the interpreter, or no sandbox, is not warned about.
+#[test]
+fn check_warns_of_an_interpreter_the_sandbox_cannot_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let here = tempfile::tempdir().expect("tempdir");
+    let tools = tempfile::tempdir().expect("tempdir");
+    let pythons = tempfile::tempdir().expect("tempdir");
+    let executable = |path: &Path, text: &str| {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+        std::fs::write(path, text).expect("write");
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    };
+    let interpreter = pythons.path().join("shims/mypython");
+    executable(&interpreter, "#!/bin/sh\nexec sh \"$@\"\n");
+    let direct = tools.path().join("bin/direct");
+    executable(&direct, &format!("#!{}\necho hi\n", interpreter.display()));
+    let via_env = tools.path().join("bin/via_env");
+    executable(&via_env, "#!/usr/bin/env mypython\necho hi\n");
+    let plain = tools.path().join("bin/plain");
+    executable(&plain, "#!/bin/sh\necho hi\n");
+    let root = pythons.path().display().to_string();
+    let (d, e, p) = (direct.display(), via_env.display(), plain.display());
+    std::fs::write(
+        here.path().join("catalog.yaml"),
+        format!(
+            "tools:\n  - {{name: direct, description: d, command: [{d}]}}\n  - {{name: via_env, description: d, command: [{e}]}}\n  - {{name: plain, description: d, command: [{p}]}}\n  - {{name: let_in, description: d, command: [{d}], sandbox: {{preset: workspace, filesystem: {{read: [{root}]}}}}}}\n  - {{name: unsandboxed, description: d, command: [{d}], sandbox: none}}\n"
+        ),
+    )
+    .expect("catalog");
+    let path = format!(
+        "{}:{}",
+        interpreter.parent().expect("dir").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = toolsmith_in(
+        here.path(),
+        &["check", "catalog.yaml", "--json"],
+        &[("PATH", &path)],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let warnings = json_out(&o)["warnings"].clone();
+    let i = interpreter.display();
+    let said = |tool: &str, program: &str| {
+        format!(
+            "tool `{tool}`: {program} starts {i} (its #! line), and the sandbox (policy workspace) does not let this tool run {i}: to allow it, add {root} (where it is installed) to `sandbox.filesystem.read`"
+        )
+    };
+    assert_eq!(
+        warnings,
+        json!([
+            said("direct", &d.to_string()),
+            said("via_env", &e.to_string())
+        ]),
+        "{warnings}"
+    );
+    // Called anyway, the refusal says the same instead of a bare "Permission denied".
+    let o = toolsmith_in(
+        here.path(),
+        &["call", "direct", "-c", "catalog.yaml"],
+        &[("PATH", &path)],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "Permission denied (os error 13) — {d} starts {i} (its #! line)"
+        )),
+        "{}",
+        stderr(&o)
+    );
+    let o = toolsmith_in(
+        here.path(),
+        &["call", "let_in", "-c", "catalog.yaml"],
+        &[("PATH", &path)],
+    );
+    assert_eq!(stdout(&o), "hi\n", "{}", stderr(&o));
+}

@@ -49,23 +49,7 @@ impl Sandboxes {
                 }
                 let (read, write) = self.reach(policy, &real);
                 if !read {
-                    // A program in a `bin` (a pyenv shim, a virtual environment): where it
-                    // is installed, which it needs whole.
-                    let installed = named
-                        .parent()
-                        .and_then(|d| d.file_name())
-                        .is_some_and(|d| matches!(d.to_str(), Some("bin" | "sbin" | "shims")));
-                    return Some(match installed.then(|| rules::prefix(&named)).flatten() {
-                        Some(prefix) => format!(
-                            "the sandbox (policy {name}) does not let this tool run {}: to allow it, add {} (where it is installed) to `sandbox.filesystem.read`",
-                            named.display(),
-                            prefix.display()
-                        ),
-                        None => format!(
-                            "the sandbox (policy {name}) does not let this tool reach {}: to allow it, add it or its folder to `sandbox.filesystem.read` (to read or run it) or `sandbox.filesystem.write` (to write it too)",
-                            named.display()
-                        ),
-                    });
+                    return Some(unreadable(&name, &named));
                 }
                 if !write {
                     return Some(format!(
@@ -80,6 +64,53 @@ impl Sandboxes {
             }
         }
         None
+    }
+
+    /// For `toolsmith check`: why a tool with policy `own` would fail to start `program` (a
+    /// command's first word, a script's interpreter; a bare name is looked up in `path`).
+    /// Where the program is installed is readable to its process whatever the policy; what
+    /// its `#!` line runs is not — a script whose `#!/usr/bin/env python3` finds a pyenv shim
+    /// under `$HOME`, an interpreter in another folder — and neither is a program in
+    /// toolsmith's own folders. `None` when it can start, when the program is not found, or
+    /// with no sandbox.
+    pub fn program_hint(&self, own: Option<&Sandbox>, program: &str, path: &str) -> Option<String> {
+        let policy = self.policy(own);
+        if !self.config.enabled || policy.is_none() || self.kernel.landlock_abi == 0 {
+            return None;
+        }
+        let named = crate::process::resolve_program(program, Some(path))?;
+        let real = std::fs::canonicalize(&named).ok()?;
+        if self.protected.iter().any(|p| real.starts_with(p)) {
+            return Some(format!(
+                "its program {} is in toolsmith's own folders, which no tool can reach",
+                named.display()
+            ));
+        }
+        // Its own installation is added to every process's reach (rules::call_rules).
+        let installed: Vec<PathBuf> = [&named, &real]
+            .into_iter()
+            .filter_map(|p| rules::prefix(p))
+            .collect();
+        let readable = |p: &Path| {
+            let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+            [p, real.as_path()]
+                .iter()
+                .all(|p| installed.iter().any(|i| p.starts_with(i)) || self.reach(policy, p).0)
+        };
+        let runs = shebang_program(&real, path)?;
+        if readable(&runs) {
+            return None;
+        }
+        let name = match policy.to_value() {
+            serde_json::Value::String(s) => s,
+            _ => "its own".to_owned(),
+        };
+        Some(format!(
+            "{} starts {} (its #! line), and {}",
+            named.display(),
+            runs.display(),
+            unreadable(&name, &runs)
+        ))
     }
 
     /// Whether `policy` lets a process read and write `path` (its working folder aside).
@@ -119,6 +150,51 @@ impl Sandboxes {
             || path.starts_with("/dev/null")
             || path.starts_with("/dev/pts");
         (under(&read), writable)
+    }
+}
+
+/// The program a script's `#!` line runs: its interpreter, or what `env` finds on `path` for
+/// `#!/usr/bin/env NAME`. `None` for a binary or an unreadable file.
+fn shebang_program(script: &Path, path: &str) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(script).ok()?.read(&mut head).ok()?;
+    let line = std::str::from_utf8(
+        head[..n]
+            .strip_prefix(b"#!")?
+            .split(|b| *b == b'\n')
+            .next()?,
+    )
+    .ok()?;
+    let mut words = line.split_whitespace();
+    let interpreter = words.next()?;
+    if Path::new(interpreter)
+        .file_name()
+        .is_some_and(|f| f == "env")
+    {
+        let name = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
+        return crate::process::resolve_program(name, Some(path));
+    }
+    Some(PathBuf::from(interpreter))
+}
+
+/// What to say when policy `name` cannot read `named`: a program in a `bin` (a pyenv shim, a
+/// virtual environment) needs where it is installed, whole.
+fn unreadable(name: &str, named: &Path) -> String {
+    let installed = named
+        .parent()
+        .and_then(|d| d.file_name())
+        .is_some_and(|d| matches!(d.to_str(), Some("bin" | "sbin" | "shims")));
+    match installed.then(|| rules::prefix(named)).flatten() {
+        Some(prefix) => format!(
+            "the sandbox (policy {name}) does not let this tool run {}: to allow it, add {} (where it is installed) to `sandbox.filesystem.read`",
+            named.display(),
+            prefix.display()
+        ),
+        None => format!(
+            "the sandbox (policy {name}) does not let this tool reach {}: to allow it, add it or its folder to `sandbox.filesystem.read` (to read or run it) or `sandbox.filesystem.write` (to write it too)",
+            named.display()
+        ),
     }
 }
 

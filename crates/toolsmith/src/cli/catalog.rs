@@ -4,8 +4,38 @@ use super::*;
 
 pub(super) fn check(file: &std::path::Path, json: bool) -> Result<ExitCode> {
     let catalog = load_catalog(file)?;
-    output::check_summary(file, &catalog, json);
+    let warnings = sandbox_warnings(&catalog);
+    output::check_summary(file, &catalog, &warnings, json);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Tools whose program (a command's first word, a script's interpreter), found on this
+/// machine's PATH, their sandbox could not read — they would fail with "Permission denied"
+/// (a pyenv shim under `$HOME`, a virtual environment outside the system folders). Judged
+/// with the current folder as the workspace, as `serve` run here would.
+fn sandbox_warnings(catalog: &toolsmith_core::Catalog) -> Vec<String> {
+    use toolsmith_core::model::Executor;
+    let Ok(here) = std::env::current_dir() else {
+        return Vec::new();
+    };
+    let sandboxes = toolsmith_exec::sandbox::Sandboxes::new(Default::default(), &here, None, &[]);
+    let path = std::env::var("PATH").unwrap_or_default();
+    catalog
+        .tools
+        .iter()
+        .filter_map(|t| {
+            let program = match &t.executor {
+                Executor::Command(argv) => argv.first()?.clone(),
+                Executor::Script(s) => s.interpreter.split_whitespace().next()?.to_owned(),
+                _ => return None,
+            };
+            if program.contains('{') {
+                return None;
+            }
+            let hint = sandboxes.program_hint(t.sandbox.as_ref(), &program, &path)?;
+            Some(format!("tool `{}`: {hint}", t.name))
+        })
+        .collect()
 }
 
 pub(super) fn list(catalog: &CatalogArg, json: bool) -> Result<ExitCode> {
