@@ -130,8 +130,12 @@ impl Drop for Slot {
     fn drop(&mut self) {
         drop(self.jobs.take());
         if let Some(t) = self.thread.take() {
-            if t.thread().id() == std::thread::current().id() {
-                return; // dropped by a job on its own thread: it is still inside
+            // Dropped by a job on its own thread, or on one of its sandbox helpers (which its
+            // thread ends, so must not wait for it): it is still inside; the next sweep
+            // removes the cgroup.
+            if t.thread().id() == std::thread::current().id() || crate::sandbox::on_helper_thread()
+            {
+                return;
             }
             let _ = t.join();
         }
@@ -253,6 +257,7 @@ impl Cgroups {
             slot,
             idle: self.idle.clone(),
             resident: None,
+            key: key.map(str::to_owned),
         })
     }
 
@@ -360,6 +365,8 @@ pub struct CallCgroup {
     idle: Arc<Mutex<Vec<Slot>>>,
     /// A process that lives in the cgroup across calls (a warm runtime), spared by sweeps.
     resident: Option<i32>,
+    /// The identity of the confinement its process will be spawned under, if any.
+    key: Option<String>,
 }
 
 impl CallCgroup {
@@ -376,10 +383,23 @@ impl CallCgroup {
         match self.slot.as_ref().and_then(|s| s.jobs.clone()) {
             Some(jobs) => {
                 let handle = tokio::runtime::Handle::try_current().ok();
+                let route = self
+                    .key
+                    .clone()
+                    .zip(self.slot.as_ref().map(|s| s.helpers.clone()));
                 let run: Job = Box::new(move || {
                     let _entered = handle.as_ref().map(|h| h.enter());
                     let _ = tx.send(job(self));
                 });
+                // Straight to the slot's sandbox helper holding the call's confinement when
+                // it has one (no hand-over through the slot's thread), else the slot's thread.
+                let run = match route {
+                    Some((key, helpers)) => match helpers.route(&key, run) {
+                        Ok(()) => return rx,
+                        Err(run) => run,
+                    },
+                    None => run,
+                };
                 if let Err(std::sync::mpsc::SendError(run)) = jobs.send(run) {
                     run();
                 }

@@ -26,7 +26,7 @@ use rustix::thread::{self as th, CapabilitiesSecureBits, CapabilitySet, Capabili
 use super::{Confinement, ruleset};
 
 /// Work for a helper thread.
-type Job = Box<dyn FnOnce() + Send>;
+pub(crate) type Job = Box<dyn FnOnce() + Send>;
 
 /// A helper: what to send it work on, and its thread. Dropped with its thread's locals,
 /// which ends it; [`end_helpers`] also waits for that.
@@ -38,6 +38,7 @@ struct Helper {
 impl Helper {
     /// A helper born of this thread, confined for good by `confine` — or why it could not be.
     fn start(
+        domain: Option<String>,
         confine: impl FnOnce() -> Result<(), String> + Send + 'static,
     ) -> Result<Self, String> {
         let (jobs, queue) = mpsc::channel::<Job>();
@@ -47,8 +48,12 @@ impl Helper {
             .spawn(move || {
                 // What it spawns inherits its mask: none blocked.
                 crate::signals::clear_mask();
+                ON_HELPER.with(|h| h.set(true));
                 let confined = confine();
                 let ok = confined.is_ok();
+                if ok {
+                    CONFINED_AS.with(|c| *c.borrow_mut() = domain);
+                }
                 let _ = ready.send(confined);
                 if ok {
                     for job in queue {
@@ -73,13 +78,15 @@ impl Helper {
 /// Ends this thread's helpers and waits until their threads are gone: a cgroup slot's
 /// thread does before its cgroup is removed (a thread still in it would keep it).
 pub(crate) fn end_helpers() {
+    // The slot's routes hold senders to its helpers: dropped first, or a helper would wait
+    // for work for ever.
+    if let Some(slot) = SLOT.with(|s| s.borrow().clone()) {
+        slot.list().clear();
+    }
     let helpers: Vec<Helper> = HELPERS.with(|h| h.borrow_mut().drain().map(|(_, h)| h).collect());
     let domains: Vec<Helper> = DOMAINS.with(|d| d.borrow_mut().drain(..).map(|(_, h)| h).collect());
     for helper in helpers.into_iter().chain(domains) {
         helper.end();
-    }
-    if let Some(slot) = SLOT.with(|s| s.borrow().clone()) {
-        slot.list().clear();
     }
 }
 
@@ -91,26 +98,70 @@ thread_local! {
     /// Set on a thread that serves one call at a time (a cgroup slot's): what its helpers
     /// hold, shared with the slot, which counts them among its cgroup's tasks.
     static SLOT: RefCell<Option<SlotHelpers>> = const { RefCell::new(None) };
+    /// On a helper holding a whole confinement: its identity. A spawn under that very
+    /// confinement routed straight here ([`SlotHelpers::route`]) runs as it is.
+    static CONFINED_AS: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// Whether this thread is a sandbox helper.
+    static ON_HELPER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is a sandbox helper (which must never wait for its slot's
+/// thread: that thread ends its helpers, this one included).
+pub(crate) fn on_helper_thread() -> bool {
+    ON_HELPER.with(std::cell::Cell::get)
 }
 
 /// How many whole-confinement helpers a thread keeps (the least recently used goes).
 const DOMAINS_KEPT: usize = 8;
 
-/// The identities of the confinements a slot thread's helpers hold: each helper is a task
-/// of the slot's cgroup, so the slot counts them when it caps the tasks a call may make.
+/// The confinements a slot thread's helpers hold — each helper's identity and where to send
+/// it work, least recently used first: each helper is a task of the slot's cgroup, so the
+/// slot counts them when it caps the tasks a call may make, and a spawn under a confinement
+/// one of them holds is sent to it straight ([`SlotHelpers::route`]).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct SlotHelpers(Arc<Mutex<Vec<String>>>);
+pub(crate) struct SlotHelpers(Arc<Mutex<Vec<(String, mpsc::Sender<Job>)>>>);
 
 impl SlotHelpers {
-    fn list(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+    fn list(&self) -> std::sync::MutexGuard<'_, Vec<(String, mpsc::Sender<Job>)>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The helper threads alive, and one more when `key` would need a new one.
     pub(crate) fn tasks_with(&self, key: Option<&str>) -> u64 {
         let list = self.list();
-        let new = key.is_some_and(|k| !list.iter().any(|h| h == k));
+        let new = key.is_some_and(|k| !list.iter().any(|(h, _)| h == k));
         list.len() as u64 + u64::from(new)
+    }
+
+    /// Sends `job` to the helper holding confinement `key`, if there is one: the spawn it
+    /// makes needs no hand-over through the slot's thread. `Err` gives the job back.
+    pub(crate) fn route(&self, key: &str, job: Job) -> Result<(), Job> {
+        let mut list = self.list();
+        let Some(i) = list.iter().position(|(k, _)| k == key) else {
+            return Err(job);
+        };
+        let entry = list.remove(i);
+        match entry.1.send(job) {
+            Ok(()) => {
+                list.push(entry);
+                Ok(())
+            }
+            // Its thread is gone: the slot's thread starts another.
+            Err(mpsc::SendError(job)) => Err(job),
+        }
+    }
+
+    fn forget(&self, key: &str) {
+        self.list().retain(|(k, _)| k != key);
+    }
+
+    /// The least recently used of `held`.
+    fn oldest(&self, held: &[(String, Helper)]) -> Option<String> {
+        self.list()
+            .iter()
+            .map(|(k, _)| k)
+            .find(|k| held.iter().any(|(h, _)| h == *k))
+            .cloned()
     }
 }
 
@@ -129,6 +180,10 @@ pub fn run_confined<T: Send + 'static>(
     let Some(c) = c else {
         return Ok(spawn());
     };
+    // Routed to the helper that holds this very confinement.
+    if CONFINED_AS.with(|k| k.borrow().as_deref() == Some(c.identity().as_str())) {
+        return Ok(spawn());
+    }
     if let Some(slot) = SLOT.with(|s| s.borrow().clone()) {
         return run_in_domain(&slot, c, spawn);
     }
@@ -161,7 +216,7 @@ pub fn run_confined<T: Send + 'static>(
                 Entry::Occupied(e) => e.into_mut(),
                 Entry::Vacant(v) => {
                     let filter = filter.clone();
-                    v.insert(Helper::start(move || {
+                    v.insert(Helper::start(None, move || {
                         base(key.1, filter.as_ref().map(|f| &f.program))
                     })?)
                 }
@@ -200,23 +255,26 @@ fn run_in_domain<T: Send + 'static>(
         let helper = match domains.iter().position(|(k, _)| *k == key) {
             Some(i) => domains.remove(i).1,
             None => {
-                if domains.len() >= DOMAINS_KEPT {
-                    let (old, helper) = domains.remove(0);
-                    helper.end();
-                    slot.list().retain(|k| *k != old);
+                if domains.len() >= DOMAINS_KEPT
+                    && let Some(old) = slot.oldest(&domains)
+                    && let Some(i) = domains.iter().position(|(k, _)| *k == old)
+                {
+                    slot.forget(&old);
+                    domains.remove(i).1.end();
                 }
-                let helper = Helper::start(move || {
+                let helper = Helper::start(Some(key.clone()), move || {
                     base(c.drop_caps, c.seccomp.as_ref().map(|f| &f.program))?;
                     restrict(&c)
                 })?;
-                slot.list().push(key.clone());
+                slot.list().push((key.clone(), helper.jobs.clone()));
                 helper
             }
         };
+        slot.forget(&key);
         if let Err(mpsc::SendError(_)) = helper.jobs.send(job) {
-            slot.list().retain(|k| *k != key);
             return Err("the sandbox's helper thread went away".to_string());
         }
+        slot.list().push((key.clone(), helper.jobs.clone()));
         domains.push((key, helper));
         Ok::<_, String>(())
     })?;

@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 use toolsmith_core::sandbox::{Enforce, Network, Sandbox};
 
 pub use apply::run_confined;
-pub(crate) use apply::{SlotHelpers, end_helpers, mark_exclusive_thread};
+pub(crate) use apply::{SlotHelpers, end_helpers, mark_exclusive_thread, on_helper_thread};
 pub use explain::propose_writes;
 pub use report::{assess, starts_processes, tool_report};
 pub use rules::SYSTEM;
