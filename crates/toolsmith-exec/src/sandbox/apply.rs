@@ -119,10 +119,13 @@ const DOMAINS_KEPT: usize = 8;
 /// slot counts them when it caps the tasks a call may make, and a spawn under a confinement
 /// one of them holds is sent to it straight ([`SlotHelpers::route`]).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct SlotHelpers(Arc<Mutex<Vec<(String, mpsc::Sender<Job>)>>>);
+pub(crate) struct SlotHelpers(Arc<Mutex<Vec<Route>>>);
+
+/// A helper holding a whole confinement: its identity, and where to send it work.
+type Route = (String, mpsc::Sender<Job>);
 
 impl SlotHelpers {
-    fn list(&self) -> std::sync::MutexGuard<'_, Vec<(String, mpsc::Sender<Job>)>> {
+    fn list(&self) -> std::sync::MutexGuard<'_, Vec<Route>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
