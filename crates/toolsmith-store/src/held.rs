@@ -91,18 +91,21 @@ pub async fn claimable<S: Store>(
     Ok((mine, taken))
 }
 
+/// An `http` tool's method and URL as scheme, host (and port) and path.
+fn http_target(tool: &Tool) -> Option<(&str, &str, &str, &str)> {
+    let toolsmith_core::model::Executor::Http(h) = &tool.executor else {
+        return None;
+    };
+    let (scheme, rest) = h.url.split_once("://")?;
+    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    Some((&h.method, scheme, host, path))
+}
+
 /// The operation `tool` was made from, as skipped for `reason`.
 fn skipped(tool: &Tool, reason: String) -> Skipped {
-    let (method, path) = match &tool.executor {
-        toolsmith_core::model::Executor::Http(h) => (
-            h.method.clone(),
-            h.url
-                .split_once("://")
-                .and_then(|(_, rest)| rest.find('/').map(|i| rest[i..].to_owned()))
-                .unwrap_or_default(),
-        ),
-        _ => Default::default(),
-    };
+    let (method, path) = http_target(tool).map_or_else(Default::default, |(m, _, _, p)| {
+        (m.to_owned(), p.to_owned())
+    });
     Skipped {
         operation: tool.name.to_string(),
         method,
@@ -113,16 +116,7 @@ fn skipped(tool: &Tool, reason: String) -> Skipped {
 
 /// Whether two `http` tools call the same scheme, host and port.
 fn same_origin(a: &Tool, b: &Tool) -> bool {
-    use toolsmith_core::model::Executor;
-    let origin = |t: &Tool| match &t.executor {
-        Executor::Http(h) => h.url.split_once("://").map(|(scheme, rest)| {
-            (
-                scheme.to_owned(),
-                rest.split('/').next().unwrap_or_default().to_owned(),
-            )
-        }),
-        _ => None,
-    };
+    let origin = |t| http_target(t).map(|(_, scheme, host, _)| (scheme, host));
     origin(a).is_some() && origin(a) == origin(b)
 }
 
@@ -134,24 +128,9 @@ pub async fn import_document<S: Store + crate::StoreExt>(
     source: &str,
     author: &str,
 ) -> Result<crate::ImportReport> {
-    let kept = store.keep_secrets(tools).await?;
-    let tools = kept.as_deref().unwrap_or(tools);
-    let summary = import_summary(source);
-    let mut report = crate::ImportReport::default();
-    for batch in tools.chunks(crate::SYNC_BATCH) {
-        report.extend(
-            store
-                .sync(
-                    batch,
-                    Change {
-                        author,
-                        summary: &summary,
-                    },
-                )
-                .await?,
-        );
-    }
-    Ok(report)
+    store
+        .import_as(tools, false, author, &import_summary(source))
+        .await
 }
 
 /// Imports `tools` from `source`: new ones created, the same ones kept, changed ones held.
@@ -310,13 +289,7 @@ pub async fn import_catalog<S: Store + UpstreamStore>(
         if catalog.holds.iter().any(|(s, _)| s == source) {
             continue;
         }
-        let tools: Vec<Tool> = catalog
-            .tools
-            .iter()
-            .filter(|t| names.iter().any(|n| n == t.name.as_str()))
-            .cloned()
-            .collect();
-        let (_, taken) = claimable(store, tools, source).await?;
+        let (_, taken) = claimable(store, named(catalog, names), source).await?;
         if !taken.is_empty() {
             left_out.extend(taken.iter().map(|s| s.operation.clone()));
             sources.push((
@@ -336,13 +309,7 @@ pub async fn import_catalog<S: Store + UpstreamStore>(
         .collect();
     let mut report = crate::StoreExt::import(store, &others, false, author).await?;
     for (source, names) in &catalog.holds {
-        let tools: Vec<Tool> = catalog
-            .tools
-            .iter()
-            .filter(|t| names.iter().any(|n| n == t.name.as_str()))
-            .cloned()
-            .collect();
-        let (tools, taken) = claimable(store, tools, source).await?;
+        let (tools, taken) = claimable(store, named(catalog, names), source).await?;
         let mut r = import_holding(store, &tools, source, author).await?;
         r.taken = taken;
         // Created and kept tools count as the catalog's; held ones are reported apart.
@@ -354,6 +321,16 @@ pub async fn import_catalog<S: Store + UpstreamStore>(
         report.deleted = crate::StoreExt::prune(store, &catalog.tools, author).await?;
     }
     Ok((report, sources))
+}
+
+/// The tools of `catalog` that `names` names.
+fn named(catalog: &Catalog, names: &[String]) -> Vec<Tool> {
+    catalog
+        .tools
+        .iter()
+        .filter(|t| names.iter().any(|n| n == t.name.as_str()))
+        .cloned()
+        .collect()
 }
 
 /// A held change's two sides for a diff: the served definition and the held one, secrets

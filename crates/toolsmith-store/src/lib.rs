@@ -467,6 +467,18 @@ pub trait StoreExt: Store {
         prune: bool,
         author: &str,
     ) -> impl Future<Output = Result<ImportReport>> + Send {
+        self.import_as(tools, prune, author, "imported from catalog")
+    }
+
+    /// [`StoreExt::import`], each version written saying `summary` (an OpenAPI document's
+    /// import says its source: [`held::import_summary`]).
+    fn import_as(
+        &self,
+        tools: &[Tool],
+        prune: bool,
+        author: &str,
+        summary: &str,
+    ) -> impl Future<Output = Result<ImportReport>> + Send {
         async move {
             let kept = self.keep_secrets(tools).await?;
             let tools = kept.as_deref().unwrap_or(tools);
@@ -474,10 +486,7 @@ pub trait StoreExt: Store {
             // Batches of 500: one transaction each, short enough not to hold the write lock
             // long (a 100 000-tool import takes seconds, not a minute of single commits).
             for batch in tools.chunks(SYNC_BATCH) {
-                let change = Change {
-                    author,
-                    summary: "imported from catalog",
-                };
+                let change = Change { author, summary };
                 report.extend(self.sync(batch, change).await?);
             }
             if prune {
@@ -557,17 +566,10 @@ pub(crate) fn now_ms() -> i64 {
 
 /// Cursors are opaque to callers: the hex of the last name of the previous page.
 pub fn encode_cursor(name: &str) -> String {
-    name.bytes().map(|b| format!("{b:02x}")).collect()
+    secrets::hex(name.as_bytes())
 }
 
 pub fn decode_cursor(cursor: &str) -> Result<String> {
     let bad = || StoreError::Invalid(format!("invalid cursor {cursor:?}"));
-    if !cursor.len().is_multiple_of(2) {
-        return Err(bad());
-    }
-    let bytes: std::result::Result<Vec<u8>, _> = (0..cursor.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(cursor.get(i..i + 2).unwrap_or("zz"), 16))
-        .collect();
-    String::from_utf8(bytes.map_err(|_| bad())?).map_err(|_| bad())
+    String::from_utf8(secrets::unhex(cursor).ok_or_else(bad)?).map_err(|_| bad())
 }

@@ -52,17 +52,13 @@ impl SecretKey {
                 text.len()
             ));
         }
-        let mut bytes = [0u8; 32];
-        for (i, byte) in bytes.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16)
-                .map_err(|e| format!("not hex: {e}"))?;
-        }
-        Ok(Self(bytes))
+        let bytes = unhex(text).ok_or("not hex")?;
+        Ok(Self(bytes.try_into().map_err(|_| "not 32 bytes")?))
     }
 
     /// The key as 64 hex digits.
     pub fn to_text(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        hex(&self.0)
     }
 
     /// `plain`, sealed.
@@ -134,6 +130,11 @@ pub(crate) fn key() -> Option<Arc<SecretKey>> {
     KEY.read().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
+/// Whether this process has a key ([`use_key`]).
+pub fn has_key() -> bool {
+    key().is_some()
+}
+
 /// What proves a forwarded session call came from a replica sharing this registry (and so
 /// its key), for that one request only: HMAC-SHA256 under the key of the method, the path,
 /// the time (ms since the epoch), a nonce and the SHA-256 of the body, as hex. `None`
@@ -184,11 +185,13 @@ fn peer_message(method: &str, path: &str, at_ms: i64, nonce: &str, body: &[u8]) 
     .into_bytes()
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// `bytes` as lower-case hex digits.
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn unhex(text: &str) -> Option<Vec<u8>> {
+/// The bytes of hex digits `text`; `None` when it is not that.
+pub(crate) fn unhex(text: &str) -> Option<Vec<u8>> {
     if !text.len().is_multiple_of(2) || !text.is_ascii() {
         return None;
     }
