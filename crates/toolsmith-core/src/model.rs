@@ -337,6 +337,16 @@ pub enum Executor {
 }
 
 impl Executor {
+    /// The program a process of it starts, as written: a command's first word, a script's
+    /// interpreter (its first word); `None` for the kinds that start no process.
+    pub fn program(&self) -> Option<&str> {
+        match self {
+            Self::Command(argv) => argv.first().map(String::as_str),
+            Self::Script(s) => s.interpreter.split_whitespace().next(),
+            _ => None,
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Command(_) => "command",

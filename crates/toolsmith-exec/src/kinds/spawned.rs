@@ -170,16 +170,11 @@ impl Engine {
             Err(process::SpawnError::Other(e)) => {
                 // Refused at exec: the sandbox, when the program's `#!` interpreter is out of
                 // its reach, says so and what to change.
-                let program = match &t.executor {
-                    toolsmith_core::model::Executor::Command(argv) => argv.first().cloned(),
-                    toolsmith_core::model::Executor::Script(s) => {
-                        s.interpreter.split_whitespace().next().map(str::to_owned)
-                    }
-                    _ => None,
-                };
-                let hint = program
+                let hint = t
+                    .executor
+                    .program()
                     .filter(|_| e.contains("Permission denied"))
-                    .and_then(|p| self.sandbox.program_hint(t.sandbox.as_ref(), &p, searched));
+                    .and_then(|p| self.sandbox.program_hint(t.sandbox.as_ref(), p, searched));
                 return ToolResult::err(
                     ErrorKind::SpawnFailed,
                     match hint {

@@ -27,14 +27,7 @@ impl Sandboxes {
     /// `stderr`, when a path it was refused is one its policy does not allow; `path` is the
     /// tool's PATH (a bare program name a shell could not run is looked up there).
     pub fn denial_hint(&self, own: Option<&Sandbox>, stderr: &str, path: &str) -> Option<String> {
-        let policy = self.policy(own);
-        if !self.config.enabled || policy.is_none() || self.kernel.landlock_abi == 0 {
-            return None;
-        }
-        let name = match policy.to_value() {
-            serde_json::Value::String(s) => s,
-            _ => "its own".to_owned(),
-        };
+        let (policy, name) = self.enforced(own)?;
         for line in stderr
             .lines()
             .filter(|l| REFUSALS.iter().any(|r| l.contains(r)))
@@ -74,10 +67,7 @@ impl Sandboxes {
     /// toolsmith's own folders. `None` when it can start, when the program is not found, or
     /// with no sandbox.
     pub fn program_hint(&self, own: Option<&Sandbox>, program: &str, path: &str) -> Option<String> {
-        let policy = self.policy(own);
-        if !self.config.enabled || policy.is_none() || self.kernel.landlock_abi == 0 {
-            return None;
-        }
+        let (policy, name) = self.enforced(own)?;
         let named = crate::process::resolve_program(program, Some(path))?;
         let real = std::fs::canonicalize(&named).ok()?;
         if self.protected.iter().any(|p| real.starts_with(p)) {
@@ -101,16 +91,26 @@ impl Sandboxes {
         if readable(&runs) {
             return None;
         }
-        let name = match policy.to_value() {
-            serde_json::Value::String(s) => s,
-            _ => "its own".to_owned(),
-        };
         Some(format!(
             "{} starts {} (its #! line), and {}",
             named.display(),
             runs.display(),
             unreadable(&name, &runs)
         ))
+    }
+
+    /// The policy a process under `own` gets and how messages name it, when Landlock
+    /// enforces it (nothing to explain otherwise).
+    fn enforced<'a>(&'a self, own: Option<&'a Sandbox>) -> Option<(&'a Sandbox, String)> {
+        let policy = self.policy(own);
+        if !self.config.enabled || policy.is_none() || self.kernel.landlock_abi == 0 {
+            return None;
+        }
+        let name = match policy.to_value() {
+            serde_json::Value::String(s) => s,
+            _ => "its own".to_owned(),
+        };
+        Some((policy, name))
     }
 
     /// Whether `policy` lets a process read and write `path` (its working folder aside).

@@ -14,7 +14,6 @@ pub(super) fn check(file: &std::path::Path, json: bool) -> Result<ExitCode> {
 /// (a pyenv shim under `$HOME`, a virtual environment outside the system folders). Judged
 /// with the current folder as the workspace, as `serve` run here would.
 fn sandbox_warnings(catalog: &toolsmith_core::Catalog) -> Vec<String> {
-    use toolsmith_core::model::Executor;
     let Ok(here) = std::env::current_dir() else {
         return Vec::new();
     };
@@ -24,15 +23,8 @@ fn sandbox_warnings(catalog: &toolsmith_core::Catalog) -> Vec<String> {
         .tools
         .iter()
         .filter_map(|t| {
-            let program = match &t.executor {
-                Executor::Command(argv) => argv.first()?.clone(),
-                Executor::Script(s) => s.interpreter.split_whitespace().next()?.to_owned(),
-                _ => return None,
-            };
-            if program.contains('{') {
-                return None;
-            }
-            let hint = sandboxes.program_hint(t.sandbox.as_ref(), &program, &path)?;
+            let program = t.executor.program().filter(|p| !p.contains('{'))?;
+            let hint = sandboxes.program_hint(t.sandbox.as_ref(), program, &path)?;
             Some(format!("tool `{}`: {hint}", t.name))
         })
         .collect()
