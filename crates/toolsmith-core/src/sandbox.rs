@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::form::{Errs, Fields};
 
 /// A starting point for the filesystem rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub enum Preset {
     /// Read the system and the workspace; write the call's working folder and the workspace.
     #[default]
@@ -43,7 +43,7 @@ impl Preset {
 }
 
 /// What the process may do on the network.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Hash)]
 pub enum Network {
     /// As the server's user may (the default).
     #[default]
@@ -56,7 +56,7 @@ pub enum Network {
 }
 
 /// Whether a policy the kernel cannot fully enforce still runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Enforce {
     /// Refused (error kind `sandbox`) unless every part is enforced.
@@ -66,7 +66,7 @@ pub enum Enforce {
 }
 
 /// A process's sandbox policy.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Hash)]
 pub struct Sandbox {
     pub preset: Preset,
     /// Paths readable besides the preset's (absolute, or starting with a `$NAME` of [`PLACES`]).

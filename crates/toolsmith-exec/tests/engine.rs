@@ -2046,3 +2046,45 @@ async fn a_process_limit_counts_the_tools_processes_only() {
         "a third process started: {r:?}"
     );
 }
+
+/// The warm runtime builds each confinement's Landlock ruleset once and keeps it: two warm
+/// tools of one interpreter whose policies differ — one may write the workspace, one may not
+/// — called in turn on the same zygote, each get their own; and so on past the number of
+/// rulesets a zygote keeps (each call touches its working folder, so every call is a new
+/// confinement and the zygote lets go of its rulesets and builds them again).
+#[tokio::test]
+async fn a_warm_child_restricts_itself_to_its_own_ruleset_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
+    let engine = warm_engine_in(dir.path(), true);
+    let sub = dir.path().join("sub");
+    let source = format!(
+        r#"import json, os
+open("touched", "w").write("x")
+try:
+    with open({:?} + f"/out-{{os.getpid()}}", "w") as f:
+        f.write("x")
+    print(json.dumps({{"wrote": True}}))
+except PermissionError:
+    print(json.dumps({{"wrote": False}}))"#,
+        sub.display().to_string()
+    );
+    let (rw, ro) = (
+        warm_script("rw", "sandbox: workspace,", &source),
+        warm_script("ro", "sandbox: read-only,", &source),
+    );
+    let starts = engine.warm_starts();
+    for i in 0..70 {
+        for (t, wrote) in [(&rw, true), (&ro, false)] {
+            let r = engine.call(t, json!({}), CallOptions::new("t", true)).await;
+            let out = r.data.unwrap_or_else(|| panic!("call {i}: {:?}", r.error));
+            assert_eq!(out["wrote"], wrote, "call {i} of {}: {out}", t.tool.name);
+        }
+    }
+    assert_eq!(engine.warm_calls(), 140, "every call ran warm");
+    assert_eq!(
+        engine.warm_starts() - starts,
+        1,
+        "one zygote served them all"
+    );
+}

@@ -101,9 +101,7 @@ impl Engine {
                 timeout: Duration::from_millis(t.timeout_ms),
                 limits,
                 niceness: self.config.tool_niceness,
-                sandbox: confinement
-                    .as_ref()
-                    .map(crate::sandbox::Confinement::for_child),
+                sandbox: confinement.as_ref(),
             };
             if let Some(done) = warm.run(&call, self.cgroups.as_ref()).await {
                 return self.finished(t, done, temp, meta, limits, &searched);

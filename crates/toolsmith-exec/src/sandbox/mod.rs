@@ -152,10 +152,9 @@ struct FsRule {
 }
 
 impl FsRule {
-    /// `[path, mask, static]`: folders the engine opened once are kept open by the zygote
-    /// too (the third item).
-    fn for_child(&self) -> Value {
-        json!([self.path, self.mask.bits(), self.fd.is_some()])
+    /// `[path, mask]`, as a warm runtime builds the rule (`zygote.py`).
+    fn for_zygote(&self) -> Value {
+        json!([self.path, self.mask.bits()])
     }
 }
 
@@ -189,7 +188,7 @@ struct Filter {
     sockets_hex: Option<String>,
 }
 
-/// A policy's static rules, and the same as the warm runtime's children get them.
+/// A policy's static rules, and the same as a warm runtime builds them.
 #[derive(Debug, Default)]
 struct Statics {
     rules: Vec<FsRule>,
@@ -230,7 +229,11 @@ pub struct Sandboxes {
     programs: Vec<Option<Arc<Filter>>>,
     /// Each policy's static rules (by its catalog form), folders opened once; only those
     /// that carved nothing (a carve depends on a folder's entries at the time).
-    statics: std::sync::Mutex<std::collections::HashMap<String, Arc<Statics>>>,
+    statics: std::sync::Mutex<std::collections::HashMap<Sandbox, Arc<Statics>>>,
+    /// Each policy's report and what this kernel misses of it ([`Sandboxes::assess`]).
+    assessed: std::sync::Mutex<std::collections::HashMap<Sandbox, Arc<(Value, Vec<String>)>>>,
+    /// The protected folders' files, for the hard-link check before each spawn.
+    listings: rules::Listings,
 }
 
 impl Sandboxes {
@@ -294,6 +297,8 @@ impl Sandboxes {
             exempt,
             config,
             statics: std::sync::Mutex::default(),
+            assessed: std::sync::Mutex::default(),
+            listings: rules::Listings::default(),
         }
     }
 
@@ -305,9 +310,8 @@ impl Sandboxes {
         places: &rules::Places,
         masks: rules::Masks,
     ) -> Arc<Statics> {
-        let key = policy.to_value().to_string();
         let mut cache = self.statics.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(hit) = cache.get(&key) {
+        if let Some(hit) = cache.get(policy) {
             return hit.clone();
         }
         let (list, carved) = rules::static_rules(policy, places, masks);
@@ -335,14 +339,14 @@ impl Sandboxes {
                 mask,
             })
             .collect();
-        let child = rules.iter().map(FsRule::for_child).collect();
+        let child = rules.iter().map(FsRule::for_zygote).collect();
         let statics = Arc::new(Statics {
             rules,
             child,
             cached: !carved,
         });
         if !carved {
-            cache.insert(key, statics.clone());
+            cache.insert(policy.clone(), statics.clone());
         }
         statics
     }
@@ -422,9 +426,24 @@ impl Sandboxes {
         self.confine_as(self.policy(own), cx)
     }
 
+    /// [`Sandboxes::assess`], computed once per policy.
+    fn assessed(&self, policy: &Sandbox) -> Arc<(Value, Vec<String>)> {
+        let mut cache = self.assessed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(hit) = cache.get(policy) {
+            return hit.clone();
+        }
+        if cache.len() >= 1024 {
+            cache.clear();
+        }
+        let fresh = Arc::new(self.assess(policy));
+        cache.insert(policy.clone(), fresh.clone());
+        fresh
+    }
+
     /// [`Sandboxes::confine`] with the policy given.
     pub fn confine_as(&self, policy: &Sandbox, cx: &Context) -> Result<Confined, String> {
-        let (report, missing) = self.assess(policy);
+        let assessed = self.assessed(policy);
+        let (report, missing) = (assessed.0.clone(), &assessed.1);
         if !self.config.enabled || policy.is_none() {
             return Ok(Confined {
                 confinement: None,
@@ -437,7 +456,7 @@ impl Sandboxes {
                 missing.join("; ")
             ));
         }
-        if let Some(file) = rules::linked(&self.protected, &self.exempt) {
+        if let Some(file) = rules::linked(&self.protected, &self.exempt, &self.listings) {
             return Err(format!(
                 "{} has another name (a hard link): a sandboxed process could reach it through that name; remove the link",
                 file.display()
@@ -584,15 +603,21 @@ impl Confinement {
         key
     }
 
-    /// What the warm runtime's child needs to confine itself: the same rules as numbers
-    /// (masks are the kernel's `LANDLOCK_ACCESS_*` bits), the seccomp program's bytes in hex.
-    pub fn for_child(&self) -> Value {
+    /// Whether it has Landlock rules (a ruleset to restrict to).
+    pub(crate) fn has_landlock(&self) -> bool {
+        !self.handled_fs.is_empty()
+    }
+
+    /// The Landlock ruleset as a warm runtime builds it — once per confinement, kept open
+    /// and handed to each child confined alike (masks are the kernel's `LANDLOCK_ACCESS_*`
+    /// bits): paths and rights, nothing of a call's data.
+    pub(crate) fn ruleset_for_zygote(&self) -> Value {
         let paths: Vec<Value> = self
             .statics
             .child
             .iter()
             .cloned()
-            .chain(self.call.iter().map(FsRule::for_child))
+            .chain(self.call.iter().map(FsRule::for_zygote))
             .collect();
         json!({
             "handled_fs": self.handled_fs.bits(),
@@ -600,9 +625,16 @@ impl Confinement {
             "scoped": self.scoped.bits(),
             "paths": paths,
             "ports": self.ports.iter().map(|(p, m)| json!([p, m.bits()])).collect::<Vec<_>>(),
-            // Hex: the child reads it with `bytes.fromhex`, no module to import.
-            // The zygote loaded the base filter at its start; only the socket rules of a
-            // narrower policy are added.
+        })
+    }
+
+    /// What a warm runtime's child applies to itself: restricting itself to the ruleset
+    /// `ruleset` its zygote built ([`Confinement::ruleset_for_zygote`]), the socket rules of
+    /// a policy narrower than the zygote's filter (hex: read with `bytes.fromhex`, no module
+    /// to import), dropping capabilities.
+    pub(crate) fn for_child(&self, ruleset: Option<u64>) -> Value {
+        json!({
+            "ruleset": ruleset,
             "seccomp": self.seccomp.as_ref().filter(|_| self.net_rule != BASE).and_then(|f| f.sockets_hex.as_deref()),
             "drop_caps": self.drop_caps,
         })

@@ -6,8 +6,10 @@
 //! while carving are not followed (a link a tool placed in its workspace would otherwise
 //! allow its target).
 
+use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use landlock::{ABI, Access, AccessFs, BitFlags};
 use toolsmith_core::sandbox::{Preset, Sandbox};
@@ -279,30 +281,143 @@ fn carve(
     }
 }
 
+/// The regular files directly in each protected folder (the exempt left out), listed again
+/// only when the folder changed: [`linked`] runs before every sandboxed spawn, and a
+/// listing costs more than the rest of a confinement's computation.
+#[derive(Debug, Default)]
+pub(crate) struct Listings(std::sync::Mutex<HashMap<PathBuf, Listing>>);
+
+/// A folder's device, inode and modification time, and its regular files then.
+type Listing = ((u64, u64, i64, i64), Arc<[PathBuf]>);
+
+impl Listings {
+    /// The regular files of `dir` (whose metadata is `meta`) but the exempt.
+    fn files(&self, dir: &Path, meta: &std::fs::Metadata, exempt: &[PathBuf]) -> Arc<[PathBuf]> {
+        let stamp = (meta.dev(), meta.ino(), meta.mtime(), meta.mtime_nsec());
+        let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((at, files)) = cache.get(dir)
+            && *at == stamp
+        {
+            return files.clone();
+        }
+        // Only regular files can have a second name; the entry's type comes with the
+        // listing (folders such as the engine's call folders cost no look-up).
+        let files: Arc<[PathBuf]> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .map(|e| e.path())
+            .filter(|p| !exempt.contains(p))
+            .collect();
+        // A folder changed within the last second is listed again next time: two changes
+        // in one tick of the file system's clock leave the same modification time.
+        let settled = meta
+            .modified()
+            .ok()
+            .and_then(|m| m.elapsed().ok())
+            .is_some_and(|age| age > std::time::Duration::from_secs(1));
+        if settled {
+            if cache.len() > 64 {
+                cache.clear();
+            }
+            cache.insert(dir.to_path_buf(), (stamp, files.clone()));
+        } else {
+            cache.remove(dir);
+        }
+        files
+    }
+}
+
 /// The protected regular files — each protected file, and the files directly in each
 /// protected folder but the exempt — that have another name somewhere (a hard link):
 /// Landlock judges a path, so a second name inside an allowed folder would reach the file.
-pub(crate) fn linked(protected: &[PathBuf], exempt: &[PathBuf]) -> Option<PathBuf> {
+/// Each file's link count is read every time; a folder's list of files comes from
+/// `listings` while the folder is unchanged.
+pub(crate) fn linked(
+    protected: &[PathBuf],
+    exempt: &[PathBuf],
+    listings: &Listings,
+) -> Option<PathBuf> {
     let hard_linked =
         |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.nlink() > 1);
     for p in protected {
-        if hard_linked(p) {
-            return Some(p.clone());
-        }
-        let Ok(entries) = std::fs::read_dir(p) else {
+        let Ok(meta) = std::fs::symlink_metadata(p) else {
             continue;
         };
-        // Only regular files can have a second name; the entry's type comes with the listing
-        // (folders such as the engine's call folders cost no look-up).
-        for entry in entries.flatten() {
-            if !entry.file_type().is_ok_and(|t| t.is_file()) {
-                continue;
-            }
-            let path = entry.path();
-            if !exempt.contains(&path) && hard_linked(&path) {
-                return Some(path);
-            }
+        if meta.is_file() && meta.nlink() > 1 {
+            return Some(p.clone());
+        }
+        if !meta.is_dir() {
+            continue;
+        }
+        if let Some(file) = listings
+            .files(p, &meta, exempt)
+            .iter()
+            .find(|f| hard_linked(f))
+        {
+            return Some(file.clone());
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sets `dir`'s modification time `secs` seconds back (as if it had settled).
+    fn age(dir: &Path, secs: u64) {
+        let then = std::time::SystemTime::now() - std::time::Duration::from_secs(secs);
+        let since = then
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after the epoch");
+        let t = rustix::fs::Timespec {
+            tv_sec: since.as_secs() as i64,
+            tv_nsec: i64::from(since.subsec_nanos()),
+        };
+        rustix::fs::utimensat(
+            rustix::fs::CWD,
+            dir,
+            &rustix::fs::Timestamps {
+                last_access: t,
+                last_modification: t,
+            },
+            rustix::fs::AtFlags::empty(),
+        )
+        .expect("utimensat");
+    }
+
+    #[test]
+    fn a_second_name_is_found_whether_the_listing_was_kept_or_not() {
+        let protected = tempfile::tempdir().expect("tempdir");
+        let outside = tempfile::tempdir().expect("tempdir");
+        let dir = protected.path().to_path_buf();
+        std::fs::write(dir.join("key"), "k").expect("write");
+        age(&dir, 10);
+        let listings = Listings::default();
+        let all = [dir.clone()];
+        assert_eq!(linked(&all, &[], &listings), None);
+        assert!(
+            listings.0.lock().expect("lock").contains_key(&dir),
+            "a settled folder's listing is kept"
+        );
+
+        // A file listed before gets a second name: its link count is read every time.
+        std::fs::hard_link(dir.join("key"), outside.path().join("a")).expect("link");
+        assert_eq!(linked(&all, &[], &listings), Some(dir.join("key")));
+        std::fs::remove_file(outside.path().join("a")).expect("unlink");
+        assert_eq!(linked(&all, &[], &listings), None);
+
+        // A file made since (the folder changed): listed again, so it is checked too.
+        std::fs::write(dir.join("tokens"), "t").expect("write");
+        std::fs::hard_link(dir.join("tokens"), outside.path().join("b")).expect("link");
+        assert_eq!(linked(&all, &[], &listings), Some(dir.join("tokens")));
+        assert!(
+            !listings.0.lock().expect("lock").contains_key(&dir),
+            "a folder changed within the second is listed again next time"
+        );
+        // The exempt are left out.
+        assert_eq!(linked(&all, &[dir.join("tokens")], &listings), None);
+    }
 }

@@ -72,6 +72,9 @@ pub const PATIENCE_MIN: Duration = Duration::from_millis(20);
 pub const PATIENCE_MAX: Duration = Duration::from_secs(1);
 /// A call waits for a busy zygote at most this many times its patience in all.
 const QUEUED_MAX: u32 = 4;
+/// Landlock rulesets a zygote keeps built (one per confinement its children had; a working
+/// folder is part of one); at this many, it lets go of them all before building another.
+const MAX_RULESETS: usize = 64;
 /// How long a zygote may take to fork a child, or to report a killed one.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -133,6 +136,10 @@ struct Zygote {
     runtime: Vec<Option<FileStamp>>,
     checked: Instant,
     alive: Arc<AtomicUsize>,
+    /// The Landlock rulesets it holds, by the confinement's identity: the number each was
+    /// given (numbers are never reused, so a stale one is never mistaken for another).
+    rulesets: HashMap<String, u64>,
+    next_ruleset: u64,
 }
 
 /// A file's modification time and inode: what changes when a runtime is set up again or a
@@ -149,9 +156,9 @@ pub struct Call<'a> {
     pub timeout: Duration,
     pub limits: Limits,
     pub niceness: i32,
-    /// The confinement the child applies to itself before any user code
-    /// ([`crate::sandbox::Confinement::for_child`]); `None`: none.
-    pub sandbox: Option<serde_json::Value>,
+    /// The confinement the child applies to itself before any user code (its Landlock
+    /// ruleset built by the zygote, once per confinement); `None`: none.
+    pub sandbox: Option<&'a crate::sandbox::Confinement>,
 }
 
 impl Warm {

@@ -2,8 +2,9 @@
 #
 # Started by the gateway as `python -I zygote.py IDLE` with fd 0 a SOCK_SEQPACKET socket and
 # IDLE the seconds it waits for a call before it exits (its memory goes back). One call
-# at a time: the gateway sends a JSON header naming only the script and, as SCM_RIGHTS, the
-# call's stdin, stdout and stderr pipes and a fourth pipe carrying the call's setup; the
+# at a time: the gateway sends a JSON header naming only the script (and the sandbox's
+# rules, below) and, as SCM_RIGHTS, the call's stdin, stdout and stderr pipes and a fourth
+# pipe carrying the call's setup; the
 # zygote forks, answers {"pid": N}, waits for the child and answers {"status": raw wait
 # status} — or answers {"cold": why} without forking when the script cannot be read or
 # compiled here, and the gateway runs that call cold. The child sets itself up exactly as a
@@ -20,7 +21,10 @@
 #   own pipe by the child after the fork: no call's data ever enters the zygote's memory,
 #   which every later child inherits;
 # - the child applies the call's sandbox (Landlock, seccomp, no_new_privs, capabilities) to
-#   itself, from the setup, after its folder and environment and before any user code;
+#   itself, from the setup, after its folder and environment and before any user code; the
+#   Landlock ruleset is built once per confinement by the zygote from rules the header
+#   carries (paths, rights and ports — nothing else of the call) and kept open, so a child
+#   only restricts itself to it, after checking that it is the one its setup names;
 # - before the setup is read, the child drops the zygote's globals (the cache of other
 #   tools' compiled scripts, the socket): a script walking up its frames finds nothing of
 #   the zygote's.
@@ -80,37 +84,75 @@ class SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-KEPT = {}  # folder → an O_PATH descriptor the zygote holds (the sandbox's static folders)
+RULESETS = {}  # the gateway's number for a confinement → its Landlock ruleset's descriptor
 FILTERS = {}  # a seccomp program's hex → (its buffer, the sock_fprog pointing at it)
 SYSCALL = libc.syscall  # looked up once, not in every child
+NO_NEW_PRIVS = False  # set for the zygote (and so for every child) with its base filter
+# Made once here, so that a child touches as little as it can (each first write to a page
+# of the zygote's costs the child a copy of it): the capability header and an empty set.
+CAPS = (ctypes.byref(CapHeader(0x20080522, 0)), (CapData * 2)())
 
 
-def keep(paths, seccomp):
-    """Prepares what every child confined like this call needs, once, before the fork: the
-    static folders opened, the seccomp program in memory. (The gateway sends only these —
-    paths and a filter, nothing of the call — in the header the zygote reads.)"""
-    if len(KEPT) + len(paths) > 512:
-        for fd in KEPT.values():
-            os.close(fd)
-        KEPT.clear()
-    for path in paths:
-        if path not in KEPT:
+def build_ruleset(rules):
+    """A Landlock ruleset made of the gateway's rules (paths and rights, ports), kept open by
+    the zygote and handed to every child confined alike; raises when the kernel refuses."""
+    attr = RulesetAttr(rules["handled_fs"], rules.get("handled_net", 0), rules.get("scoped", 0))
+    size = 24 if attr.scoped else (16 if attr.net else 8)
+    rfd = SYSCALL(444, ctypes.byref(attr), size, 0)
+    if rfd < 0:
+        raise OSError(ctypes.get_errno(), "sandbox: landlock_create_ruleset")
+    try:
+        rule = PathBeneath(0, -1)
+        for path, mask in rules.get("paths", ()):
             try:
-                KEPT[path] = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_DIRECTORY)
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError:
-                pass
+                continue  # gone since the rules were made: it allows nothing
+            rule.allowed, rule.fd = mask, fd
+            ret = SYSCALL(445, rfd, 1, ctypes.byref(rule), 0)
+            os.close(fd)
+            if ret < 0:
+                raise OSError(ctypes.get_errno(), f"sandbox: Landlock rule for {path}")
+        for port, mask in rules.get("ports", ()):
+            if SYSCALL(445, rfd, 2, ctypes.byref(NetPort(mask, port)), 0) < 0:
+                raise OSError(ctypes.get_errno(), f"sandbox: Landlock rule for port {port}")
+    except BaseException:
+        os.close(rfd)
+        raise
+    return rfd
+
+
+def ruleset_for(req):
+    """(number, descriptor) of the ruleset this call's child restricts itself to, built
+    the first time; None when its confinement has no Landlock rules."""
+    number = req.get("ruleset")
+    if number is None:
+        return None
+    if req.get("reset") or len(RULESETS) >= 128:
+        for fd in RULESETS.values():
+            os.close(fd)
+        RULESETS.clear()
+    if number not in RULESETS:
+        if not req.get("rules"):
+            raise ValueError(f"ruleset {number} is not held here")
+        RULESETS[number] = build_ruleset(req["rules"])
+    return (number, RULESETS[number])
+
+
+def keep(seccomp):
+    """Prepares the seccomp program of a child's narrower sockets once, before the fork."""
     if seccomp and seccomp not in FILTERS and len(FILTERS) < 16:
         prog = bytes.fromhex(seccomp)
         buf = ctypes.create_string_buffer(prog, len(prog))
         FILTERS[seccomp] = (buf, SockFprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p)))
 
 
-def confine(box, libc=libc, syscall=SYSCALL, ctypes=ctypes, os=os, kept=KEPT, filters=FILTERS, types=(CapHeader, CapData, RulesetAttr, PathBeneath, NetPort, SockFprog)):
+def confine(box, ruleset, nnp, libc=libc, syscall=SYSCALL, ctypes=ctypes, os=os, filters=FILTERS, caps=CAPS, Fprog=SockFprog):
     """Applies the gateway's sandbox to this child, as the gateway's spawning thread does
     for a cold process (toolsmith-exec's `sandbox`): capabilities dropped (as root), no new
-    privileges, the Landlock rules, the seccomp filter. Every failure raises: nothing runs
-    unconfined. Takes what it needs as arguments: the zygote's globals are gone by then."""
-    Header, Data, Attr, Beneath, Port, Fprog = types
+    privileges, the Landlock ruleset the zygote built, the seccomp filter. Every failure
+    raises: nothing runs unconfined. Takes what it needs as arguments: the zygote's globals
+    are gone by then."""
 
     def fail(what):
         err = ctypes.get_errno()
@@ -123,42 +165,17 @@ def confine(box, libc=libc, syscall=SYSCALL, ctypes=ctypes, os=os, kept=KEPT, fi
             fail("securebits")
         if libc.prctl(47, 4, 0, 0, 0) < 0:
             fail("ambient capabilities")
-        if libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()) < 0:
+        if libc.capset(caps[0], caps[1]) < 0:
             fail("capset")
-    if libc.prctl(38, 1, 0, 0, 0) < 0:
+    if not nnp and libc.prctl(38, 1, 0, 0, 0) < 0:
         fail("no_new_privs")
-    if box.get("handled_fs"):
-        attr = Attr(box["handled_fs"], box.get("handled_net", 0), box.get("scoped", 0))
-        size = 24 if attr.scoped else (16 if attr.net else 8)
-        rfd = syscall(444, ctypes.byref(attr), size, 0)
-        if rfd < 0:
-            fail("landlock_create_ruleset")
-        try:
-            rule = Beneath(0, -1)
-            ref = ctypes.byref(rule)
-            for path, mask, static in box.get("paths", ()):
-                fd = kept.get(path) if static else None
-                if fd is None:
-                    try:
-                        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-                    except OSError:
-                        continue  # gone since the rules were made: it allows nothing
-                    rule.allowed, rule.fd = mask, fd
-                    ret = syscall(445, rfd, 1, ref, 0)
-                    os.close(fd)
-                else:
-                    rule.allowed, rule.fd = mask, fd
-                    ret = syscall(445, rfd, 1, ref, 0)
-                if ret < 0:
-                    fail(f"Landlock rule for {path}")
-            for port, mask in box.get("ports", ()):
-                net = Port(mask, port)
-                if syscall(445, rfd, 2, ctypes.byref(net), 0) < 0:
-                    fail(f"Landlock rule for port {port}")
-            if syscall(446, rfd, 0) < 0:
-                fail("landlock_restrict_self")
-        finally:
-            os.close(rfd)
+    wanted = box.get("ruleset")
+    if wanted is not None:
+        # The zygote's ruleset must be the one the call's own setup names.
+        if ruleset is None or ruleset[0] != wanted:
+            raise OSError(0, f"sandbox: ruleset {wanted} was not handed over")
+        if syscall(446, ruleset[1], 0) < 0:
+            fail("landlock_restrict_self")
     seccomp = box.get("seccomp")
     if seccomp:
         prepared = filters.get(seccomp)
@@ -187,6 +204,7 @@ IDLE = (float(sys.argv[1]) or None) if len(sys.argv) > 1 else None  # 0: never
 if len(sys.argv) > 2 and sys.argv[2]:
     if libc.prctl(38, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    NO_NEW_PRIVS = True
     _prog = bytes.fromhex(sys.argv[2])
     _buf = ctypes.create_string_buffer(_prog, len(_prog))
     if libc.prctl(22, 2, ctypes.byref(SockFprog(len(_prog) // 8, ctypes.cast(_buf, ctypes.c_void_p))), 0, 0) != 0:
@@ -231,7 +249,7 @@ def code_of(path):
 
 RLIMITS = {"as": resource.RLIMIT_AS, "fsize": resource.RLIMIT_FSIZE, "cpu": resource.RLIMIT_CPU}
 
-def child(fds, code):
+def child(fds, code, ruleset):
     """Runs in the forked child; never returns."""
     # What this function needs, as locals: the zygote's globals go before the call's setup
     # is read, and with them every reference to its cache and socket.
@@ -244,7 +262,7 @@ def child(fds, code):
     except BaseException:
         traceback.print_exc()
         os._exit(1)
-    me, builtins, rlimit_of, confine_self = __file__, __builtins__, RLIMITS, confine
+    me, builtins, rlimit_of, confine_self, nnp = __file__, __builtins__, RLIMITS, confine, NO_NEW_PRIVS
     compiled.clear()
     zygote = globals()
     zygote.clear()
@@ -267,10 +285,10 @@ def child(fds, code):
         nice = req.get("nice", 0)
         if nice:
             os.setpriority(os.PRIO_PROCESS, 0, nice)
-        # Confined while the zygote's descriptors of the static folders are still open; they
-        # go with every other inherited descriptor right after.
+        # Confined while the zygote's ruleset is still open; it goes with every other
+        # inherited descriptor right after.
         if req.get("sandbox"):
-            confine_self(req["sandbox"])
+            confine_self(req["sandbox"], ruleset, nnp)
         for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
         os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536)
@@ -369,7 +387,8 @@ while True:
     try:
         req = json.loads(data)
         code = code_of(req["script"])
-        keep(req.get("keep") or [], req.get("seccomp"))
+        keep(req.get("seccomp"))
+        ruleset = ruleset_for(req)
         if len(fds) != 4:
             raise ValueError(f"expected 4 descriptors, got {len(fds)}")
     except BaseException as e:
@@ -388,7 +407,7 @@ while True:
     pid = os.fork()
     if pid == 0:
         sock.close()
-        child(fds, code)
+        child(fds, code, ruleset)
     for fd in fds:
         os.close(fd)
     send({"pid": pid})
