@@ -215,6 +215,9 @@ pub struct Context<'a> {
     pub files: Vec<PathBuf>,
 }
 
+/// A policy's report, and what this kernel misses of it.
+type Assessed = (Value, Vec<String>);
+
 /// The engine's sandbox: the kernel's answer, the seccomp programs, the protected paths.
 #[derive(Debug)]
 pub struct Sandboxes {
@@ -231,7 +234,7 @@ pub struct Sandboxes {
     /// that carved nothing (a carve depends on a folder's entries at the time).
     statics: std::sync::Mutex<std::collections::HashMap<Sandbox, Arc<Statics>>>,
     /// Each policy's report and what this kernel misses of it ([`Sandboxes::assess`]).
-    assessed: std::sync::Mutex<std::collections::HashMap<Sandbox, Arc<(Value, Vec<String>)>>>,
+    assessed: std::sync::Mutex<std::collections::HashMap<Sandbox, Arc<Assessed>>>,
     /// The protected folders' files, for the hard-link check before each spawn.
     listings: rules::Listings,
 }
@@ -427,7 +430,7 @@ impl Sandboxes {
     }
 
     /// [`Sandboxes::assess`], computed once per policy.
-    fn assessed(&self, policy: &Sandbox) -> Arc<(Value, Vec<String>)> {
+    fn assessed(&self, policy: &Sandbox) -> Arc<Assessed> {
         let mut cache = self.assessed.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(hit) = cache.get(policy) {
             return hit.clone();
