@@ -8,7 +8,8 @@
 //!    against the same with `sandbox: none`.
 //!
 //! `cargo bench -p toolsmith-exec --bench sandbox`; `BENCH_CALLS` (default 2000) calls per
-//! series.
+//! series; `BENCH_ONLY="2. 1"` makes only the second series' second variant's calls (for a
+//! profiler).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -33,25 +34,50 @@ fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)
 }
 
-/// Runs each variant once per round, `n` rounds; prints p50/p99 and each variant's p50 added
-/// over the first variant's.
 /// A named way of making one call.
 type Variant<'a> = (&'a str, Box<dyn FnMut() + 'a>);
 
+/// Runs each variant once per round, `n` rounds (the order turned around every other round,
+/// so neither always goes first); prints p50/p99, the second variant's p50 over the first's,
+/// and the median of the paired differences (each round's second call minus its first:
+/// calls made moments apart share the machine's slow and quick spells, so it is the steadier
+/// figure on a busy machine).
 fn interleave(title: &str, n: usize, variants: &mut [Variant<'_>]) {
+    // `BENCH_ONLY=<title's first word> <variant>`: that variant alone, `n` times, nothing
+    // printed — for a profiler (`perf record`).
+    if let Ok(only) = std::env::var("BENCH_ONLY") {
+        let (section, index) = only.split_once(' ').unwrap_or((&only, "0"));
+        if title.starts_with(section) {
+            let f = &mut variants[index.parse::<usize>().expect("BENCH_ONLY's index")].1;
+            for _ in 0..n {
+                f();
+            }
+        }
+        return;
+    }
     for (_, f) in variants.iter_mut() {
         for _ in 0..20 {
             f();
         }
     }
     let mut times = vec![Vec::with_capacity(n); variants.len()];
-    for _ in 0..n {
-        for (i, (_, f)) in variants.iter_mut().enumerate() {
+    for round in 0..n {
+        let order: Vec<usize> = match round % 2 {
+            0 => (0..variants.len()).collect(),
+            _ => (0..variants.len()).rev().collect(),
+        };
+        for i in order {
             let t = Instant::now();
-            f();
+            (variants[i].1)();
             times[i].push(t.elapsed());
         }
     }
+    let mut paired: Vec<f64> = times[0]
+        .iter()
+        .zip(&times[1])
+        .map(|(a, b)| b.as_secs_f64() - a.as_secs_f64())
+        .collect();
+    paired.sort_by(f64::total_cmp);
     println!("\n## {title}, {n} calls of each, interleaved");
     println!("| what | p50 | p99 |\n|---|---|---|");
     let mut p50s = Vec::new();
@@ -61,8 +87,9 @@ fn interleave(title: &str, n: usize, variants: &mut [Variant<'_>]) {
         println!("| {name} | {} | {} |", ms(a), ms(b));
     }
     println!(
-        "\nsandboxed vs unsandboxed: +{} at p50",
-        ms(p50s[1].saturating_sub(p50s[0]))
+        "\nsandboxed vs unsandboxed: +{} at p50; median of the paired differences {:+.3} ms",
+        ms(p50s[1].saturating_sub(p50s[0])),
+        paired[paired.len() / 2] * 1e3
     );
 }
 

@@ -232,7 +232,7 @@ impl Engine {
                     warm::Warm::new(
                         &config.script_dir,
                         config.warm_idle,
-                        sandbox.zygote_filter(),
+                        sandbox.zygote_filters(),
                     )
                     .map(Arc::new)
                     .inspect_err(|e| tracing::warn!("no warm Python runtime: {e}"))
@@ -287,27 +287,35 @@ impl Engine {
         self.warm.as_deref().map_or(0, warm::Warm::alive)
     }
 
-    /// Starts, in the background, one warm runtime for each Python interpreter that `tools`
-    /// would run warm, so their first call does not wait for a zygote's start (imports
+    /// Starts, in the background, one warm runtime for each Python interpreter (and sandbox
+    /// base, [`sandbox::Sandboxes::base`]) that `tools` would run warm, so their first call does not wait for a zygote's start (imports
     /// included, 0.1–0.3 s). Returns how many it is starting. Needs a tokio runtime.
     pub fn prewarm<'t>(&self, tools: impl IntoIterator<Item = &'t Tool>) -> usize {
         let Some(warm) = &self.warm else { return 0 };
-        let mut interpreters: Vec<PathBuf> = tools
-            .into_iter()
-            .filter(|t| t.enabled && self.runs_warm(t))
-            .filter_map(|t| match &t.executor {
-                Executor::Script(s) => self.scripts.interpreter(&s.interpreter).ok(),
-                _ => None,
-            })
-            .collect();
-        interpreters.sort();
-        interpreters.dedup();
-        for interpreter in &interpreters {
-            let (warm, cgroups, interpreter) =
-                (warm.clone(), self.cgroups.clone(), interpreter.clone());
-            tokio::spawn(async move { warm.prewarm(&interpreter, cgroups.as_ref()).await });
+        let mut kinds: Vec<warm::Kind> = Vec::new();
+        for t in tools {
+            let Executor::Script(s) = &t.executor else {
+                continue;
+            };
+            if !t.enabled || !self.runs_warm(t) {
+                continue;
+            }
+            let Ok(interpreter) = self.scripts.interpreter(&s.interpreter) else {
+                continue;
+            };
+            let kind = warm::Kind {
+                interpreter,
+                base: self.sandbox.base(self.sandbox.policy(t.sandbox.as_ref())),
+            };
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
         }
-        interpreters.len()
+        for kind in &kinds {
+            let (warm, cgroups, kind) = (warm.clone(), self.cgroups.clone(), kind.clone());
+            tokio::spawn(async move { warm.prewarm(&kind, cgroups.as_ref()).await });
+        }
+        kinds.len()
     }
 
     /// Whether `t` is a Python script that runs in the warm runtime here: its own `warm:`, else

@@ -2088,3 +2088,46 @@ except PermissionError:
         "one zygote served them all"
     );
 }
+
+/// A warm runtime is born under its children's seccomp filter and, for confined children
+/// as root, without capabilities: an unconfined (`sandbox: none`) tool of the same
+/// interpreter runs in a runtime of its own, keeping what it is allowed, and each runs warm.
+#[tokio::test]
+async fn confined_and_unconfined_warm_children_run_in_runtimes_of_their_own() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = warm_engine_in(dir.path(), true);
+    let source = r#"import json, socket
+caps = [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0]
+try:
+    socket.socket(socket.AF_UNIX).close()
+    unix = True
+except PermissionError:
+    unix = False
+print(json.dumps({"caps": caps, "unix": unix}))"#;
+    let (open, boxed) = (
+        warm_script("open", "sandbox: none,", source),
+        warm_script("boxed", "", source),
+    );
+    let root = rustix::process::geteuid().is_root();
+    for i in 0..3 {
+        let r = engine
+            .call(&boxed, json!({}), CallOptions::new("t", true))
+            .await;
+        let out = r.data.unwrap_or_else(|| panic!("call {i}: {:?}", r.error));
+        assert_eq!(out["caps"], "0000000000000000", "{out}");
+        assert_eq!(out["unix"], false, "a Unix socket was made: {out}");
+        let r = engine
+            .call(&open, json!({}), CallOptions::new("t", true))
+            .await;
+        let out = r.data.unwrap_or_else(|| panic!("call {i}: {:?}", r.error));
+        assert_eq!(out["unix"], true, "{out}");
+        if root {
+            assert_ne!(
+                out["caps"], "0000000000000000",
+                "root's capabilities went: {out}"
+            );
+        }
+    }
+    assert_eq!(engine.warm_calls(), 6, "every call ran warm");
+    assert_eq!(engine.warm_starts(), 2, "one runtime for each base");
+}

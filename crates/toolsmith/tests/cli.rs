@@ -1145,7 +1145,7 @@ fn servers_of_a_registry_alone_start_its_python_tools_warm_runtime_before_any_ca
     assert_eq!(
         zygotes_of(server.0.id()).len(),
         1,
-        "one per interpreter: both tools run on python3"
+        "one per interpreter and sandbox base: both tools run on python3 under the default policy"
     );
     drop(server);
 

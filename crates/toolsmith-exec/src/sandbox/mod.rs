@@ -12,8 +12,10 @@
 //! `no_new_privs` and loaded the seccomp filter once) restricts itself with Landlock, then
 //! spawns the process with `posix_spawn`; the child inherits all of it, and the thread ends
 //! ([`apply`]). Landlock, seccomp, capabilities and `no_new_privs` are all per thread, so the
-//! rest of the gateway is untouched. The warm runtime's child applies the same confinement to itself, from the
-//! same data, before any user code (`zygote.py`).
+//! rest of the gateway is untouched. A warm runtime (`zygote.py`) is born under its
+//! children's seccomp filter, with capabilities dropped where they are confined ([`Base`]),
+//! builds each confinement's Landlock ruleset once, and a child restricts itself to it
+//! before any user code.
 
 mod apply;
 mod explain;
@@ -158,8 +160,8 @@ impl FsRule {
     }
 }
 
-/// The sockets of the seccomp filter every warm runtime is born under: any (its children
-/// add their policy's socket rules, a few instructions, on top).
+/// The sockets of the seccomp filter a warm runtime for unconfined children is born under:
+/// any.
 const BASE: seccomp::NetRule = seccomp::NetRule::new(seccomp::Family::Any, true);
 
 /// One process's confinement, ready to apply.
@@ -179,13 +181,11 @@ pub struct Confinement {
     identity: std::sync::OnceLock<String>,
 }
 
-/// A seccomp program and its bytes in hex (for a warm runtime's start), and the hex of its
-/// socket rules alone (for a warm runtime's children, born under [`BASE`]'s program).
+/// A seccomp program and its bytes in hex (for a warm runtime's start).
 #[derive(Debug)]
 struct Filter {
     program: seccompiler::BpfProgram,
     hex: String,
-    sockets_hex: Option<String>,
 }
 
 /// A policy's static rules, and the same as a warm runtime builds them.
@@ -281,10 +281,8 @@ impl Sandboxes {
                 .seccomp
                 .then(|| {
                     let program = seccomp::program(n).ok()?;
-                    let sockets = seccomp::socket_program(n).ok()?;
                     Some(Arc::new(Filter {
                         hex: hex(&program),
-                        sockets_hex: sockets.as_ref().map(hex),
                         program,
                     }))
                 })
@@ -358,15 +356,30 @@ impl Sandboxes {
         self.kernel
     }
 
-    /// The seccomp program every warm runtime loads at its start (hex), so that its children
-    /// — sandboxed or not — are born under it: loading a filter costs ~0.1 ms per process,
-    /// which the children of one zygote then share. A child whose sockets are narrower (the
-    /// default policy's: no `AF_UNIX`) adds its socket rules alone on top.
-    pub fn zygote_filter(&self) -> Option<String> {
-        self.config
-            .enabled
-            .then(|| self.programs[BASE.index()].as_ref().map(|f| f.hex.clone()))
-            .flatten()
+    /// What a warm runtime applies to itself at its start for the children of `policy`
+    /// (its tool's, or the default): the seccomp program of its sockets and, for a confined
+    /// policy as root, capabilities dropped — so that a child loads no filter and drops
+    /// nothing (loading a filter costs tens of µs per process). An unconfined policy's
+    /// runtime loads the filter that allows every socket and keeps its capabilities.
+    pub fn base(&self, policy: &Sandbox) -> Base {
+        let confined = self.config.enabled && !policy.is_none();
+        let rule = match confined {
+            true => net_rule(policy),
+            false => BASE,
+        };
+        Base {
+            filter: self.config.enabled && self.programs[rule.index()].is_some(),
+            rule: rule.index() as u8,
+            drop_caps: confined && self.kernel.capabilities,
+        }
+    }
+
+    /// The seccomp programs (hex) warm runtimes load at their start, by [`Base`]'s rule.
+    pub fn zygote_filters(&self) -> Vec<Option<String>> {
+        self.programs
+            .iter()
+            .map(|p| p.as_ref().map(|f| f.hex.clone()))
+            .collect()
     }
 
     pub fn enabled(&self) -> bool {
@@ -505,14 +518,7 @@ impl Sandboxes {
                 (ports, AccessNet::from_all(abi))
             }
         };
-        let net_rule = seccomp::NetRule::new(
-            match policy.network {
-                Network::All => seccomp::Family::Any,
-                Network::None => seccomp::Family::None,
-                Network::Ports { .. } => seccomp::Family::Tcp,
-            },
-            !policy.unix_sockets.is_empty(),
-        );
+        let net_rule = net_rule(policy);
         Ok(Confined {
             confinement: Some(Confinement {
                 net_rule,
@@ -528,6 +534,41 @@ impl Sandboxes {
             }),
             report,
         })
+    }
+}
+
+/// The sockets `policy`'s seccomp program allows.
+fn net_rule(policy: &Sandbox) -> seccomp::NetRule {
+    seccomp::NetRule::new(
+        match policy.network {
+            Network::All => seccomp::Family::Any,
+            Network::None => seccomp::Family::None,
+            Network::Ports { .. } => seccomp::Family::Tcp,
+        },
+        !policy.unix_sockets.is_empty(),
+    )
+}
+
+/// What a warm runtime applied to itself at its start, for every child it forks
+/// ([`Sandboxes::base`]): a call runs only in a runtime of its own base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Base {
+    /// Whether it loaded a seccomp program (none with the sandbox off or without seccomp)…
+    pub filter: bool,
+    /// …the one of these sockets (an index of the programs).
+    pub rule: u8,
+    /// Whether it dropped its capabilities (a confined policy's, as root).
+    pub drop_caps: bool,
+}
+
+impl Base {
+    /// How the runtime and its children name it (`zygote.py` compares the two).
+    pub fn label(self) -> String {
+        let filter = match self.filter {
+            true => format!("f{}", self.rule),
+            false => "open".to_owned(),
+        };
+        format!("{filter}{}", if self.drop_caps { "-nocaps" } else { "" })
     }
 }
 
@@ -631,16 +672,20 @@ impl Confinement {
         })
     }
 
+    /// The runtime base its warm children need ([`Sandboxes::base`] of its policy).
+    pub(crate) fn base(&self) -> Base {
+        Base {
+            filter: self.seccomp.is_some(),
+            rule: self.net_rule.index() as u8,
+            drop_caps: self.drop_caps,
+        }
+    }
+
     /// What a warm runtime's child applies to itself: restricting itself to the ruleset
-    /// `ruleset` its zygote built ([`Confinement::ruleset_for_zygote`]), the socket rules of
-    /// a policy narrower than the zygote's filter (hex: read with `bytes.fromhex`, no module
-    /// to import), dropping capabilities.
+    /// `ruleset` its zygote built ([`Confinement::ruleset_for_zygote`]), after checking that
+    /// its zygote's base (seccomp program, capabilities) is this confinement's.
     pub(crate) fn for_child(&self, ruleset: Option<u64>) -> Value {
-        json!({
-            "ruleset": ruleset,
-            "seccomp": self.seccomp.as_ref().filter(|_| self.net_rule != BASE).and_then(|f| f.sockets_hex.as_deref()),
-            "drop_caps": self.drop_caps,
-        })
+        json!({"ruleset": ruleset, "base": self.base().label()})
     }
 }
 

@@ -122,15 +122,6 @@ pub(crate) fn program(net: NetRule) -> Result<BpfProgram, String> {
     Ok(with_clone3_unimplemented(compile(rules)?))
 }
 
-/// `net`'s socket rules alone (`None` when it allows every socket), for a process already
-/// under [`program`] of a rule allowing every socket — a warm runtime's child: a few
-/// instructions, quick to load, where the whole program would be loaded twice.
-pub(crate) fn socket_program(net: NetRule) -> Result<Option<BpfProgram>, String> {
-    socket_rules(net)?
-        .map(|socket| compile(BTreeMap::from([(libc::SYS_socket, socket)])))
-        .transpose()
-}
-
 fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>) -> Result<BpfProgram, String> {
     let filter = SeccompFilter::new(
         rules,

@@ -50,6 +50,7 @@ mod zygote;
 use crate::capture::read_capped;
 use crate::limits::{self, CallCgroup, Cgroups};
 use crate::process::{Finished, SpawnError, join_capture};
+use crate::sandbox::Base;
 
 /// Zygotes alive at once, at most (each holds a cgroup slot and 6–25 MiB).
 pub const MAX_ZYGOTES: usize = 8;
@@ -84,9 +85,9 @@ const ZYGOTE: &str = include_str!("zygote.py");
 #[derive(Debug)]
 pub struct Warm {
     source: PathBuf,
-    /// The seccomp program (hex) every zygote loads at its start, so that its children are
-    /// born under it ([`crate::sandbox::Sandboxes::zygote_filter`]); `None`: none.
-    filter: Option<String>,
+    /// The seccomp programs (hex) a zygote loads at its start, by its [`Base`]'s rule
+    /// ([`crate::sandbox::Sandboxes::zygote_filters`]).
+    filters: Vec<Option<String>>,
     /// How long a zygote waits for a call before it exits.
     idle_after: Duration,
     idle: Mutex<Vec<Zygote>>,
@@ -97,13 +98,21 @@ pub struct Warm {
     starts: AtomicU64,
     /// Told whenever a zygote becomes idle.
     returned: tokio::sync::Notify,
-    /// What the pool knows of each interpreter's zygotes.
-    interpreters: Mutex<HashMap<PathBuf, Interpreter>>,
+    /// What the pool knows of each kind's zygotes.
+    interpreters: Mutex<HashMap<Kind, Interpreter>>,
     /// Whether the task that reaps zygotes exited while idle has started.
     reaping: std::sync::atomic::AtomicBool,
 }
 
-/// What the pool knows of one interpreter's zygotes.
+/// Which zygotes may serve a call: its interpreter, and what the zygote applied to itself at
+/// its start for every child ([`Base`]: its seccomp filter, capabilities dropped).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Kind {
+    pub interpreter: PathBuf,
+    pub base: Base,
+}
+
+/// What the pool knows of one kind's zygotes.
 #[derive(Debug, Default, Clone, Copy)]
 struct Interpreter {
     /// Zygotes starting now.
@@ -120,7 +129,7 @@ struct Interpreter {
 /// everything in its slot.
 #[derive(Debug)]
 struct Zygote {
-    interpreter: PathBuf,
+    kind: Kind,
     /// A SOCK_SEQPACKET socket, driven through tokio's datagram type: recv and send are the
     /// same calls, and a packet socket also reports the zygote's end (a read of 0 bytes).
     sock: UnixDatagram,
@@ -149,6 +158,8 @@ type FileStamp = (i64, i64, u64);
 /// What a warm call runs.
 pub struct Call<'a> {
     pub interpreter: &'a Path,
+    /// What its zygote must have applied to itself ([`crate::sandbox::Sandboxes::base`]).
+    pub base: Base,
     pub script: &'a Path,
     pub stdin: Option<&'a str>,
     pub env: &'a BTreeMap<String, String>,
@@ -164,7 +175,11 @@ pub struct Call<'a> {
 impl Warm {
     /// Writes the zygote's source into `dir` (next to the scripts). Zygotes exit after
     /// `idle_after` without a call.
-    pub fn new(dir: &Path, idle_after: Duration, filter: Option<String>) -> Result<Self, String> {
+    pub fn new(
+        dir: &Path,
+        idle_after: Duration,
+        filters: Vec<Option<String>>,
+    ) -> Result<Self, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let source = dir.join("toolsmith-zygote.py");
         if std::fs::read_to_string(&source).ok().as_deref() != Some(ZYGOTE) {
@@ -175,7 +190,7 @@ impl Warm {
         }
         Ok(Self {
             source,
-            filter,
+            filters,
             idle_after,
             idle: Mutex::default(),
             alive: Arc::default(),
@@ -245,9 +260,13 @@ impl Warm {
         cgroups: Option<&Arc<Cgroups>>,
     ) -> Option<Result<Finished, SpawnError>> {
         self.reap_exited();
+        let kind = Kind {
+            interpreter: call.interpreter.to_path_buf(),
+            base: call.base,
+        };
         // A zygote found dead when the call is handed over is replaced once.
         for _ in 0..2 {
-            let mut z = self.take(call.interpreter, cgroups).await?;
+            let mut z = self.take(&kind, cgroups).await?;
             match z.run(call).await {
                 Attempt::Done(finished, healthy) => {
                     self.served.fetch_add(1, Ordering::Relaxed);
@@ -272,11 +291,7 @@ impl Warm {
 
     /// An idle zygote for `interpreter`: one already idle, else one started for it or
     /// given back by another call, whichever comes first (see the module's docs).
-    async fn take(
-        self: &Arc<Self>,
-        interpreter: &Path,
-        cgroups: Option<&Arc<Cgroups>>,
-    ) -> Option<Zygote> {
+    async fn take(self: &Arc<Self>, kind: &Kind, cgroups: Option<&Arc<Cgroups>>) -> Option<Zygote> {
         let mut starting = None;
         let mut waiting_since = tokio::time::Instant::now();
         // When it began to wait for a busy zygote (starts not counted).
@@ -287,14 +302,14 @@ impl Warm {
             let returned = self.returned.notified();
             tokio::pin!(returned);
             returned.as_mut().enable();
-            if let Some(z) = self.take_idle(interpreter) {
+            if let Some(z) = self.take_idle(kind) {
                 return Some(z);
             }
             // Counted as waiting, so that calls of other interpreters leave its idle
             // zygotes alone while it does.
-            waiting.get_or_insert_with(|| self.count(interpreter, |s| &mut s.waiting));
+            waiting.get_or_insert_with(|| self.count(kind, |s| &mut s.waiting));
             if starting.is_none() {
-                starting = self.start_in_background(interpreter, cgroups);
+                starting = self.start_in_background(kind, cgroups);
             }
             match starting.as_mut() {
                 Some(started) => tokio::select! {
@@ -310,7 +325,7 @@ impl Warm {
                 },
                 // Zygotes of this interpreter still starting (a burst's first calls): wait
                 // for them, then for one to come back.
-                None if self.interpreter(interpreter).starting > 0 => {
+                None if self.stats(kind).starting > 0 => {
                     returned.await;
                     waiting_since = tokio::time::Instant::now();
                 }
@@ -320,13 +335,13 @@ impl Warm {
                 // [`QUEUED_MAX`] such times in all (calls keep arriving faster than the
                 // zygotes answer them).
                 None => {
-                    let patience = self.patience(interpreter);
+                    let patience = self.patience(kind);
                     let queued = *queued.get_or_insert_with(tokio::time::Instant::now);
-                    let back = self.interpreter(interpreter).back;
+                    let back = self.stats(kind).back;
                     let since = back.map_or(waiting_since, |b| b.max(waiting_since));
                     let deadline = (since + patience).min(queued + patience * QUEUED_MAX);
                     if tokio::time::timeout_at(deadline, returned).await.is_err() {
-                        return self.take_idle(interpreter);
+                        return self.take_idle(kind);
                     }
                 }
             }
@@ -336,7 +351,7 @@ impl Warm {
     /// The most recently used idle zygote for `interpreter`, after letting go of those
     /// retired, gone or about to go idle. With none and the pool full, an idle one of
     /// another interpreter that no call is waiting for is retired to make room.
-    fn take_idle(&self, interpreter: &Path) -> Option<Zygote> {
+    fn take_idle(&self, kind: &Kind) -> Option<Zygote> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         // A margin for one about to exit on its own: a second, or a quarter of a short idle
         // time (so a short one still leaves time to be taken).
@@ -350,13 +365,11 @@ impl Warm {
                 && matches!(z.child.try_wait(), Ok(None))
                 && !z.runtime_changed()
         });
-        if let Some(i) = idle.iter().rposition(|z| z.interpreter == interpreter) {
+        if let Some(i) = idle.iter().rposition(|z| z.kind == *kind) {
             return Some(idle.swap_remove(i));
         }
         if self.alive() >= MAX_ZYGOTES
-            && let Some(i) = idle
-                .iter()
-                .position(|z| self.interpreter(&z.interpreter).waiting == 0)
+            && let Some(i) = idle.iter().position(|z| self.stats(&z.kind).waiting == 0)
         {
             idle.remove(i);
         }
@@ -367,22 +380,21 @@ impl Warm {
     /// receiver learns whether it started.
     fn start_in_background(
         self: &Arc<Self>,
-        interpreter: &Path,
+        kind: &Kind,
         cgroups: Option<&Arc<Cgroups>>,
     ) -> Option<tokio::sync::oneshot::Receiver<bool>> {
         if !self.reserve() {
             return None;
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let starting = self.starting(interpreter);
-        let (warm, interpreter, cgroups) =
-            (self.clone(), interpreter.to_path_buf(), cgroups.cloned());
+        let starting = self.starting(kind);
+        let (warm, kind, cgroups) = (self.clone(), kind.clone(), cgroups.cloned());
         tokio::spawn(async move {
-            let started = warm.start(&interpreter, cgroups.as_ref()).await;
+            let started = warm.start(&kind, cgroups.as_ref()).await;
             let ok = started.is_ok();
             match started {
                 Ok(z) => warm.give_back(z),
-                Err(e) => tracing::warn!("warm runtime {}: {e}", interpreter.display()),
+                Err(e) => tracing::warn!("warm runtime {}: {e}", kind.interpreter.display()),
             }
             drop(starting);
             let _ = tx.send(ok);
@@ -401,23 +413,23 @@ impl Warm {
 
     /// How long a call waits for a busy zygote when no other can start: about a cold
     /// start's cost, as the interpreter's last zygote start measured it.
-    fn patience(&self, interpreter: &Path) -> Duration {
-        self.interpreter(interpreter)
+    fn patience(&self, kind: &Kind) -> Duration {
+        self.stats(kind)
             .last_start
             .unwrap_or(PATIENCE_MAX / 4)
             .clamp(PATIENCE_MIN, PATIENCE_MAX)
     }
 
     /// A copy of what the pool knows of `interpreter`.
-    fn interpreter(&self, interpreter: &Path) -> Interpreter {
+    fn stats(&self, kind: &Kind) -> Interpreter {
         let all = self.interpreters.lock().unwrap_or_else(|e| e.into_inner());
-        all.get(interpreter).copied().unwrap_or_default()
+        all.get(kind).copied().unwrap_or_default()
     }
 
     /// Notes a start of `interpreter` begun; the guard notes it ended (and wakes the calls
     /// waiting for it, whether it started or not).
-    fn starting(self: &Arc<Self>, interpreter: &Path) -> impl Drop + use<> {
-        let count = self.count(interpreter, |s| &mut s.starting);
+    fn starting(self: &Arc<Self>, kind: &Kind) -> impl Drop + use<> {
+        let count = self.count(kind, |s| &mut s.starting);
         let warm = self.clone();
         scopeguard(move || {
             drop(count);
@@ -428,16 +440,16 @@ impl Warm {
     /// Adds one to a count of `interpreter`'s; the guard takes it off.
     fn count(
         self: &Arc<Self>,
-        interpreter: &Path,
+        kind: &Kind,
         field: fn(&mut Interpreter) -> &mut usize,
     ) -> impl Drop + use<> {
         let mut starts = self.interpreters.lock().unwrap_or_else(|e| e.into_inner());
-        *field(starts.entry(interpreter.to_path_buf()).or_default()) += 1;
+        *field(starts.entry(kind.clone()).or_default()) += 1;
         drop(starts);
-        let (warm, interpreter) = (self.clone(), interpreter.to_path_buf());
+        let (warm, kind) = (self.clone(), kind.clone());
         scopeguard(move || {
             let mut starts = warm.interpreters.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(s) = starts.get_mut(&interpreter) {
+            if let Some(s) = starts.get_mut(&kind) {
                 *field(s) -= 1;
             }
         })
@@ -445,14 +457,14 @@ impl Warm {
 
     /// Starts a zygote for `interpreter` and keeps it idle, unless one is idle already or
     /// the pool is full.
-    pub async fn prewarm(self: &Arc<Self>, interpreter: &Path, cgroups: Option<&Arc<Cgroups>>) {
+    pub async fn prewarm(self: &Arc<Self>, kind: &Kind, cgroups: Option<&Arc<Cgroups>>) {
         {
             let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-            if idle.iter().any(|z| z.interpreter == interpreter) {
+            if idle.iter().any(|z| z.kind == *kind) {
                 return;
             }
         }
-        if let Some(started) = self.start_in_background(interpreter, cgroups) {
+        if let Some(started) = self.start_in_background(kind, cgroups) {
             let _ = started.await;
         }
     }
@@ -463,13 +475,13 @@ impl Warm {
         // Those that exited while idle are let go here too, so a server that stops calling
         // gets its memory back and holds no slot for them.
         idle.retain_mut(|z| matches!(z.child.try_wait(), Ok(None)));
-        let interpreter = z.interpreter.clone();
+        let kind = z.kind.clone();
         idle.push(z);
         drop(idle);
         self.interpreters
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .entry(interpreter)
+            .entry(kind)
             .or_default()
             .back = Some(tokio::time::Instant::now());
         self.returned.notify_waiters();

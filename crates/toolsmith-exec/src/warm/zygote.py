@@ -1,7 +1,8 @@
 # toolsmith's warm Python runtime: a resident interpreter that forks one child per call.
 #
-# Started by the gateway as `python -I zygote.py IDLE` with fd 0 a SOCK_SEQPACKET socket and
-# IDLE the seconds it waits for a call before it exits (its memory goes back). One call
+# Started by the gateway as `python -I zygote.py IDLE FILTER BASE` with fd 0 a SOCK_SEQPACKET
+# socket, IDLE the seconds it waits for a call before it exits (its memory goes back) and
+# FILTER and BASE what it applies to itself for its children (below). One call
 # at a time: the gateway sends a JSON header naming only the script (and the sandbox's
 # rules, below) and, as SCM_RIGHTS, the call's stdin, stdout and stderr pipes and a fourth
 # pipe carrying the call's setup; the
@@ -20,9 +21,10 @@
 # - the call's setup (working folder, environment — secrets — and limits) is read from its
 #   own pipe by the child after the fork: no call's data ever enters the zygote's memory,
 #   which every later child inherits;
-# - the child applies the call's sandbox (Landlock, seccomp, no_new_privs, capabilities) to
-#   itself, from the setup, after its folder and environment and before any user code; the
-#   Landlock ruleset is built once per confinement by the zygote from rules the header
+# - a sandboxed call's child is confined before any user code: its zygote was born under
+#   the policy's seccomp filter, with no_new_privs and (as root) without capabilities — a
+#   zygote serves only calls of its base, which the child checks against its setup — and
+#   the Landlock ruleset is built once per confinement by the zygote from rules the header
 #   carries (paths, rights and ports — nothing else of the call) and kept open, so a child
 #   only restricts itself to it, after checking that it is the one its setup names;
 # - before the setup is read, the child drops the zygote's globals (the cache of other
@@ -85,12 +87,7 @@ class SockFprog(ctypes.Structure):
 
 
 RULESETS = {}  # the gateway's number for a confinement → its Landlock ruleset's descriptor
-FILTERS = {}  # a seccomp program's hex → (its buffer, the sock_fprog pointing at it)
 SYSCALL = libc.syscall  # looked up once, not in every child
-NO_NEW_PRIVS = False  # set for the zygote (and so for every child) with its base filter
-# Made once here, so that a child touches as little as it can (each first write to a page
-# of the zygote's costs the child a copy of it): the capability header and an empty set.
-CAPS = (ctypes.byref(CapHeader(0x20080522, 0)), (CapData * 2)())
 
 
 def build_ruleset(rules):
@@ -139,52 +136,26 @@ def ruleset_for(req):
     return (number, RULESETS[number])
 
 
-def keep(seccomp):
-    """Prepares the seccomp program of a child's narrower sockets once, before the fork."""
-    if seccomp and seccomp not in FILTERS and len(FILTERS) < 16:
-        prog = bytes.fromhex(seccomp)
-        buf = ctypes.create_string_buffer(prog, len(prog))
-        FILTERS[seccomp] = (buf, SockFprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p)))
-
-
-def confine(box, ruleset, nnp, libc=libc, syscall=SYSCALL, ctypes=ctypes, os=os, filters=FILTERS, caps=CAPS, Fprog=SockFprog):
+def confine(box, ruleset, base, libc=libc, syscall=SYSCALL, ctypes=ctypes, os=os):
     """Applies the gateway's sandbox to this child, as the gateway's spawning thread does
-    for a cold process (toolsmith-exec's `sandbox`): capabilities dropped (as root), no new
-    privileges, the Landlock ruleset the zygote built, the seccomp filter. Every failure
-    raises: nothing runs unconfined. Takes what it needs as arguments: the zygote's globals
-    are gone by then."""
-
-    def fail(what):
+    for a cold process (toolsmith-exec's `sandbox`). The zygote was born under the child's
+    seccomp filter, with no new privileges, and without capabilities where the child must
+    have none (its base, which must be the one the call's setup names); what is left is the
+    Landlock ruleset the zygote built. Every failure raises: nothing runs unconfined. Takes
+    what it needs as arguments: the zygote's globals are gone by then."""
+    if box.get("base") != base[0]:
+        raise OSError(0, f"sandbox: this runtime is {base[0]}, the call needs {box.get('base')}")
+    if not base[1] and libc.prctl(38, 1, 0, 0, 0) < 0:
         err = ctypes.get_errno()
-        raise OSError(err, f"sandbox: {what}: {os.strerror(err)}")
-
-    if box.get("drop_caps"):
-        # SECBIT_NOROOT, NO_SETUID_FIXUP, NO_CAP_AMBIENT_RAISE, each locked; KEEP_CAPS locked
-        # off. (The bounding set went when the zygote started.)
-        if libc.prctl(28, 0xEF, 0, 0, 0) < 0:
-            fail("securebits")
-        if libc.prctl(47, 4, 0, 0, 0) < 0:
-            fail("ambient capabilities")
-        if libc.capset(caps[0], caps[1]) < 0:
-            fail("capset")
-    if not nnp and libc.prctl(38, 1, 0, 0, 0) < 0:
-        fail("no_new_privs")
+        raise OSError(err, f"sandbox: no_new_privs: {os.strerror(err)}")
     wanted = box.get("ruleset")
     if wanted is not None:
         # The zygote's ruleset must be the one the call's own setup names.
         if ruleset is None or ruleset[0] != wanted:
             raise OSError(0, f"sandbox: ruleset {wanted} was not handed over")
         if syscall(446, ruleset[1], 0) < 0:
-            fail("landlock_restrict_self")
-    seccomp = box.get("seccomp")
-    if seccomp:
-        prepared = filters.get(seccomp)
-        if prepared is None:
-            prog = bytes.fromhex(seccomp)
-            buf = ctypes.create_string_buffer(prog, len(prog))
-            prepared = (buf, Fprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p)))
-        if libc.prctl(22, 2, ctypes.byref(prepared[1]), 0, 0) < 0:
-            fail("seccomp")
+            err = ctypes.get_errno()
+            raise OSError(err, f"sandbox: landlock_restrict_self: {os.strerror(err)}")
 
 
 MAX_FDS = 4
@@ -198,9 +169,13 @@ for _cap in range(64):
 
 sock = socket.socket(fileno=os.dup(0))
 IDLE = (float(sys.argv[1]) or None) if len(sys.argv) > 1 else None  # 0: never
-# The sandbox's base seccomp filter (hex), loaded here once so that every child is born
-# under it (with no_new_privs, which loading one needs): children then add only their
-# Landlock rules, and a narrower network filter where their policy has one.
+# Its base (the gateway's `Base`): the sandbox's seccomp filter for its children (hex),
+# loaded here once so that every child is born under it (with no_new_privs, which loading
+# one needs), and its name, which says whether it drops its capabilities for good too (a
+# runtime for confined children, as root). Children then only restrict themselves to their
+# Landlock ruleset.
+BASE = sys.argv[3] if len(sys.argv) > 3 else "open"
+NO_NEW_PRIVS = False
 if len(sys.argv) > 2 and sys.argv[2]:
     if libc.prctl(38, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
@@ -210,6 +185,17 @@ if len(sys.argv) > 2 and sys.argv[2]:
     if libc.prctl(22, 2, ctypes.byref(SockFprog(len(_prog) // 8, ctypes.cast(_buf, ctypes.c_void_p))), 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "loading the seccomp filter failed")
     del _prog, _buf
+if BASE.endswith("-nocaps"):
+    # SECBIT_NOROOT, NO_SETUID_FIXUP, NO_CAP_AMBIENT_RAISE, each locked; KEEP_CAPS locked
+    # off; no ambient capabilities; none at all. (The bounding set went above.)
+    if libc.prctl(28, 0xEF, 0, 0, 0) < 0 or libc.prctl(47, 4, 0, 0, 0) < 0:
+        raise OSError(ctypes.get_errno(), "dropping capabilities failed")
+    if libc.capset(ctypes.byref(CapHeader(0x20080522, 0)), (CapData * 2)()) < 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+    if not NO_NEW_PRIVS:
+        if libc.prctl(38, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+        NO_NEW_PRIVS = True
 null = os.open(os.devnull, os.O_RDWR)
 os.dup2(null, 0)
 os.close(null)
@@ -262,7 +248,7 @@ def child(fds, code, ruleset):
     except BaseException:
         traceback.print_exc()
         os._exit(1)
-    me, builtins, rlimit_of, confine_self, nnp = __file__, __builtins__, RLIMITS, confine, NO_NEW_PRIVS
+    me, builtins, rlimit_of, confine_self, base = __file__, __builtins__, RLIMITS, confine, (BASE, NO_NEW_PRIVS)
     compiled.clear()
     zygote = globals()
     zygote.clear()
@@ -288,7 +274,7 @@ def child(fds, code, ruleset):
         # Confined while the zygote's ruleset is still open; it goes with every other
         # inherited descriptor right after.
         if req.get("sandbox"):
-            confine_self(req["sandbox"], ruleset, nnp)
+            confine_self(req["sandbox"], ruleset, base)
         for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
         os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536)
@@ -387,7 +373,6 @@ while True:
     try:
         req = json.loads(data)
         code = code_of(req["script"])
-        keep(req.get("seccomp"))
         ruleset = ruleset_for(req)
         if len(fds) != 4:
             raise ValueError(f"expected 4 descriptors, got {len(fds)}")

@@ -69,7 +69,7 @@ impl Zygote {
         if changed {
             tracing::info!(
                 "warm runtime {}: its interpreter or a folder on its sys.path changed; replacing it",
-                self.interpreter.display()
+                self.kind.interpreter.display()
             );
         }
         changed
@@ -153,9 +153,6 @@ impl Zygote {
             }
         };
         header["ruleset"] = json!(ruleset);
-        if let Some(seccomp) = call.sandbox.map(|c| c.for_child(ruleset)) {
-            header["seccomp"] = seccomp["seccomp"].clone();
-        }
         let header = header.to_string();
         let setup = json!({
             "script": call.script,
@@ -291,7 +288,7 @@ impl Warm {
     /// Starts a zygote in a cgroup slot of its own. `alive` already counts it.
     pub(super) async fn start(
         &self,
-        interpreter: &Path,
+        kind: &Kind,
         cgroups: Option<&Arc<Cgroups>>,
     ) -> Result<Zygote, String> {
         self.starts.fetch_add(1, Ordering::Relaxed);
@@ -309,11 +306,23 @@ impl Warm {
         .map_err(|e| format!("socketpair: {e}"))?;
         rustix::io::ioctl_fionbio(&ours, true).map_err(|e| format!("non-blocking socket: {e}"))?;
         crate::signals::default_for_children();
+        let interpreter = &kind.interpreter;
+        // Its base: the seccomp program its children need (hex; empty: none), and its name,
+        // which says whether it drops its capabilities too.
+        let filter = match kind.base.filter {
+            true => self
+                .filters
+                .get(usize::from(kind.base.rule))
+                .cloned()
+                .flatten(),
+            false => None,
+        };
         let mut cmd = Command::new(interpreter);
         cmd.arg("-I")
             .arg(&self.source)
             .arg(format!("{:.3}", self.idle_after.as_secs_f64()))
-            .args(self.filter.as_deref())
+            .arg(filter.unwrap_or_default())
+            .arg(kind.base.label())
             .env_clear()
             .env("LANG", "C.UTF-8")
             .env("TZ", "UTC")
@@ -349,7 +358,7 @@ impl Warm {
             .map_err(|e| format!("registering the socket: {e}"))?;
         std::mem::forget(undo);
         let mut z = Zygote {
-            interpreter: interpreter.to_path_buf(),
+            kind: kind.clone(),
             sock,
             child,
             cgroup,
@@ -372,7 +381,7 @@ impl Warm {
         self.interpreters
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .entry(interpreter.to_path_buf())
+            .entry(kind.clone())
             .or_default()
             .last_start = Some(began.elapsed());
         z.runtime_paths = std::iter::once(interpreter.to_path_buf())
