@@ -8,6 +8,7 @@
 pub mod auth;
 pub mod error;
 pub mod federation;
+pub mod gateway;
 pub mod guard;
 pub mod jwt;
 pub mod mcp;

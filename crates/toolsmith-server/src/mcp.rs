@@ -198,6 +198,7 @@ impl McpServer {
 
     async fn run(
         &self,
+        admitted: crate::gateway::Admitted,
         tool: &Arc<CompiledTool>,
         arguments: Value,
         confirmed: bool,
@@ -214,7 +215,7 @@ impl McpServer {
         if upstream {
             options.downstream.elicit = elicitor(ctx);
         }
-        let call = self.state.engine.call(tool, arguments, options);
+        let call = admitted.run(arguments, None, options);
         tokio::pin!(call);
         let mut ticks = tokio::time::interval_at(
             tokio::time::Instant::now() + Duration::from_secs(1),
@@ -239,7 +240,8 @@ impl McpServer {
                     }
                     return result;
                 }
-                // Dropping the call kills the tool's process group.
+                // Dropping the call kills the tool's process group (and the call path logs it
+                // as cancelled).
                 _ = ctx.ct.cancelled() => {
                     return ToolResult::err(
                         ErrorKind::Cancelled,
@@ -500,15 +502,13 @@ impl ServerHandler for McpServer {
 }
 
 impl McpServer {
-    /// A finished call: a refused dangerous call says what to do, the call is logged, and
-    /// the result put in MCP's form.
+    /// A finished call (counted and logged by the call path, [`crate::gateway`]): a refused
+    /// dangerous call says what to do, and the result is put in MCP's form.
     fn finish(
         &self,
         tool: &CompiledTool,
         mut result: ToolResult,
-        arguments: &Value,
         declined: bool,
-        ctx: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
         if let Some(e) = result
             .error
@@ -524,23 +524,28 @@ impl McpServer {
                 }
             });
         }
-        self.state
-            .metrics
-            .call(&tool.tool, &result, &self.options.caller);
-        self.state.runs.record_call(
-            &tool.tool,
-            &result,
-            arguments,
-            &self.call_options(false, ctx).caller,
-        );
         to_mcp(tool, &result).into()
+    }
+
+    /// This client's door into the call path: the caller (over HTTP, where callers are
+    /// known: its rate limit applies), the name the log knows it by.
+    fn door(&self, ctx: &RequestContext<RoleServer>) -> crate::gateway::Door {
+        crate::gateway::Door {
+            label: self.options.caller.clone(),
+            caller: ctx
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|p| p.extensions.get::<crate::auth::Caller>())
+                .cloned(),
+            log_name: self.call_options(false, ctx).caller,
+        }
     }
 
     /// An upstream tool's call whose questions come back here ([`Parking`]), run until its
     /// result or its first question; its progress goes to the client meanwhile.
     async fn parked_run(
         &self,
-        tool: &Arc<CompiledTool>,
+        admitted: crate::gateway::Admitted,
         arguments: Value,
         confirmed: bool,
         ctx: &RequestContext<RoleServer>,
@@ -556,11 +561,10 @@ impl McpServer {
                 }
             });
         }
-        let (engine, tool) = (self.state.engine.clone(), tool.clone());
         self.parking
             .start(move |elicitor| {
                 options.downstream.elicit = Some(elicitor);
-                async move { engine.call(&tool, arguments, options).await }
+                async move { admitted.run(arguments, None, options).await }
             })
             .await
     }
@@ -613,15 +617,13 @@ impl McpServer {
             Some(Value::String(text)) if !wrapped => Value::String(text.clone()),
             _ => Value::Object(request.arguments.clone().unwrap_or_default()),
         };
-        // The caller's own rate limit (over HTTP, where callers are known).
-        if let Some(caller) = ctx
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|p| p.extensions.get::<crate::auth::Caller>())
-            && let Some(refused) = self.state.admit(caller, &tool).await
-        {
-            return Ok(self.finish(&tool, refused, &arguments, false, &ctx));
-        }
+        // The call path's first step: the caller's own rate limit (over HTTP, where callers
+        // are known).
+        let door = self.door(&ctx);
+        let admitted = match door.clone().admit(&self.state, &tool, &arguments).await {
+            Ok(admitted) => admitted,
+            Err(refused) => return Ok(self.finish(&tool, refused, false)),
+        };
         let upstream = matches!(tool.tool.executor, Executor::Mcp(_));
         // The answer to an upstream's question asked of this client (protocol 2026-07-28):
         // the parked call goes on.
@@ -638,22 +640,26 @@ impl McpServer {
                 .unwrap_or_else(|| json!({"action": "cancel"}));
             let result = match self.parking.resume(state, answer).await {
                 Some(Next::Ask(asked)) => return Ok(CallToolResponse::InputRequired(asked)),
+                // (Counted and logged by the call path the parked call runs on.)
                 Some(Next::Done(result)) => *result,
-                None => ToolResult::err(
-                    ErrorKind::Upstream,
-                    format!(
-                        "the question of `{}` this answers is no longer waiting (it waits {} minutes, \
-                         on the server that asked it); call the tool again",
-                        tool.tool.name,
-                        mcp_ask::KEEP.as_secs() / 60
-                    ),
-                    Vec::new(),
-                    tool.meta(Vec::new()),
-                ),
+                None => {
+                    let result = ToolResult::err(
+                        ErrorKind::Upstream,
+                        format!(
+                            "the question of `{}` this answers is no longer waiting (it waits {} minutes, \
+                             on the server that asked it); call the tool again",
+                            tool.tool.name,
+                            mcp_ask::KEEP.as_secs() / 60
+                        ),
+                        Vec::new(),
+                        tool.meta(Vec::new()),
+                    );
+                    self.state.record(&door, &tool.tool, &result, &arguments);
+                    result
+                }
             };
-            return Ok(self.finish(&tool, result, &arguments, false, &ctx));
+            return Ok(self.finish(&tool, result, false));
         }
-        let _flight = self.state.metrics.in_flight();
         let (confirmed, declined) = match self.confirmation(&tool, &arguments, &request, &ctx).await
         {
             Confirmation::Ask(ask) => return Ok(CallToolResponse::InputRequired(ask)),
@@ -665,15 +671,16 @@ impl McpServer {
         // parked until the answer comes with the call sent again.
         let result = if upstream && asks_back(&ctx) {
             match self
-                .parked_run(&tool, arguments.clone(), confirmed, &ctx)
+                .parked_run(admitted, arguments.clone(), confirmed, &ctx)
                 .await
             {
                 Next::Ask(asked) => return Ok(CallToolResponse::InputRequired(asked)),
                 Next::Done(result) => *result,
             }
         } else {
-            self.run(&tool, arguments.clone(), confirmed, &ctx).await
+            self.run(admitted, &tool, arguments.clone(), confirmed, &ctx)
+                .await
         };
-        Ok(self.finish(&tool, result, &arguments, declined, &ctx))
+        Ok(self.finish(&tool, result, declined))
     }
 }

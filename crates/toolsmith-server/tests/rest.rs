@@ -1443,7 +1443,24 @@ async fn a_call_whose_client_goes_away_is_logged_as_cancelled() {
         .expect("connect");
     let body = "{}";
     c.write_all(format!("POST /v1/tools/nap/call HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len()).as_bytes()).await.expect("write");
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let sleeping = || {
+        std::fs::read_dir("/proc")
+            .expect("proc")
+            .flatten()
+            .any(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| c.windows(6).any(|w| w == b"30.123"))
+            })
+    };
+    // Gone once the tool runs (a generous deadline: the machine may be busy).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !sleeping() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tool never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     drop(c);
     let mut logged = Value::Null;
     for _ in 0..50 {
@@ -1455,14 +1472,7 @@ async fn a_call_whose_client_goes_away_is_logged_as_cancelled() {
         }
     }
     assert_eq!(logged["kind"], "cancelled", "{logged}");
-    let sleeping = std::fs::read_dir("/proc")
-        .expect("proc")
-        .flatten()
-        .any(|e| {
-            std::fs::read(e.path().join("cmdline"))
-                .is_ok_and(|c| c.windows(6).any(|w| w == b"30.123"))
-        });
-    assert!(!sleeping, "the tool's process was killed");
+    assert!(!sleeping(), "the tool's process was killed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

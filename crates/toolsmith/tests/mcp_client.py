@@ -248,6 +248,19 @@ async def http(url, base, workspace):
     async with Client(url) as client:
         print("protocol", client.protocol_version)
         await common(client, workspace)
+        # The call `common` gave up on is in the execution log once, as cancelled: the call
+        # path every door takes logs a call whose request went away. The log is written in
+        # order, so once a later call's entry is there, every entry of the cancelled one is.
+        r = await client.call_tool("bulk_0001", {})
+        assert not r.is_error, text(r)
+        for _ in range(100):
+            if rest_json(base, "GET", "/runs?tool=bulk_0001")["runs"]:
+                break
+            await anyio.sleep(0.1)
+        else:
+            raise AssertionError("bulk_0001's call was never logged")
+        hang = rest_json(base, "GET", "/runs?tool=hang")["runs"]
+        assert [r["kind"] for r in hang] == ["cancelled"], hang
         await confirmations(lambda cb: Client(url, elicitation_callback=cb), workspace)
         latency = await wait_list_changed(client, True, None, lambda: rest(base, "POST", "/tools/word_stats/disable"))
         print(f"list_changed after a REST edit: {latency:.2f} s")

@@ -156,37 +156,23 @@ async fn call(
 ) -> ApiResult<Response> {
     let body = request.body;
     let tool = compiled_tool(&s, &name, body.version).await?;
-    let _flight = s.metrics.in_flight();
-    let arguments = body.arguments.clone();
-    let mut unfinished = LogIfDropped {
-        state: s.clone(),
-        tool: tool.clone(),
-        arguments: arguments.clone(),
-        caller: caller.log_name(),
-        started: std::time::Instant::now(),
+    let door = crate::gateway::Door {
+        label: "rest".into(),
+        log_name: caller.log_name(),
+        caller: Some(caller.clone()),
     };
-    let refused = s.admit(&caller, &tool).await;
-    let result = match (request.arguments_problem, refused) {
-        (_, Some(refused)) => refused,
-        // (A disabled tool answers `disabled` whatever its arguments: the engine says so.)
-        (Some(problem), _) if tool.tool.enabled => tool.invalid_arguments(vec![problem]),
-        _ => {
-            s.engine
-                .call(
-                    &tool,
-                    body.arguments,
-                    CallOptions {
-                        admin: caller.role == crate::auth::Role::Admin,
-                        ..CallOptions::new(caller.log_name(), body.confirm)
-                    },
-                )
+    let result = match door.admit(&s, &tool, &body.arguments).await {
+        Err(refused) => refused,
+        Ok(admitted) => {
+            let options = CallOptions {
+                admin: caller.role == crate::auth::Role::Admin,
+                ..CallOptions::new(caller.log_name(), body.confirm)
+            };
+            admitted
+                .run(body.arguments, request.arguments_problem, options)
                 .await
         }
     };
-    unfinished.disarm();
-    s.metrics.call(&tool.tool, &result, "rest");
-    s.runs
-        .record_call(&tool.tool, &result, &arguments, &caller.log_name());
     if result
         .error
         .as_ref()
@@ -222,47 +208,6 @@ async fn call(
         return Ok(response);
     }
     Ok(Json(result).into_response())
-}
-
-/// Writes a `cancelled` entry to the execution log when a call's request goes away before
-/// the call ends (the client disconnected; dropping the call killed its processes), so every
-/// call that started is in the log.
-struct LogIfDropped {
-    state: Arc<AppState>,
-    tool: Arc<toolsmith_core::CompiledTool>,
-    arguments: Value,
-    caller: String,
-    started: std::time::Instant,
-}
-
-impl LogIfDropped {
-    /// The call ended normally; its own entry will be written.
-    fn disarm(&mut self) {
-        self.caller.clear();
-    }
-}
-
-impl Drop for LogIfDropped {
-    fn drop(&mut self) {
-        if self.caller.is_empty() {
-            return;
-        }
-        let mut meta = self.tool.meta(Vec::new());
-        meta.duration_ms = Some(self.started.elapsed().as_secs_f64() * 1000.0);
-        let result = ToolResult::err(
-            ErrorKind::Cancelled,
-            "the client went away before the call ended; its processes were killed",
-            Vec::new(),
-            meta,
-        );
-        self.state.metrics.call(&self.tool.tool, &result, "rest");
-        self.state.runs.record(RunRecord::of_tool(
-            &self.tool.tool,
-            &result,
-            &self.arguments,
-            &self.caller,
-        ));
-    }
 }
 
 /// A session call another replica forwarded here, where its session lives
