@@ -44,7 +44,7 @@ use clap::Parser;
 fn main() -> ExitCode {
     // Not dumpable: its environment (tokens, API keys) and memory (secret config values) are
     // then out of reach of the tools it runs as the same user — no /proc/PID/mem, environ or
-    // ptrace — and no core dump carries them. (Root keeps CAP_SYS_PTRACE: see the README.)
+    // ptrace — and no core dump carries them. (Root keeps CAP_SYS_PTRACE: see docs/security.md.)
     if let Err(e) = toolsmith_exec::not_dumpable() {
         eprintln!("warning: {}", output::stderr_safe(&e.to_string()));
     }

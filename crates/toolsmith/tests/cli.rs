@@ -1164,7 +1164,7 @@ fn servers_of_a_registry_alone_start_its_python_tools_warm_runtime_before_any_ca
 
 /// Finding 2 of the second hardening round: the gateway is not dumpable, so a tool it runs
 /// as the same (non-root) user cannot read its environment — where tokens and API keys are.
-/// Run as `nobody` when the tests run as root (root keeps CAP_SYS_PTRACE; see the README).
+/// Run as `nobody` when the tests run as root (root keeps CAP_SYS_PTRACE; see docs/security.md).
 #[test]
 fn a_tool_cannot_read_the_gateways_environment() {
     use std::os::unix::fs::PermissionsExt;
