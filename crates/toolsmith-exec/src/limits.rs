@@ -256,7 +256,7 @@ impl Cgroups {
             dir,
             slot,
             idle: self.idle.clone(),
-            resident: None,
+            residents: Vec::new(),
             key: key.map(str::to_owned),
         })
     }
@@ -363,8 +363,9 @@ pub struct CallCgroup {
     dir: PathBuf,
     slot: Option<Slot>,
     idle: Arc<Mutex<Vec<Slot>>>,
-    /// A process that lives in the cgroup across calls (a warm runtime), spared by sweeps.
-    resident: Option<i32>,
+    /// Processes that live in the cgroup across calls (a warm runtime and its confined
+    /// runtimes), spared by sweeps.
+    residents: Vec<i32>,
     /// The identity of the confinement its process will be spawned under, if any.
     key: Option<String>,
 }
@@ -424,7 +425,7 @@ impl CallCgroup {
             .unwrap_or_default()
             .lines()
             .filter_map(|l| l.trim().parse().ok())
-            .filter(|p| *p != me && Some(*p) != self.resident)
+            .filter(|p| *p != me && !self.residents.contains(p))
             .collect()
     }
 
@@ -433,9 +434,22 @@ impl CallCgroup {
         self.pids()
     }
 
-    /// Makes `pid` the cgroup's resident (spared by [`Self::sweep`]); `None` ends that.
+    /// Makes `pid` the cgroup's resident (spared by [`Self::sweep`]); `None` ends that for
+    /// every resident.
     pub fn set_resident(&mut self, pid: Option<u32>) {
-        self.resident = pid.and_then(|p| i32::try_from(p).ok());
+        self.residents = pid
+            .and_then(|p| i32::try_from(p).ok())
+            .into_iter()
+            .collect();
+    }
+
+    /// Adds `pid` to the residents (`true`), or takes it off (`false`).
+    pub fn keep_resident(&mut self, pid: u32, resident: bool) {
+        let Ok(pid) = i32::try_from(pid) else { return };
+        self.residents.retain(|p| *p != pid);
+        if resident {
+            self.residents.push(pid);
+        }
     }
 
     /// Allows `max` processes besides the spawner thread (and its sandbox helpers) and the
@@ -445,7 +459,7 @@ impl CallCgroup {
             .slot
             .as_ref()
             .map_or(0, |s| 1 + s.helpers.tasks_with(None))
-            + u64::from(self.resident.is_some());
+            + self.residents.len() as u64;
         let cap = max
             .map(|m| m + extra)
             .map_or_else(|| "max".to_string(), |m| m.to_string());
@@ -459,7 +473,7 @@ impl CallCgroup {
         }
     }
 
-    /// Kills every process in the cgroup but the resident; true when none is left.
+    /// Kills every process in the cgroup but the residents; true when none is left.
     pub fn sweep(&self) -> bool {
         self.kill_all()
     }

@@ -949,9 +949,11 @@ async fn warm_calls_see_nothing_of_each_other() {
             "exactly the tool's environment"
         );
     }
+    // The first call's child is the zygote's; the confinement's next ones are its confined
+    // runtime's (a copy of the zygote inside the confinement's domain), one resident.
     assert_eq!(
-        seen[0]["ppid"], seen[2]["ppid"],
-        "forked by one resident zygote"
+        seen[1]["ppid"], seen[2]["ppid"],
+        "forked by one resident runtime"
     );
     assert_ne!(seen[0]["r"], seen[1]["r"], "random is reseeded per call");
     // The same tool cold sees the same environment.
@@ -1489,8 +1491,18 @@ async fn a_soak_of_mixed_calls_answers_warm_exactly_as_cold() {
     // Nothing a call started is left: no grandchild, `setsid` included, and in the cgroups
     // only the zygotes themselves.
     assert_eq!(wait_until_gone(&marker).await, Vec::<u32>::new());
+    // (The zygotes and their confined runtimes, which are copies of them.)
     if warm.engine.has_cgroups() {
-        assert_eq!(warm.engine.contained_processes().len(), zygotes);
+        let left = warm.engine.contained_processes();
+        assert!(left.len() >= zygotes, "{left:?}");
+        for pid in &left {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            assert!(
+                String::from_utf8_lossy(&cmdline).contains("toolsmith-zygote"),
+                "{pid} is no warm runtime: {}",
+                String::from_utf8_lossy(&cmdline)
+            );
+        }
     }
 }
 
@@ -2130,4 +2142,75 @@ print(json.dumps({"caps": caps, "unix": unix}))"#;
     }
     assert_eq!(engine.warm_calls(), 6, "every call ran warm");
     assert_eq!(engine.warm_starts(), 2, "one runtime for each base");
+}
+
+/// A confinement whose warm calls come again gets a confined runtime: a copy of the zygote
+/// already inside the confinement's Landlock domain, whose children are born there (so none
+/// makes a domain of its own). Each confinement has its own; each still holds its policy;
+/// a process limit still counts the tool's processes only (the runtimes are the slot's
+/// residents); nothing is left once the engine goes.
+#[tokio::test]
+async fn a_confinement_called_again_runs_in_a_confined_runtime_of_its_own() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
+    let engine = warm_engine_in(dir.path(), true);
+    let sub = dir.path().join("sub");
+    let source = format!(
+        r#"import json, os
+try:
+    with open({:?} + f"/out-{{os.getpid()}}", "w") as f:
+        f.write("x")
+    wrote = True
+except PermissionError:
+    wrote = False
+print(json.dumps({{"wrote": wrote, "parent": os.getppid()}}))"#,
+        sub.display().to_string()
+    );
+    let (rw, ro) = (
+        warm_script("rw", "sandbox: workspace, limits: {processes: 1},", &source),
+        warm_script("ro", "sandbox: read-only,", &source),
+    );
+    let mut parents: [Vec<i64>; 2] = Default::default();
+    for i in 0..6 {
+        for (k, (t, wrote)) in [(&rw, true), (&ro, false)].into_iter().enumerate() {
+            let r = engine.call(t, json!({}), CallOptions::new("t", true)).await;
+            let out = r.data.unwrap_or_else(|| panic!("call {i}: {:?}", r.error));
+            assert_eq!(out["wrote"], wrote, "call {i} of {}: {out}", t.tool.name);
+            parents[k].push(out["parent"].as_i64().expect("parent"));
+        }
+    }
+    assert_eq!(engine.warm_calls(), 12, "every call ran warm");
+    assert_eq!(engine.warm_starts(), 1, "one zygote");
+    let zygote = parents[0][0];
+    assert_eq!(parents[1][0], zygote, "a first call is the zygote's child");
+    for (k, p) in parents.iter().enumerate() {
+        let confined = p[1];
+        assert_ne!(confined, zygote, "tool {k}'s second call: {p:?}");
+        assert!(
+            p[1..].iter().all(|x| *x == confined),
+            "tool {k}'s later calls share one confined runtime: {p:?}"
+        );
+    }
+    assert_ne!(parents[0][1], parents[1][1], "one runtime per confinement");
+    let runtime = parents[0][1];
+    let status = std::fs::read_to_string(format!("/proc/{runtime}/status")).expect("status");
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("PPid:") && l.ends_with(&zygote.to_string())),
+        "the confined runtime is the zygote's child: {status}"
+    );
+    drop(engine);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::path::Path::new(&format!("/proc/{runtime}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{runtime}/status"))
+            .unwrap_or_default()
+            .contains("State:\tZ")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the confined runtime outlived its engine"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

@@ -45,6 +45,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::UnixDatagram;
 use toolsmith_core::model::Limits;
 
+mod confined;
 mod zygote;
 
 use crate::capture::read_capped;
@@ -149,6 +150,11 @@ struct Zygote {
     /// given (numbers are never reused, so a stale one is never mistaken for another).
     rulesets: HashMap<String, u64>,
     next_ruleset: u64,
+    /// Its confined runtimes ([`confined`]), and how many calls each ruleset has had.
+    confined: Vec<confined::Confined>,
+    uses: HashMap<u64, u32>,
+    /// How long it (and each confined runtime) waits for a call before it exits.
+    idle_after: Duration,
 }
 
 /// A file's modification time and inode: what changes when a runtime is set up again or a

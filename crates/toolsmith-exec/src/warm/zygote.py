@@ -153,7 +153,8 @@ def confine(box, ruleset, base, libc=libc, syscall=SYSCALL, ctypes=ctypes, os=os
         # The zygote's ruleset must be the one the call's own setup names.
         if ruleset is None or ruleset[0] != wanted:
             raise OSError(0, f"sandbox: ruleset {wanted} was not handed over")
-        if syscall(446, ruleset[1], 0) < 0:
+        # None: born inside it (a confined runtime's child); else restricted here.
+        if ruleset[1] is not None and syscall(446, ruleset[1], 0) < 0:
             err = ctypes.get_errno()
             raise OSError(err, f"sandbox: landlock_restrict_self: {os.strerror(err)}")
 
@@ -347,6 +348,126 @@ def child(fds, code, ruleset):
 def send(msg):
     sock.send(json.dumps(msg).encode())
 
+
+def reap():
+    """Waits for confined runtimes that ended (their socket closed, or idle too long)."""
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except (ChildProcessError, InterruptedError):
+            return
+
+
+def start_confined(req, fds):
+    """Forks a confined runtime for one confinement: a copy of this zygote that restricts
+    itself to the confinement's Landlock ruleset once and then serves that confinement's
+    calls on the socket the gateway handed over — so that their children are born inside the
+    domain instead of each making one (what a sandboxed warm call cost). It never runs user
+    code either, and holds nothing of any call."""
+    global sock, SUB
+    ruleset = ruleset_for(req)
+    if ruleset is None or len(fds) != 1:
+        raise ValueError("a confined runtime needs a ruleset and one socket")
+    pid = os.fork()
+    if pid == 0:
+        try:
+            sock.close()
+            if SYSCALL(446, ruleset[1], 0) < 0:
+                os._exit(1)
+            for fd in RULESETS.values():
+                os.close(fd)
+            RULESETS.clear()
+            SUB = ruleset[0]
+            sock = socket.socket(fileno=fds[0])
+            sock.settimeout(IDLE)
+            send({"ready": True})
+            serve()
+        finally:
+            os._exit(0)
+    os.close(fds[0])
+    return pid
+
+
+SUB = None  # the confinement this process serves, when it is a confined runtime
+
+
+def serve():
+    """Answers calls until the gateway closes the socket or none comes for IDLE seconds."""
+    while True:
+        try:
+            data, ancdata, _flags, _addr = sock.recvmsg(1 << 20, socket.CMSG_SPACE(MAX_FDS * 4))
+        except InterruptedError:
+            continue
+        except socket.timeout:
+            # Idle too long. A call sent from now on finds the socket closed and is retried
+            # by the gateway with another zygote; nothing of it ran here.
+            return
+        if not data:
+            return
+        fds = []
+        for level, kind, payload in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.extend(array.array("i", payload[: len(payload) - len(payload) % 4]))
+        try:
+            req = json.loads(data)
+            if req.get("confine") is not None:
+                if SUB is not None:
+                    raise ValueError("a confined runtime starts no other")
+                send({"confined": start_confined(req, fds)})
+                reap()
+                continue
+            code = code_of(req["script"])
+            if SUB is None:
+                ruleset = ruleset_for(req)
+            elif req.get("ruleset") == SUB:
+                ruleset = (SUB, None)  # its children are born inside the domain
+            else:
+                raise ValueError(f"this runtime serves ruleset {SUB}, not {req.get('ruleset')}")
+            if len(fds) != 4:
+                raise ValueError(f"expected 4 descriptors, got {len(fds)}")
+        except BaseException as e:
+            # Nothing ran: the gateway runs this call cold instead.
+            for fd in fds:
+                os.close(fd)
+            send({"cold": "".join(traceback.format_exception_only(type(e), e)).strip()})
+            continue
+        if threads() != 1:
+            for fd in fds:
+                os.close(fd)
+            send({"cold": "the warm runtime has more than one thread; it must restart"})
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            pid = os.fork()
+        except OSError as e:
+            # (Over the call's process limit, say.) Nothing ran: the call runs cold, where
+            # the same limit reports itself as it always does.
+            for fd in fds:
+                os.close(fd)
+            send({"cold": f"fork: {e}"})
+            continue
+        if pid == 0:
+            sock.close()
+            child(fds, code, ruleset)
+        for fd in fds:
+            os.close(fd)
+        send({"pid": pid})
+        while True:
+            try:
+                _, status = os.waitpid(pid, 0)
+                break
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                status = -1
+                break
+        send({"status": status})
+        if SUB is None:
+            reap()
+
+
 gc.collect()
 gc.disable()
 gc.freeze()
@@ -354,55 +475,4 @@ gc.freeze()
 paths = [p for p in sys.path if p and os.path.isdir(p)]
 send({"ready": True, "threads": threads(), "pid": os.getpid(), "paths": paths})
 sock.settimeout(IDLE)
-
-while True:
-    try:
-        data, ancdata, _flags, _addr = sock.recvmsg(1 << 20, socket.CMSG_SPACE(MAX_FDS * 4))
-    except InterruptedError:
-        continue
-    except socket.timeout:
-        # Idle too long. A call sent from now on finds the socket closed and is retried
-        # by the gateway with another zygote; nothing of it ran here.
-        break
-    if not data:
-        break
-    fds = []
-    for level, kind, payload in ancdata:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.extend(array.array("i", payload[: len(payload) - len(payload) % 4]))
-    try:
-        req = json.loads(data)
-        code = code_of(req["script"])
-        ruleset = ruleset_for(req)
-        if len(fds) != 4:
-            raise ValueError(f"expected 4 descriptors, got {len(fds)}")
-    except BaseException as e:
-        # Nothing ran: the gateway runs this call cold instead.
-        for fd in fds:
-            os.close(fd)
-        send({"cold": "".join(traceback.format_exception_only(type(e), e)).strip()})
-        continue
-    if threads() != 1:
-        for fd in fds:
-            os.close(fd)
-        send({"cold": "the warm runtime has more than one thread; it must restart"})
-        break
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        sock.close()
-        child(fds, code, ruleset)
-    for fd in fds:
-        os.close(fd)
-    send({"pid": pid})
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except InterruptedError:
-            continue
-        except ChildProcessError:
-            status = -1
-            break
-    send({"status": status})
+serve()

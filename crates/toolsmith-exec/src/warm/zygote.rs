@@ -6,6 +6,9 @@ use super::*;
 
 impl Drop for Zygote {
     fn drop(&mut self) {
+        while !self.confined.is_empty() {
+            self.let_go(0);
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         if let Some(mut cg) = self.cgroup.take() {
@@ -80,20 +83,7 @@ impl Zygote {
     }
 
     pub(super) fn send(&self, header: &[u8], fds: &[&OwnedFd]) -> Result<(), String> {
-        let borrowed: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
-        let mut control = SendAncillaryBuffer::new(&mut space);
-        if !control.push(SendAncillaryMessage::ScmRights(&borrowed)) {
-            return Err("too many descriptors".into());
-        }
-        rustix::net::sendmsg(
-            &self.sock,
-            &[IoSlice::new(header)],
-            &mut control,
-            SendFlags::NOSIGNAL,
-        )
-        .map(drop)
-        .map_err(|e| format!("handing the call over: {e}"))
+        super::confined::send_on(&self.sock, header, fds)
     }
 
     pub(super) async fn run(&mut self, call: &Call<'_>) -> Attempt {
@@ -110,9 +100,6 @@ impl Zygote {
         let Ok(((in_r, in_w), (out_r, out_w), (err_r, err_w), (setup_r, setup_w))) = pipes else {
             return Attempt::NotStarted("no pipes for the call".into());
         };
-        if let Some(cg) = &mut self.cgroup {
-            cg.set_cap(call.limits.processes);
-        }
         let mut rlimits = serde_json::Map::new();
         for (key, value) in [
             ("as", call.limits.memory_bytes),
@@ -144,6 +131,7 @@ impl Zygote {
                         header["rules"] = c.ruleset_for_zygote();
                         if self.rulesets.len() >= MAX_RULESETS {
                             self.rulesets.clear();
+                            self.uses.clear();
                             header["reset"] = json!(true);
                         }
                         new_ruleset = Some((identity, id));
@@ -154,6 +142,15 @@ impl Zygote {
         };
         header["ruleset"] = json!(ruleset);
         let header = header.to_string();
+        // A confinement served before goes to its confined runtime (`confined`).
+        let mut via = match (ruleset, &new_ruleset) {
+            (Some(id), None) => self.confined_for(id).await,
+            (Some(id), Some(_)) => {
+                self.uses.insert(id, 1);
+                None
+            }
+            _ => None,
+        };
         let setup = json!({
             "script": call.script,
             "cwd": call.cwd,
@@ -164,9 +161,25 @@ impl Zygote {
         })
         .to_string()
         .into_bytes();
-        if let Err(e) = self.send(header.as_bytes(), &[&in_r, &out_w, &err_w, &setup_r]) {
+        // The call's process limit, over the slot's residents (the zygote and its confined
+        // runtimes, one maybe just started).
+        if let Some(cg) = &mut self.cgroup {
+            cg.set_cap(call.limits.processes);
+        }
+        let fds = [&in_r, &out_w, &err_w, &setup_r];
+        if let Some(i) = via
+            && super::confined::send_on(&self.confined[i].sock, header.as_bytes(), &fds).is_err()
+        {
+            // Gone (idle too long, or killed): the zygote takes the call itself.
+            self.let_go(i);
+            via = None;
+        }
+        if via.is_none()
+            && let Err(e) = self.send(header.as_bytes(), &fds)
+        {
             return Attempt::NotStarted(e);
         }
+        let sock = via.map_or(&self.sock, |i| &self.confined[i].sock);
         drop((in_r, out_w, err_w, setup_r));
         if let Ok(mut pipe) = tokio::net::unix::pipe::Sender::from_owned_fd(setup_w) {
             // Most setups fit the pipe at once; a larger one is written as the child reads.
@@ -178,7 +191,7 @@ impl Zygote {
             }
         }
         self.calls += 1;
-        let started = match tokio::time::timeout(ANSWER_TIMEOUT, self.recv()).await {
+        let started = match tokio::time::timeout(ANSWER_TIMEOUT, message(sock)).await {
             Ok(Ok(v)) => v,
             Ok(Err(e)) => return Attempt::NotStarted(e),
             Err(_) => return Attempt::NotStarted("it did not fork within 5 s".into()),
@@ -186,6 +199,7 @@ impl Zygote {
         let Some(pid) = started["pid"].as_u64().and_then(|p| u32::try_from(p).ok()) else {
             // A ruleset it could not build (or had let go of) is made anew next time.
             self.rulesets.clear();
+            self.uses.clear();
             return match started["cold"].as_str() {
                 Some(why) => Attempt::Cold(why.to_owned()),
                 None => Attempt::NotStarted(format!("unexpected answer {started}")),
@@ -217,12 +231,12 @@ impl Zygote {
         let stderr = reader(err_r);
         let deadline = tokio::time::Instant::now() + call.timeout;
         let (status, timed_out, mut healthy) =
-            match tokio::time::timeout_at(deadline, recv_status(&self.sock)).await {
+            match tokio::time::timeout_at(deadline, recv_status(sock)).await {
                 Ok(Ok(s)) => (Some(s), false, true),
                 Ok(Err(_)) => (None, false, false),
                 Err(_) => {
                     guard.kill();
-                    match tokio::time::timeout(ANSWER_TIMEOUT, recv_status(&self.sock)).await {
+                    match tokio::time::timeout(ANSWER_TIMEOUT, recv_status(sock)).await {
                         Ok(Ok(s)) => (Some(s), true, true),
                         _ => (None, true, false),
                     }
@@ -264,8 +278,8 @@ impl Zygote {
     }
 }
 
-/// The next message from a zygote.
-async fn message(sock: &UnixDatagram) -> Result<Value, String> {
+/// The next message from a zygote (or one of its confined runtimes).
+pub(super) async fn message(sock: &UnixDatagram) -> Result<Value, String> {
     let mut buf = vec![0u8; 64 * 1024];
     match sock.recv(&mut buf).await {
         Ok(0) => Err("the zygote went away".into()),
@@ -371,6 +385,9 @@ impl Warm {
             alive: self.alive.clone(),
             rulesets: HashMap::new(),
             next_ruleset: 0,
+            confined: Vec::new(),
+            uses: HashMap::new(),
+            idle_after: self.idle_after,
         };
         let ready = tokio::time::timeout(START_TIMEOUT, z.recv())
             .await

@@ -1,0 +1,141 @@
+//! A zygote's confined runtimes: for a confinement whose calls come again, the zygote forks
+//! a copy of itself that restricts itself to that confinement's Landlock ruleset once
+//! (`zygote.py`'s `start_confined`), and the gateway sends that confinement's calls to it.
+//! Their children are born inside the domain, as a cold call's children are born of a helper
+//! thread holding it, instead of each making a domain of its own (what a sandboxed warm call
+//! cost: bench/README.md). A confined runtime lives in its zygote's cgroup slot (a resident
+//! there, spared by sweeps), never runs user code, holds nothing of any call, and ends when
+//! the gateway lets go of its socket, when its zygote goes, or after the zygote's idle time.
+
+use super::*;
+
+/// Confined runtimes a zygote keeps at most (the least recently used goes first).
+const MAX_CONFINED: usize = 4;
+
+/// One confined runtime: the ruleset it holds, its socket, its process.
+#[derive(Debug)]
+pub(super) struct Confined {
+    ruleset: u64,
+    pub(super) sock: UnixDatagram,
+    pid: u32,
+    last: Instant,
+}
+
+impl Zygote {
+    /// The confined runtime for ruleset `id` (its index in `self.confined`): the one kept,
+    /// else one started now when the zygote has served this confinement before. `None`: the
+    /// call goes to the zygote itself (a first call of a confinement, or no runtime could
+    /// start; its child then restricts itself).
+    pub(super) async fn confined_for(&mut self, id: u64) -> Option<usize> {
+        // One idle for about as long as a zygote waits may have exited on its own.
+        let stale = self
+            .idle_after
+            .saturating_sub(Duration::from_secs(1).min(self.idle_after / 4));
+        let gone: Vec<usize> = (0..self.confined.len())
+            .filter(|i| self.confined[*i].last.elapsed() >= stale)
+            .collect();
+        for i in gone.into_iter().rev() {
+            self.let_go(i);
+        }
+        if let Some(i) = self.confined.iter().position(|c| c.ruleset == id) {
+            self.confined[i].last = Instant::now();
+            return Some(i);
+        }
+        let uses = self.uses.entry(id).or_default();
+        *uses += 1;
+        if *uses < 2 {
+            return None;
+        }
+        if self.confined.len() >= MAX_CONFINED
+            && let Some(oldest) = (0..self.confined.len()).min_by_key(|i| self.confined[*i].last)
+        {
+            self.let_go(oldest);
+        }
+        match self.start_confined(id).await {
+            Ok(c) => {
+                if let Some(cg) = &mut self.cgroup {
+                    cg.keep_resident(c.pid, true);
+                }
+                self.confined.push(c);
+                Some(self.confined.len() - 1)
+            }
+            Err(e) => {
+                tracing::debug!("warm runtime: no confined runtime for ruleset {id}: {e}");
+                None
+            }
+        }
+    }
+
+    /// Asks the zygote for a confined runtime of ruleset `id` (which it holds), over a
+    /// socketpair whose far end it hands over.
+    async fn start_confined(&mut self, id: u64) -> Result<Confined, String> {
+        let (ours, theirs) = rustix::net::socketpair(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .map_err(|e| format!("socketpair: {e}"))?;
+        rustix::io::ioctl_fionbio(&ours, true).map_err(|e| format!("non-blocking socket: {e}"))?;
+        let sock = UnixDatagram::from_std(std::os::unix::net::UnixDatagram::from(ours))
+            .map_err(|e| format!("registering the socket: {e}"))?;
+        let request = json!({"confine": true, "ruleset": id}).to_string();
+        send_on(&self.sock, request.as_bytes(), &[&theirs])?;
+        drop(theirs);
+        let answer = tokio::time::timeout(ANSWER_TIMEOUT, self.recv())
+            .await
+            .map_err(|_| "no answer within 5 s".to_string())??;
+        let Some(pid) = answer["confined"]
+            .as_u64()
+            .and_then(|p| u32::try_from(p).ok())
+        else {
+            return Err(format!("answered {answer}"));
+        };
+        let confined = Confined {
+            ruleset: id,
+            sock,
+            pid,
+            last: Instant::now(),
+        };
+        // Ready once it has restricted itself (it exits if it cannot).
+        match tokio::time::timeout(ANSWER_TIMEOUT, super::zygote::message(&confined.sock)).await {
+            Ok(Ok(ready)) if ready["ready"] == true => Ok(confined),
+            Ok(Ok(other)) => Err(format!("its first message was {other}")),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err("not ready within 5 s".into()),
+        }
+    }
+
+    /// Lets go of confined runtime `i`: its socket closed (it exits), killed to be sure, no
+    /// longer a resident of the slot.
+    pub(super) fn let_go(&mut self, i: usize) {
+        let c = self.confined.swap_remove(i);
+        if let Some(pid) = i32::try_from(c.pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+        if let Some(cg) = &mut self.cgroup {
+            cg.keep_resident(c.pid, false);
+        }
+    }
+}
+
+/// Sends `header` and `fds` (SCM_RIGHTS) as one packet on `sock`.
+pub(super) fn send_on(sock: &UnixDatagram, header: &[u8], fds: &[&OwnedFd]) -> Result<(), String> {
+    let borrowed: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !control.push(SendAncillaryMessage::ScmRights(&borrowed)) {
+        return Err("too many descriptors".into());
+    }
+    rustix::net::sendmsg(
+        sock,
+        &[IoSlice::new(header)],
+        &mut control,
+        SendFlags::NOSIGNAL,
+    )
+    .map(drop)
+    .map_err(|e| format!("handing the call over: {e}"))
+}
