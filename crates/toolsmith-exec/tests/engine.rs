@@ -2214,3 +2214,31 @@ print(json.dumps({{"wrote": wrote, "parent": os.getppid()}}))"#,
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// A zygote whose calls all go to a confined runtime still hears from the gateway within its
+/// idle time, so it does not exit under a busy confinement (which would throw away the
+/// runtime and make the next call wait for a new zygote).
+#[tokio::test]
+async fn a_zygote_serving_through_a_confined_runtime_stays() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = EngineConfig::new(dir.path());
+    config.runtime_python = None;
+    config.warm_python = true;
+    config.warm_idle = std::time::Duration::from_secs(2);
+    let engine = Engine::new(config).expect("engine");
+    let t = warm_script("t", "", "import os, json\nprint(json.dumps(os.getppid()))");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut parents = Vec::new();
+    while std::time::Instant::now() < until {
+        let r = engine
+            .call(&t, json!({}), CallOptions::new("t", true))
+            .await;
+        parents.push(r.data.unwrap_or_else(|| panic!("{:?}", r.error)));
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(engine.warm_starts(), 1, "the zygote stayed: {parents:?}");
+    assert!(
+        parents[1..].windows(2).all(|w| w[0] == w[1]),
+        "one confined runtime served them: {parents:?}"
+    );
+}

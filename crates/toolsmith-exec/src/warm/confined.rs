@@ -127,7 +127,7 @@ pub(super) fn send_on(sock: &UnixDatagram, header: &[u8], fds: &[&OwnedFd]) -> R
     let borrowed: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
     let mut control = SendAncillaryBuffer::new(&mut space);
-    if !control.push(SendAncillaryMessage::ScmRights(&borrowed)) {
+    if !borrowed.is_empty() && !control.push(SendAncillaryMessage::ScmRights(&borrowed)) {
         return Err("too many descriptors".into());
     }
     rustix::net::sendmsg(

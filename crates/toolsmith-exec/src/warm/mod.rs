@@ -153,6 +153,8 @@ struct Zygote {
     /// Its confined runtimes ([`confined`]), and how many calls each ruleset has had.
     confined: Vec<confined::Confined>,
     uses: HashMap<u64, u32>,
+    /// When the zygote itself last had a message.
+    pinged: Instant,
     /// How long it (and each confined runtime) waits for a call before it exits.
     idle_after: Duration,
 }
