@@ -1551,7 +1551,11 @@ async fn a_zygote_is_replaced_when_its_runtime_changes() {
     let mut config = EngineConfig::new(dir.path());
     config.runtime_python = Some(venv.join("bin/python"));
     let engine = Engine::new(config).expect("engine");
-    let t = parent_printer("");
+    // Unconfined, so that every call's parent is the zygote itself (a confined tool's later
+    // calls come from its confined runtime).
+    let t = tool(
+        "{name: p, description: d, sandbox: none, script: {source: \"import json, os; print(json.dumps(os.getppid()))\"}}",
+    );
     let zygote = || async {
         let r = engine
             .call(&t, json!({}), CallOptions::new("t", true))
