@@ -16,6 +16,20 @@ use sqlx::sqlite::{
 };
 
 use crate::rows;
+
+/// How long a statement waits for SQLite's write lock (and an open for a racing one).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// SQLITE_BUSY or SQLITE_LOCKED, extended codes included.
+fn busy(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(d) => d
+            .code()
+            .and_then(|c| c.parse::<i64>().ok())
+            .is_some_and(|c| matches!(c & 0xff, 5 | 6)),
+        _ => false,
+    }
+}
 use crate::{Page, Query, Result, Store, StoreError, ToolRecord, decode_cursor};
 
 /// The schema, in order; `PRAGMA user_version` is the number applied.
@@ -54,23 +68,49 @@ impl SqliteStore {
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(10))
+            .busy_timeout(BUSY_TIMEOUT)
             // Freed pages are zeroed: a replaced secret leaves no bytes behind in the file.
             .pragma("secure_delete", "ON")
             .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await?;
-        let store = Self { pool };
-        store.migrate().await?;
-        Ok(store)
+        // Processes opening one fresh file at once race to create it, switch it to WAL and
+        // migrate it, and SQLite can answer SQLITE_BUSY at once in those first steps (its
+        // busy timeout does not cover them all): opening tries again while it does, for as
+        // long as that timeout.
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let opened = async {
+                let pool = SqlitePoolOptions::new()
+                    .max_connections(4)
+                    .connect_with(options.clone())
+                    .await?;
+                let store = Self { pool };
+                let newer = store.migrate().await?;
+                Ok::<_, sqlx::Error>((store, newer))
+            }
+            .await;
+            match opened {
+                Ok((store, None)) => return Ok(store),
+                Ok((_, Some(applied))) => {
+                    return Err(StoreError::Backend(format!(
+                        "the registry's schema is version {applied}, newer than this toolsmith knows ({}); upgrade toolsmith",
+                        MIGRATIONS.len()
+                    )));
+                }
+                Err(e) if busy(&e) && std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// Applies the migrations not applied yet, each in a write transaction that reads the
     /// version applied under the write lock: two processes opening a fresh file at once
-    /// apply each migration once (the second finds it done).
-    async fn migrate(&self) -> Result<()> {
+    /// apply each migration once (the second finds it done). `Some(version)`: the file's
+    /// schema is newer than this toolsmith knows.
+    async fn migrate(&self) -> std::result::Result<Option<usize>, sqlx::Error> {
         loop {
             let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
             let applied: i64 = sqlx::query_scalar("PRAGMA user_version")
@@ -78,13 +118,10 @@ impl SqliteStore {
                 .await?;
             let applied = applied as usize;
             if applied > MIGRATIONS.len() {
-                return Err(StoreError::Backend(format!(
-                    "the registry's schema is version {applied}, newer than this toolsmith knows ({}); upgrade toolsmith",
-                    MIGRATIONS.len()
-                )));
+                return Ok(Some(applied));
             }
             let Some(sql) = MIGRATIONS.get(applied) else {
-                return Ok(());
+                return Ok(None);
             };
             // The migrations are compiled-in constants.
             sqlx::raw_sql(AssertSqlSafe(*sql)).execute(&mut *tx).await?;
