@@ -5,7 +5,8 @@
 //! thread holding it, instead of each making a domain of its own (what a sandboxed warm call
 //! cost: bench/README.md). A confined runtime lives in its zygote's cgroup slot (a resident
 //! there, spared by sweeps), never runs user code, holds nothing of any call, and ends when
-//! the gateway lets go of its socket, when its zygote goes, or after the zygote's idle time.
+//! the gateway lets go of its socket, with its zygote's slot, or after the zygote's idle
+//! time.
 
 use super::*;
 
@@ -27,12 +28,13 @@ impl Zygote {
     /// call goes to the zygote itself (a first call of a confinement, or no runtime could
     /// start; its child then restricts itself).
     pub(super) async fn confined_for(&mut self, id: u64) -> Option<usize> {
-        // One idle for about as long as a zygote waits may have exited on its own.
+        // One idle for about as long as a zygote waits may have exited on its own (an idle
+        // time of zero: they never do).
         let stale = self
             .idle_after
             .saturating_sub(Duration::from_secs(1).min(self.idle_after / 4));
         let gone: Vec<usize> = (0..self.confined.len())
-            .filter(|i| self.confined[*i].last.elapsed() >= stale)
+            .filter(|i| !self.idle_after.is_zero() && self.confined[*i].last.elapsed() >= stale)
             .collect();
         for i in gone.into_iter().rev() {
             self.let_go(i);
@@ -106,16 +108,11 @@ impl Zygote {
         }
     }
 
-    /// Lets go of confined runtime `i`: its socket closed (it exits), killed to be sure, no
-    /// longer a resident of the slot.
+    /// Lets go of confined runtime `i`: its socket closed, so it exits (it waits for a call
+    /// there: calls of a zygote never overlap), and no longer a resident of the slot. (Not
+    /// killed by its pid: its zygote reaps it, and the pid may be another process's by then.)
     pub(super) fn let_go(&mut self, i: usize) {
         let c = self.confined.swap_remove(i);
-        if let Some(pid) = i32::try_from(c.pid)
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)
-        {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        }
         if let Some(cg) = &mut self.cgroup {
             cg.keep_resident(c.pid, false);
         }

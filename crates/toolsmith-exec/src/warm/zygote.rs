@@ -181,10 +181,11 @@ impl Zygote {
         }
         // The zygote itself exits after its idle time without a message: while calls go to
         // its confined runtimes, it hears from the gateway now and then.
-        if via.is_some() && self.pinged.elapsed() > self.idle_after / 2 {
+        let quiet = !self.idle_after.is_zero() && self.pinged.elapsed() > self.idle_after / 2;
+        if via.is_some() && quiet {
             let _ = self.send(br#"{"ping": true}"#, &[]);
         }
-        if via.is_none() || self.pinged.elapsed() > self.idle_after / 2 {
+        if via.is_none() || quiet {
             self.pinged = Instant::now();
         }
         let sock = via.map_or(&self.sock, |i| &self.confined[i].sock);
