@@ -102,7 +102,7 @@ pub fn run(args: ChatArgs) -> Result<std::process::ExitCode> {
     {
         // Logs stay off the conversation: errors only.
         Some(crate::telemetry::init(
-            crate::cli::serve::LogFormat::Text,
+            crate::telemetry::LogFormat::Text,
             "error",
             &args.traces,
         )?)

@@ -516,6 +516,22 @@ pub fn stderr_safe(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// A registry address fit for logs: the password of a URL replaced by `***`.
+pub(crate) fn redact_url(address: &str) -> String {
+    match (address.find("://"), address.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &address[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => {
+                    format!("{}{user}:***{}", &address[..scheme + 3], &address[at..])
+                }
+                None => address.to_owned(),
+            }
+        }
+        _ => address.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -84,7 +84,7 @@ pub fn pending(path: &Path) -> PathBuf {
 
 /// Opens the registry at `address` with its key, sealing what is not sealed yet.
 pub async fn open_registry(address: &str, file: Option<&Path>) -> Result<Registry> {
-    let shown = crate::cli::redact_url(address);
+    let shown = crate::output::redact_url(address);
     let store = Registry::open(address)
         .await
         .with_context(|| format!("opening the registry {shown}"))?;

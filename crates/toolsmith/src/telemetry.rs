@@ -20,7 +20,29 @@ use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
-use crate::cli::serve::LogFormat;
+/// Diagnostics go to stderr (stdout may be an MCP transport); `RUST_LOG` sets the level.
+/// rmcp logs every protocol error it answers (an unknown tool, say) as a warning; those are
+/// the client's mistakes, not the server's, so only its errors show by default.
+/// Logs on stderr: human-readable lines, or (`--log-format json`) one JSON object per line —
+/// the command's own notes included ([`crate::output::say`]).
+/// Logs as `format` and traces when asked (kept until the returned guard drops).
+pub(crate) fn init_logging(format: LogFormat, traces: &TraceArgs) -> Result<Telemetry> {
+    let default = match format {
+        LogFormat::Text => "warn,rmcp::service=error",
+        LogFormat::Json => "warn,toolsmith=info,rmcp::service=error",
+    };
+    init(format, default, traces)
+}
+
+/// How `serve` and `mcp` write their logs.
+#[derive(Debug, Clone, Copy, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
 
 /// Where traces go, from the command line.
 #[derive(Debug, Clone, Default, clap::Args)]

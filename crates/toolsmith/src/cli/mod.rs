@@ -302,7 +302,7 @@ pub struct ServeArgs {
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// Logs on stderr as text lines, or one JSON object per line (start-up notes included).
     #[arg(long, value_enum, default_value = "text")]
-    pub log_format: serve::LogFormat,
+    pub log_format: crate::telemetry::LogFormat,
     #[command(flatten)]
     pub traces: crate::telemetry::TraceArgs,
     /// Where the other replicas of this registry reach this one (http://HOST:PORT), to
@@ -358,7 +358,7 @@ pub struct McpArgs {
     pub toolset: Option<String>,
     /// Logs on stderr as text lines, or one JSON object per line.
     #[arg(long, value_enum, default_value = "text")]
-    pub log_format: serve::LogFormat,
+    pub log_format: crate::telemetry::LogFormat,
     #[command(flatten)]
     pub traces: crate::telemetry::TraceArgs,
     #[command(flatten)]
@@ -519,22 +519,6 @@ pub fn default_db() -> String {
         .join("registry.db")
         .display()
         .to_string()
-}
-
-/// A registry address fit for logs: the password of a URL replaced by `***`.
-pub(crate) fn redact_url(address: &str) -> String {
-    match (address.find("://"), address.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &address[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => {
-                    format!("{}{user}:***{}", &address[..scheme + 3], &address[at..])
-                }
-                None => address.to_owned(),
-            }
-        }
-        _ => address.to_owned(),
-    }
 }
 
 /// Whether an advertised URL sends forwarded calls in clear over a network: `http://` to a

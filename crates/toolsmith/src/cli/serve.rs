@@ -3,7 +3,7 @@
 use super::*;
 
 pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
-    let _telemetry = init_logging(args.log_format, &args.traces)?;
+    let _telemetry = crate::telemetry::init_logging(args.log_format, &args.traces)?;
     let mut tokens = args
         .tokens
         .iter()
@@ -97,7 +97,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         let no_token = tokens.is_empty() && jwt.is_none();
         say!(
             "registry {} ({}); REST API on http://{local}/v1 and MCP on http://{local}/mcp ({})",
-            redact_url(&args.db.address()),
+            crate::output::redact_url(&args.db.address()),
             store.backend(),
             match (&jwt, no_token) {
                 (_, true) => format!(
@@ -246,7 +246,7 @@ fn scrub_command_line(args: &ServeArgs, tokens: &[Token]) {
 const SESSION_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
-    let _telemetry = init_logging(args.log_format, &args.traces)?;
+    let _telemetry = crate::telemetry::init_logging(args.log_format, &args.traces)?;
     let catalog = args
         .catalog
         .as_ref()
@@ -330,33 +330,6 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
         drop(private);
         Ok(ExitCode::SUCCESS)
     })
-}
-
-/// Diagnostics go to stderr (stdout may be an MCP transport); `RUST_LOG` sets the level.
-/// rmcp logs every protocol error it answers (an unknown tool, say) as a warning; those are
-/// the client's mistakes, not the server's, so only its errors show by default.
-/// Logs on stderr: human-readable lines, or (`--log-format json`) one JSON object per line —
-/// the command's own notes included ([`crate::output::say`]).
-/// Logs as `format` and traces when asked (kept until the returned guard drops).
-pub(crate) fn init_logging(
-    format: LogFormat,
-    traces: &crate::telemetry::TraceArgs,
-) -> Result<crate::telemetry::Telemetry> {
-    let default = match format {
-        LogFormat::Text => "warn,rmcp::service=error",
-        LogFormat::Json => "warn,toolsmith=info,rmcp::service=error",
-    };
-    crate::telemetry::init(format, default, traces)
-}
-
-/// How `serve` and `mcp` write their logs.
-#[derive(Debug, Clone, Copy, Default, clap::ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    #[default]
-    Text,
-    /// One JSON object per line.
-    Json,
 }
 
 /// Ctrl-C or SIGTERM.
