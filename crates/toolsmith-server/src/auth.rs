@@ -140,6 +140,10 @@ pub fn parse_tokens_file(text: &str) -> Result<Vec<Token>, String> {
 /// The liveness route, answered to anyone.
 pub const HEALTH_PATH: &str = "/v1/health";
 
+/// Where a replica takes the session calls another forwards to it ([`crate::sessions`]): no
+/// token is asked there; the route checks a proof made for that one request.
+pub const PEER_PATH: &str = "/v1/peer/session";
+
 /// Who is calling; put in the request's extensions by [`require`].
 #[derive(Debug, Clone)]
 pub struct Caller {
@@ -211,7 +215,7 @@ pub async fn require(
     // Replicas forwarding a session call prove themselves with their own token there, and
     // name the caller they checked. Liveness (status and version only) is for load
     // balancers, which hold no token; the API's description is the same for everyone.
-    if (path == crate::sessions::PEER_PATH && req.method() == Method::POST)
+    if (path == PEER_PATH && req.method() == Method::POST)
         || ((path == HEALTH_PATH || path == crate::openapi::PATH) && req.method() == Method::GET)
     {
         return Ok(next.run(req).await);

@@ -16,6 +16,8 @@ pub mod mcp_ask;
 pub mod mcp_params;
 mod mcp_result;
 pub mod mcp_search;
+mod mcp_snapshot;
+mod mcp_view;
 pub mod metrics;
 pub mod openapi;
 mod routes;

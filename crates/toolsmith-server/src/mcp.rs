@@ -3,32 +3,31 @@
 //!
 //! The handler is written by hand, not with rmcp's `#[tool]` macros: tools live in the
 //! registry and change at run time. `tools/list` and `tools/call` read an in-memory
-//! [`Snapshot`] of the enabled tools (rendered once with the MCP renderer, the same as
-//! `export --format mcp`), rebuilt when the registry's change counter moves. Calls go through
+//! [`Snapshot`] of the enabled tools ([`crate::mcp_snapshot`]), rebuilt when the registry's
+//! change counter moves; which tools a request sees is [`crate::mcp_view`]'s. Calls go through
 //! the whole argument pipeline and the execution engine; argument and execution failures are
 //! results with `isError: true` whose text names each problem and the tool's parameters, so a
 //! model can retry. An unknown or disabled tool is a protocol error (-32602).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InputRequest, InputRequiredResult,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as McpTool,
+    ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
-use toolsmith_core::model::{Executor, Format};
-use toolsmith_core::render::{RenderOptions, Rendered, render};
+use toolsmith_core::model::Executor;
 use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
 use toolsmith_exec::CallOptions;
-use toolsmith_store::{Query, StoreExt, decode_cursor, encode_cursor};
+use toolsmith_store::{decode_cursor, encode_cursor};
 
 pub use crate::mcp_result::to_mcp;
+pub use crate::mcp_snapshot::Snapshot;
 use crate::view::View;
 use crate::{AppState, mcp_params, mcp_search};
 use toolsmith_exec::upstream::Elicitor;
@@ -51,24 +50,6 @@ pub struct McpOptions {
     /// Serve only this toolset's members (`toolsmith mcp --toolset`); over HTTP the request
     /// says (`/mcp/{toolset}`, headers), see [`crate::view`].
     pub toolset: Option<String>,
-}
-
-/// The enabled tools at one registry generation, in name order.
-pub struct Snapshot {
-    generation: u64,
-    tools: Vec<McpTool>,
-    by_name: HashMap<String, Arc<CompiledTool>>,
-}
-
-impl Snapshot {
-    /// Every enabled tool, in name order.
-    pub fn tools(&self) -> &[McpTool] {
-        &self.tools
-    }
-
-    pub fn get(&self, name: &str) -> Option<&Arc<CompiledTool>> {
-        self.by_name.get(name)
-    }
 }
 
 /// The MCP server handler; cheap to clone (one per HTTP request or stdio connection).
@@ -98,10 +79,14 @@ impl McpServer {
         if let Some(s) = guard.as_ref().filter(|s| s.generation == generation) {
             return Ok(s.clone());
         }
-        let s = Arc::new(build(&self.state, generation).await.map_err(|e| {
-            tracing::error!("reading the registry for MCP: {e}");
-            ErrorData::internal_error("the registry could not be read", None)
-        })?);
+        let s = Arc::new(
+            Snapshot::build(&self.state, generation)
+                .await
+                .map_err(|e| {
+                    tracing::error!("reading the registry for MCP: {e}");
+                    ErrorData::internal_error("the registry could not be read", None)
+                })?,
+        );
         *guard = Some(s.clone());
         Ok(s)
     }
@@ -339,43 +324,6 @@ impl Confirmation {
 }
 
 /// Reads every enabled tool and renders it for MCP.
-async fn build(state: &AppState, generation: u64) -> toolsmith_store::Result<Snapshot> {
-    let records = state.store.search_all(Query::default()).await?;
-    let tools: Vec<_> = records.iter().map(|r| r.tool.clone()).collect();
-    let rendered = match render(&tools, Format::Mcp, RenderOptions::default()) {
-        Rendered::Json(Value::Array(items)) => items,
-        _ => Vec::new(),
-    };
-    let mut snapshot = Snapshot {
-        generation,
-        tools: Vec::with_capacity(records.len()),
-        by_name: HashMap::with_capacity(records.len()),
-    };
-    for (record, mut value) in records.into_iter().zip(rendered) {
-        let name = value["name"].as_str().unwrap_or_default().to_owned();
-        if let (Some(title), Value::Object(map)) = (&record.tool.title, &mut value) {
-            map.insert("title".into(), json!(title));
-        }
-        let tool = match serde_json::from_value::<McpTool>(value) {
-            Ok(t) => t,
-            Err(e) => {
-                tracing::error!("tool {name}: not a valid MCP tool: {e}");
-                continue;
-            }
-        };
-        let compiled = match state.compiled(&record.tool, record.version) {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::error!("tool {name}: {e}");
-                continue;
-            }
-        };
-        snapshot.tools.push(tool);
-        snapshot.by_name.insert(name, compiled);
-    }
-    Ok(snapshot)
-}
-
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(

@@ -6,8 +6,6 @@
 //! word in the name weighs 3, in a tag 2, in the title or description 1, each times how rare
 //! the word is among the tools (ln(1 + tools / tools having it)); tools matching no word are
 //! left out; ties go by name.
-//!
-//! Also here: which view an MCP request is served (the HTTP layer's, or `--toolset`'s).
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -16,12 +14,7 @@ use rmcp::ErrorData;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool as McpTool};
 use serde_json::{Map, Value, json};
 
-use std::sync::Arc;
-
-use rmcp::RoleServer;
-use rmcp::service::RequestContext;
-
-use crate::mcp::{McpServer, Snapshot};
+use crate::mcp_snapshot::Snapshot;
 use crate::view::View;
 
 /// The searching tool's name.
@@ -244,51 +237,4 @@ pub fn unwrap_call(mut request: CallToolRequestParams) -> Result<CallToolRequest
     request.name = name.to_owned().into();
     request.arguments = Some(inner);
     Ok(request)
-}
-
-impl McpServer {
-    /// What this request may see: the view the HTTP layer attached ([`crate::view::attach`]),
-    /// or on stdio the `--toolset` this server was started with.
-    pub(crate) async fn view(
-        &self,
-        ctx: &RequestContext<RoleServer>,
-    ) -> Result<Arc<View>, ErrorData> {
-        let parts = ctx.extensions.get::<axum::http::request::Parts>();
-        match parts.and_then(|p| p.extensions.get::<Arc<View>>()) {
-            Some(view) => Ok(view.clone()),
-            None => self.view_of_options().await,
-        }
-    }
-
-    /// [`Self::view`] as of now, for a lasting request (a subscription): resolved again from
-    /// who asked for what (toolsets are cached per registry generation), so an edited
-    /// toolset is followed.
-    pub(crate) async fn current_view(
-        &self,
-        ctx: &RequestContext<RoleServer>,
-    ) -> Result<Arc<View>, ErrorData> {
-        if let Some(asked) = ctx
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|p| p.extensions.get::<Arc<crate::view::Asked>>())
-        {
-            return crate::view::resolve(&self.state, &asked.caller, &asked.ask)
-                .await
-                .map(Arc::new)
-                .map_err(|e| ErrorData::invalid_params(e.message, None));
-        }
-        self.view_of_options().await
-    }
-
-    /// The view of a server started for one toolset (or for every tool).
-    pub(crate) async fn view_of_options(&self) -> Result<Arc<View>, ErrorData> {
-        let ask = crate::view::Ask {
-            endpoint: self.options.toolset.clone(),
-            ..Default::default()
-        };
-        crate::view::resolve(&self.state, &crate::auth::Caller::local(), &ask)
-            .await
-            .map(Arc::new)
-            .map_err(|e| ErrorData::invalid_params(e.message, None))
-    }
 }

@@ -36,8 +36,7 @@ use toolsmith_store::{Registry, SessionNote, Store};
 
 use crate::error::ApiError;
 
-/// Where a replica takes the session calls another forwards to it.
-pub const PEER_PATH: &str = "/v1/peer/session";
+pub use crate::auth::PEER_PATH;
 /// The header carrying a forward's proof: `t=<ms>;n=<nonce>;s=<hmac>`.
 const PEER_HEADER: &str = "x-toolsmith-peer";
 /// How far a forward's time may be from the holder's clock.
