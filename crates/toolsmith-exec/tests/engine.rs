@@ -2063,6 +2063,15 @@ async fn a_process_limit_counts_the_tools_processes_only() {
     );
 }
 
+/// A warm engine on a workspace holding a folder `sub` (its path as text).
+fn warm_engine_with_sub() -> (tempfile::TempDir, Engine, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).expect("mkdir");
+    let engine = warm_engine_in(dir.path(), true);
+    (dir, engine, sub.display().to_string())
+}
+
 /// The warm runtime builds each confinement's Landlock ruleset once and keeps it: two warm
 /// tools of one interpreter whose policies differ — one may write the workspace, one may not
 /// — called in turn on the same zygote, each get their own; and so on past the number of
@@ -2070,10 +2079,7 @@ async fn a_process_limit_counts_the_tools_processes_only() {
 /// confinement and the zygote lets go of its rulesets and builds them again).
 #[tokio::test]
 async fn a_warm_child_restricts_itself_to_its_own_ruleset_only() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
-    let engine = warm_engine_in(dir.path(), true);
-    let sub = dir.path().join("sub");
+    let (_dir, engine, sub) = warm_engine_with_sub();
     let source = format!(
         r#"import json, os
 open("touched", "w").write("x")
@@ -2083,7 +2089,7 @@ try:
     print(json.dumps({{"wrote": True}}))
 except PermissionError:
     print(json.dumps({{"wrote": False}}))"#,
-        sub.display().to_string()
+        sub
     );
     let (rw, ro) = (
         warm_script("rw", "sandbox: workspace,", &source),
@@ -2155,10 +2161,7 @@ print(json.dumps({"caps": caps, "unix": unix}))"#;
 /// residents); nothing is left once the engine goes.
 #[tokio::test]
 async fn a_confinement_called_again_runs_in_a_confined_runtime_of_its_own() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
-    let engine = warm_engine_in(dir.path(), true);
-    let sub = dir.path().join("sub");
+    let (_dir, engine, sub) = warm_engine_with_sub();
     let source = format!(
         r#"import json, os
 try:
@@ -2168,7 +2171,7 @@ try:
 except PermissionError:
     wrote = False
 print(json.dumps({{"wrote": wrote, "parent": os.getppid()}}))"#,
-        sub.display().to_string()
+        sub
     );
     let (rw, ro) = (
         warm_script("rw", "sandbox: workspace, limits: {processes: 1},", &source),

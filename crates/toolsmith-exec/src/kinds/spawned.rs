@@ -94,10 +94,7 @@ impl Engine {
         {
             let call = warm::Call {
                 interpreter,
-                base: confinement.as_ref().map_or_else(
-                    || self.sandbox.base(self.sandbox.policy(t.sandbox.as_ref())),
-                    crate::sandbox::Confinement::base,
-                ),
+                base: self.sandbox.base(self.sandbox.policy(t.sandbox.as_ref())),
                 script: file,
                 stdin: invocation.stdin.as_deref(),
                 env: &env,

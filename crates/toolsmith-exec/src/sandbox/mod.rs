@@ -192,7 +192,8 @@ struct Filter {
 #[derive(Debug, Default)]
 struct Statics {
     rules: Vec<FsRule>,
-    child: Vec<Value>,
+    /// The rules as a warm runtime builds them ([`FsRule::for_zygote`]).
+    zygote: Vec<Value>,
     /// Kept in the engine's cache for good (so one set of rules is one address): a carved
     /// set, made per call, is not.
     cached: bool,
@@ -340,10 +341,10 @@ impl Sandboxes {
                 mask,
             })
             .collect();
-        let child = rules.iter().map(FsRule::for_zygote).collect();
+        let zygote = rules.iter().map(FsRule::for_zygote).collect();
         let statics = Arc::new(Statics {
             rules,
-            child,
+            zygote,
             cached: !carved,
         });
         if !carved {
@@ -658,7 +659,7 @@ impl Confinement {
     pub(crate) fn ruleset_for_zygote(&self) -> Value {
         let paths: Vec<Value> = self
             .statics
-            .child
+            .zygote
             .iter()
             .cloned()
             .chain(self.call.iter().map(FsRule::for_zygote))
@@ -670,22 +671,6 @@ impl Confinement {
             "paths": paths,
             "ports": self.ports.iter().map(|(p, m)| json!([p, m.bits()])).collect::<Vec<_>>(),
         })
-    }
-
-    /// The runtime base its warm children need ([`Sandboxes::base`] of its policy).
-    pub(crate) fn base(&self) -> Base {
-        Base {
-            filter: self.seccomp.is_some(),
-            rule: self.net_rule.index() as u8,
-            drop_caps: self.drop_caps,
-        }
-    }
-
-    /// What a warm runtime's child applies to itself: restricting itself to the ruleset
-    /// `ruleset` its zygote built ([`Confinement::ruleset_for_zygote`]), after checking that
-    /// its zygote's base (seccomp program, capabilities) is this confinement's.
-    pub(crate) fn for_child(&self, ruleset: Option<u64>) -> Value {
-        json!({"ruleset": ruleset, "base": self.base().label()})
     }
 }
 

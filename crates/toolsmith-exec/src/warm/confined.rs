@@ -71,16 +71,7 @@ impl Zygote {
     /// Asks the zygote for a confined runtime of ruleset `id` (which it holds), over a
     /// socketpair whose far end it hands over.
     async fn start_confined(&mut self, id: u64) -> Result<Confined, String> {
-        let (ours, theirs) = rustix::net::socketpair(
-            AddressFamily::UNIX,
-            SocketType::SEQPACKET,
-            SocketFlags::CLOEXEC,
-            None,
-        )
-        .map_err(|e| format!("socketpair: {e}"))?;
-        rustix::io::ioctl_fionbio(&ours, true).map_err(|e| format!("non-blocking socket: {e}"))?;
-        let sock = UnixDatagram::from_std(std::os::unix::net::UnixDatagram::from(ours))
-            .map_err(|e| format!("registering the socket: {e}"))?;
+        let (sock, theirs) = socket_pair()?;
         let request = json!({"confine": true, "ruleset": id}).to_string();
         send_on(&self.sock, request.as_bytes(), &[&theirs])?;
         drop(theirs);
@@ -117,6 +108,22 @@ impl Zygote {
             cg.keep_resident(c.pid, false);
         }
     }
+}
+
+/// A SOCK_SEQPACKET socketpair to a runtime: the gateway's end, non-blocking and driven by
+/// tokio, and the end the runtime gets.
+pub(super) fn socket_pair() -> Result<(UnixDatagram, OwnedFd), String> {
+    let (ours, theirs) = rustix::net::socketpair(
+        AddressFamily::UNIX,
+        SocketType::SEQPACKET,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(|e| format!("socketpair: {e}"))?;
+    rustix::io::ioctl_fionbio(&ours, true).map_err(|e| format!("non-blocking socket: {e}"))?;
+    let sock = UnixDatagram::from_std(std::os::unix::net::UnixDatagram::from(ours))
+        .map_err(|e| format!("registering the socket: {e}"))?;
+    Ok((sock, theirs))
 }
 
 /// Sends `header` and `fds` (SCM_RIGHTS) as one packet on `sock`.

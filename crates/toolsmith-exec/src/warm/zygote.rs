@@ -157,7 +157,9 @@ impl Zygote {
             "env": call.env,
             "rlimits": rlimits,
             "nice": call.niceness,
-            "sandbox": call.sandbox.map(|c| c.for_child(ruleset)),
+            // What the child checks before any user code: its runtime's base, and the
+            // ruleset it restricts itself to (or was born inside).
+            "sandbox": call.sandbox.map(|_| json!({"ruleset": ruleset, "base": call.base.label()})),
         })
         .to_string()
         .into_bytes();
@@ -320,14 +322,7 @@ impl Warm {
         let undo = scopeguard(move || {
             alive.fetch_sub(1, Ordering::Relaxed);
         });
-        let (ours, theirs) = rustix::net::socketpair(
-            AddressFamily::UNIX,
-            SocketType::SEQPACKET,
-            SocketFlags::CLOEXEC,
-            None,
-        )
-        .map_err(|e| format!("socketpair: {e}"))?;
-        rustix::io::ioctl_fionbio(&ours, true).map_err(|e| format!("non-blocking socket: {e}"))?;
+        let (sock, theirs) = super::confined::socket_pair()?;
         crate::signals::default_for_children();
         let interpreter = &kind.interpreter;
         // Its base: the seccomp program its children need (hex; empty: none), and its name,
@@ -377,8 +372,6 @@ impl Warm {
         if let Some(cg) = &mut cgroup {
             cg.set_resident(Some(child.id()));
         }
-        let sock = UnixDatagram::from_std(std::os::unix::net::UnixDatagram::from(ours))
-            .map_err(|e| format!("registering the socket: {e}"))?;
         std::mem::forget(undo);
         let mut z = Zygote {
             kind: kind.clone(),
