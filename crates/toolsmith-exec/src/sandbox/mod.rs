@@ -19,6 +19,7 @@
 
 mod apply;
 mod explain;
+mod kernel;
 mod report;
 mod rules;
 mod seccomp;
@@ -27,8 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, Ruleset, RulesetAttr,
-    Scope,
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope,
 };
 use serde_json::{Value, json};
 use toolsmith_core::sandbox::{Enforce, Network, Sandbox};
@@ -36,15 +36,9 @@ use toolsmith_core::sandbox::{Enforce, Network, Sandbox};
 pub use apply::run_confined;
 pub(crate) use apply::{SlotHelpers, end_helpers, mark_exclusive_thread, on_helper_thread};
 pub use explain::propose_writes;
+pub use kernel::{ABI_VARIABLE, Kernel};
 pub use report::{assess, starts_processes, tool_report};
 pub use rules::SYSTEM;
-
-/// The newest Landlock ABI toolsmith uses (the one it is tested on).
-const NEWEST: ABI = ABI::V7;
-
-/// The environment variable that caps the Landlock ABI used (0: as if the kernel had none) —
-/// for trying what an older kernel gives.
-pub const ABI_VARIABLE: &str = "TOOLSMITH_SANDBOX_LANDLOCK_ABI";
 
 /// What the sandbox may protect and how.
 #[derive(Debug, Clone)]
@@ -83,64 +77,6 @@ pub fn server_default() -> Sandbox {
         read: vec!["/".into()],
         write: vec!["$HOME/.npm".into(), "$HOME/.cache".into()],
         ..Sandbox::default()
-    }
-}
-
-/// What this kernel offers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Kernel {
-    /// 0 when Landlock is missing (or capped by [`ABI_VARIABLE`]).
-    pub landlock_abi: u8,
-    pub seccomp: bool,
-    /// The gateway holds capabilities (root, usually): a sandboxed process drops them.
-    pub capabilities: bool,
-}
-
-impl Kernel {
-    /// Asks the kernel (a Landlock ruleset made as a hard requirement for each ABI, newest
-    /// first; `PR_GET_SECCOMP`; `capget`).
-    pub fn probe() -> Self {
-        let cap = std::env::var(ABI_VARIABLE)
-            .ok()
-            .and_then(|v| v.trim().parse::<u8>().ok())
-            .unwrap_or(NEWEST as u8);
-        let landlock_abi = (1..=(NEWEST as u8).min(cap))
-            .rev()
-            .find(|n| {
-                Ruleset::default()
-                    .set_compatibility(CompatLevel::HardRequirement)
-                    .handle_access(AccessFs::from_all(ABI::from(i32::from(*n))))
-                    .and_then(|r| r.create())
-                    .is_ok()
-            })
-            .unwrap_or(0);
-        let capabilities = rustix::thread::capabilities(None)
-            .is_ok_and(|c| !c.permitted.is_empty() || !c.effective.is_empty());
-        Self {
-            landlock_abi,
-            seccomp: seccomp::available(),
-            capabilities,
-        }
-    }
-
-    fn abi(self) -> ABI {
-        ABI::from(i32::from(self.landlock_abi))
-    }
-
-    /// One line for the server's start.
-    pub fn describe(self) -> String {
-        let landlock = match self.landlock_abi {
-            0 => "no Landlock (files and ports not enforced)".to_owned(),
-            n if n < 4 => format!("Landlock ABI {n} (files; no TCP port rules, no signal scoping)"),
-            n if n < 6 => format!("Landlock ABI {n} (files, TCP ports; no signal scoping)"),
-            n => format!("Landlock ABI {n} (files, TCP ports, signals, abstract sockets)"),
-        };
-        let seccomp = if self.seccomp {
-            "seccomp"
-        } else {
-            "no seccomp"
-        };
-        format!("sandbox: {landlock}, {seccomp}")
     }
 }
 
