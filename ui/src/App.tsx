@@ -2,11 +2,12 @@
 // cache, the token prompt when the server asks for one, the header with navigation and who
 // you are, live updates, keyboard shortcuts, and the routes (pages load lazily).
 
-import { lazy, Suspense, useEffect, useMemo, useState, createContext, useContext } from 'react';
+import { lazy, Suspense, useEffect, useMemo, useState, useContext } from 'react';
 import { Link, Navigate, Outlet, RouterProvider, createBrowserRouter, useLocation, useNavigate } from 'react-router';
 import { QueryClient, QueryClientProvider, useQuery, useQueryClient } from '@tanstack/react-query';
 import { App as AntApp, Alert, Button, ConfigProvider, Form, Input, Layout, Menu, Space, Spin, Switch, Typography, theme } from 'antd';
-import { ApiError, api, token, type WhoAmI } from './api';
+import { ApiError, api, token } from './api';
+import { MeContext, ThemeContext } from './context';
 import { useRegistryEvents } from './live';
 import { ToolsPage } from './pages/Tools';
 import { Pill } from './Pill';
@@ -20,10 +21,6 @@ const ServersPage = lazy(() => import('./pages/Servers'));
 const AddServerPage = lazy(() => import('./pages/AddServer'));
 const ImportOpenApiPage = lazy(() => import('./pages/ImportOpenApi'));
 const OverviewPage = lazy(() => import('./pages/Overview'));
-
-/** Who is using the UI (from /v1/whoami). */
-export const MeContext = createContext<WhoAmI | undefined>(undefined);
-export const useMe = () => useContext(MeContext);
 
 const DARK_KEY = 'toolsmith.dark';
 
@@ -179,11 +176,6 @@ function Shell({ dark, setDark }: { dark: boolean; setDark: (d: boolean) => void
   );
 }
 
-/** The theme, for the shell the router renders. */
-const ThemeContext = createContext<{ dark: boolean; setDark: (d: boolean) => void }>({ dark: false, setDark: () => {} });
-
-/** Whether the dark theme is on. */
-export const useDark = () => useContext(ThemeContext).dark;
 
 function ShellFromContext() {
   const t = useContext(ThemeContext);

@@ -7,7 +7,7 @@ import { useCallback, useEffect, useMemo, useState } from 'react';
 import { Alert, Button, Descriptions, Input, Modal, Space, Tabs, Typography } from 'antd';
 import { useMutation } from '@tanstack/react-query';
 import { allows, api, type ToolResult, type ToolView } from './api';
-import { useMe } from './App';
+import { useMe } from './context';
 import { ResultView } from './ResultView';
 import { SchemaForm } from './SchemaForm';
 import { argumentsFromValues, fieldOfPointer, fieldsFromSchema, valuesFromArguments } from './schemaForm';

@@ -8,7 +8,8 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::form::{Errs, Place, parse_list};
+use crate::form::Errs;
+use crate::form::param::{Place, parse_list};
 use crate::model::{Annotations, Danger, Parameter};
 
 /// What a built-in tool looks like to a catalog and to models.

@@ -113,11 +113,6 @@ pub enum BodyMode {
     Whole,
 }
 
-/// A parameter's name in the request: its `http_name`, or its own.
-pub fn wire_name(p: &crate::model::Parameter) -> &str {
-    p.injection.http_name.as_deref().unwrap_or(&p.name)
-}
-
 /// GET, HEAD and OPTIONS change nothing; an imported operation with another method is
 /// dangerous unless the operator says otherwise.
 pub fn is_safe_method(method: &str) -> bool {

@@ -378,6 +378,18 @@ impl Decimal {
     }
 }
 
+/// `an object`, `a string` … for messages about a whole value.
+pub fn type_phrase(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -520,6 +520,11 @@ pub struct Parameter {
 }
 
 impl Parameter {
+    /// Its name in an HTTP request: its `http_name`, or its own.
+    pub fn wire_name(&self) -> &str {
+        self.injection.http_name.as_deref().unwrap_or(&self.name)
+    }
+
     /// The enum's values are integers (rather than strings).
     pub fn is_integer_enum(&self) -> bool {
         self.ty == ParamType::Enum && self.values.first().is_some_and(Value::is_i64)

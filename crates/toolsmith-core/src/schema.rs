@@ -5,6 +5,7 @@
 //! a fixed order so rendered output is stable. A tool whose arguments are described by a
 //! schema as given (an upstream MCP tool's) has that schema, verbatim.
 
+use jsonschema::Validator;
 use serde_json::{Map, Value, json};
 
 use crate::model::{ParamType, Parameter, Tool};
@@ -123,4 +124,23 @@ pub fn json_type(p: &Parameter) -> &'static str {
         ParamType::Array => "array",
         ParamType::Object => "object",
     }
+}
+
+/// Compiles a JSON Schema with the options the whole crate uses: draft 2020-12, formats
+/// asserted, no remote references.
+pub fn compile_schema(schema: &Value) -> Result<Validator, String> {
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(schema)
+        .map_err(|e| e.to_string())
+}
+
+/// Compiles a JSON Schema as an upstream gave it: its own `$schema` draft (2020-12 when it
+/// names none), formats asserted, no remote references.
+pub fn compile_upstream_schema(schema: &Value) -> Result<Validator, String> {
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(schema)
+        .map_err(|e| e.to_string())
 }

@@ -22,6 +22,7 @@ pub mod http;
 mod kinds;
 mod limits;
 mod process;
+mod programs;
 pub mod rate;
 pub mod runtime;
 pub mod sandbox;

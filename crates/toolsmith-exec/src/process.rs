@@ -19,7 +19,7 @@ use crate::limits::{self, CallCgroup, Cgroups};
 /// What to run.
 pub struct Spec<'a> {
     pub argv: &'a [String],
-    /// `argv[0]` as found by [`resolve_program`] on the operator's PATH (the allowlisted one
+    /// `argv[0]` as found by [`crate::programs::resolve_program`] on the operator's PATH (the allowlisted one
     /// and the tool's `env`, never one a parameter set), by the caller, which also sandboxes
     /// by it; `None`: not found.
     pub program: Option<PathBuf>,
@@ -191,26 +191,6 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
         timed_out,
         contained,
     })
-}
-
-/// Where programs are looked up for a tool whose environment has no PATH.
-pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-
-/// The file `program` names: itself when it holds a `/`, else the first executable of that
-/// name in `path` (the tool's PATH; [`DEFAULT_PATH`] when it has none).
-pub fn resolve_program(program: &str, path: Option<&str>) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    if program.contains('/') {
-        return Some(PathBuf::from(program));
-    }
-    path.unwrap_or(DEFAULT_PATH)
-        .split(':')
-        .filter(|d| !d.is_empty())
-        .map(|d| std::path::Path::new(d).join(program))
-        .find(|p| {
-            p.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
 }
 
 pub(crate) async fn join_capture(

@@ -42,7 +42,7 @@ impl Scripts {
         let path = std::env::var("PATH")
             .ok()
             .filter(|p| !p.is_empty())
-            .unwrap_or_else(|| crate::process::DEFAULT_PATH.to_owned());
+            .unwrap_or_else(|| crate::programs::DEFAULT_PATH.to_owned());
         cache
             .entry(name.to_owned())
             .or_insert_with(|| resolve(name, &path))
@@ -90,7 +90,7 @@ fn fnv(bytes: &[u8]) -> u64 {
 
 /// `name` found on `path`, symlinks followed, and a shim replaced by what it launches.
 fn resolve(name: &str, path: &str) -> Result<PathBuf, String> {
-    let found = crate::process::resolve_program(name, Some(path))
+    let found = crate::programs::resolve_program(name, Some(path))
         .ok_or_else(|| format!("interpreter {name:?} not found on PATH"))?;
     let real = found
         .canonicalize()

@@ -142,6 +142,34 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<toolsmith_gateway::view::ViewError> for ApiError {
+    fn from(e: toolsmith_gateway::view::ViewError) -> Self {
+        use toolsmith_gateway::view::ViewError;
+        match e {
+            ViewError::UnknownEndpoint { .. } => {
+                Self::new(StatusCode::NOT_FOUND, "unknown_toolset", e.to_string())
+            }
+            ViewError::UnknownToolset { .. } => {
+                Self::new(StatusCode::BAD_REQUEST, "unknown_toolset", e.to_string())
+            }
+            ViewError::BadAsk(m) => Self::bad_request(m),
+            ViewError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<toolsmith_gateway::sessions::PeerRefused> for ApiError {
+    fn from(e: toolsmith_gateway::sessions::PeerRefused) -> Self {
+        use toolsmith_gateway::sessions::PeerRefused;
+        let status = match e {
+            PeerRefused::NoKey => return Self::not_found(e.to_string()),
+            PeerRefused::Proof(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            PeerRefused::Registry(_) => (StatusCode::SERVICE_UNAVAILABLE, "registry_unavailable"),
+        };
+        Self::new(status.0, status.1, e.to_string())
+    }
+}
+
 /// A JSON body read exactly ([`json_text`]: a duplicate key or a number that would change is
 /// refused with its pointer), whose rejections (malformed JSON, wrong content type, a body
 /// that is not a JSON object, wrong shape) use the error shape above.
@@ -252,7 +280,7 @@ fn shaped<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ApiError> {
             "invalid",
             format!(
                 "the body must be a JSON object, not {}",
-                toolsmith_core::pipeline::type_phrase(&value)
+                toolsmith_core::json_text::type_phrase(&value)
             ),
         ));
     }

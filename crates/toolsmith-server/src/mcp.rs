@@ -23,14 +23,14 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 use toolsmith_core::model::Executor;
 use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
-use toolsmith_exec::CallOptions;
+use toolsmith_gateway::CallOptions;
 use toolsmith_store::{decode_cursor, encode_cursor};
 
 pub use crate::mcp_result::to_mcp;
 pub use crate::mcp_snapshot::Snapshot;
-use crate::view::View;
-use crate::{AppState, mcp_params, mcp_search};
-use toolsmith_exec::upstream::Elicitor;
+use crate::{Gateway, mcp_params, mcp_search};
+use toolsmith_gateway::upstream::Elicitor;
+use toolsmith_gateway::view::View;
 
 use crate::mcp_ask::{self, Next, Parking};
 
@@ -55,7 +55,7 @@ pub struct McpOptions {
 /// The MCP server handler; cheap to clone (one per HTTP request or stdio connection).
 #[derive(Clone)]
 pub struct McpServer {
-    pub(crate) state: Arc<AppState>,
+    pub(crate) state: Arc<Gateway>,
     pub(crate) options: Arc<McpOptions>,
     snapshot: Arc<Mutex<Option<Arc<Snapshot>>>>,
     /// Upstream calls waiting for this server's clients to answer a question.
@@ -63,7 +63,7 @@ pub struct McpServer {
 }
 
 impl McpServer {
-    pub fn new(state: Arc<AppState>, options: McpOptions) -> Self {
+    pub fn new(state: Arc<Gateway>, options: McpOptions) -> Self {
         Self {
             state,
             options: Arc::new(options),
@@ -166,11 +166,11 @@ impl McpServer {
         let token = ctx
             .extensions
             .get::<axum::http::request::Parts>()
-            .and_then(|p| p.extensions.get::<crate::auth::Caller>())
+            .and_then(|p| p.extensions.get::<toolsmith_gateway::Caller>())
             .filter(|c| c.auth_required);
         match token {
             Some(c) => CallOptions {
-                admin: c.role == crate::auth::Role::Admin,
+                admin: c.role == toolsmith_gateway::Role::Admin,
                 principal: c.log_name(),
                 ..CallOptions::new(
                     format!("{}:{}", self.options.caller, c.log_name()),
@@ -183,7 +183,7 @@ impl McpServer {
 
     async fn run(
         &self,
-        admitted: crate::gateway::Admitted,
+        admitted: toolsmith_gateway::call::Admitted,
         tool: &Arc<CompiledTool>,
         arguments: Value,
         confirmed: bool,
@@ -207,7 +207,7 @@ impl McpServer {
             Duration::from_secs(1),
         );
         let started = std::time::Instant::now();
-        let forward = |p: toolsmith_exec::upstream::Progress| {
+        let forward = |p: toolsmith_gateway::upstream::Progress| {
             let token = token.clone();
             async move {
                 if let Some(token) = token {
@@ -280,7 +280,7 @@ fn elicitor(ctx: &RequestContext<RoleServer>) -> Option<Elicitor> {
 /// An upstream's progress under this client's token.
 fn progress_param(
     token: &rmcp::model::ProgressToken,
-    p: toolsmith_exec::upstream::Progress,
+    p: toolsmith_gateway::upstream::Progress,
 ) -> ProgressNotificationParam {
     let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
     if let Some(total) = p.total {
@@ -450,7 +450,7 @@ impl ServerHandler for McpServer {
 }
 
 impl McpServer {
-    /// A finished call (counted and logged by the call path, [`crate::gateway`]): a refused
+    /// A finished call (counted and logged by the call path, [`toolsmith_gateway::call`]): a refused
     /// dangerous call says what to do, and the result is put in MCP's form.
     fn finish(
         &self,
@@ -477,13 +477,13 @@ impl McpServer {
 
     /// This client's door into the call path: the caller (over HTTP, where callers are
     /// known: its rate limit applies), the name the log knows it by.
-    fn door(&self, ctx: &RequestContext<RoleServer>) -> crate::gateway::Door {
-        crate::gateway::Door {
+    fn door(&self, ctx: &RequestContext<RoleServer>) -> toolsmith_gateway::call::Door {
+        toolsmith_gateway::call::Door {
             label: self.options.caller.clone(),
             caller: ctx
                 .extensions
                 .get::<axum::http::request::Parts>()
-                .and_then(|p| p.extensions.get::<crate::auth::Caller>())
+                .and_then(|p| p.extensions.get::<toolsmith_gateway::Caller>())
                 .cloned(),
             log_name: self.call_options(false, ctx).caller,
         }
@@ -493,7 +493,7 @@ impl McpServer {
     /// result or its first question; its progress goes to the client meanwhile.
     async fn parked_run(
         &self,
-        admitted: crate::gateway::Admitted,
+        admitted: toolsmith_gateway::call::Admitted,
         arguments: Value,
         confirmed: bool,
         ctx: &RequestContext<RoleServer>,

@@ -16,7 +16,7 @@ use rmcp::model::{InputRequest, InputRequiredResult};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use toolsmith_core::ToolResult;
-use toolsmith_exec::upstream::{BoxFuture, Elicitor};
+use toolsmith_gateway::upstream::{BoxFuture, Elicitor};
 
 /// How long a question waits for its answer.
 pub const KEEP: Duration = Duration::from_secs(600);
@@ -111,7 +111,7 @@ impl Parking {
         match steps.recv().await {
             Some(Step::Done(result)) => Next::Done(result),
             Some(Step::Ask { params, reply }) => {
-                let state = format!("{STATE_PREFIX}{}", toolsmith_exec::session::random_hex(16));
+                let state = format!("{STATE_PREFIX}{}", toolsmith_gateway::random_hex(16));
                 let ask = json!({"method": "elicitation/create", "params": params});
                 let Ok(request) = serde_json::from_value::<InputRequest>(ask) else {
                     // A question this server cannot pass on is declined.

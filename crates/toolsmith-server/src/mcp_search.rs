@@ -15,7 +15,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool as M
 use serde_json::{Map, Value, json};
 
 use crate::mcp_snapshot::Snapshot;
-use crate::view::View;
+use toolsmith_gateway::view::View;
 
 /// The searching tool's name.
 pub const SEARCH: &str = "search_tools";

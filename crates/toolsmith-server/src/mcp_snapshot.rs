@@ -13,7 +13,7 @@ use toolsmith_core::model::Format;
 use toolsmith_core::render::{RenderOptions, Rendered, render};
 use toolsmith_store::{Query, StoreExt};
 
-use crate::AppState;
+use toolsmith_gateway::Gateway;
 
 /// The enabled tools at one registry generation, in name order.
 pub struct Snapshot {
@@ -25,7 +25,7 @@ pub struct Snapshot {
 impl Snapshot {
     /// The enabled tools of the registry now, rendered for MCP and compiled.
     pub(crate) async fn build(
-        state: &AppState,
+        state: &Gateway,
         generation: u64,
     ) -> toolsmith_store::Result<Snapshot> {
         let records = state.store.search_all(Query::default()).await?;

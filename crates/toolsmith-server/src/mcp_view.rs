@@ -8,7 +8,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 
 use crate::mcp::McpServer;
-use crate::view::View;
+use toolsmith_gateway::view::View;
 
 impl McpServer {
     /// What this request may see: the view the HTTP layer attached ([`crate::view::attach`]),
@@ -34,25 +34,28 @@ impl McpServer {
         if let Some(asked) = ctx
             .extensions
             .get::<axum::http::request::Parts>()
-            .and_then(|p| p.extensions.get::<Arc<crate::view::Asked>>())
+            .and_then(|p| p.extensions.get::<Arc<toolsmith_gateway::view::Asked>>())
         {
-            return crate::view::resolve(&self.state, &asked.caller, &asked.ask)
+            return self
+                .state
+                .view(&asked.caller, &asked.ask)
                 .await
                 .map(Arc::new)
-                .map_err(|e| ErrorData::invalid_params(e.message, None));
+                .map_err(|e| ErrorData::invalid_params(e.to_string(), None));
         }
         self.view_of_options().await
     }
 
     /// The view of a server started for one toolset (or for every tool).
     pub(crate) async fn view_of_options(&self) -> Result<Arc<View>, ErrorData> {
-        let ask = crate::view::Ask {
+        let ask = toolsmith_gateway::view::Ask {
             endpoint: self.options.toolset.clone(),
             ..Default::default()
         };
-        crate::view::resolve(&self.state, &crate::auth::Caller::local(), &ask)
+        self.state
+            .view(&toolsmith_gateway::Caller::local(), &ask)
             .await
             .map(Arc::new)
-            .map_err(|e| ErrorData::invalid_params(e.message, None))
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))
     }
 }

@@ -3,7 +3,7 @@
 //! `traceparent` header; an MCP `tools/call` is a span of its own continuing the trace its
 //! `_meta.traceparent` names (or the HTTP header's, over HTTP). The engine's call spans are
 //! their children. Without trace export these spans are disabled at their call sites
-//! ([`toolsmith_exec::trace`]).
+//! ([`toolsmith_gateway::trace`]).
 
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
@@ -11,7 +11,7 @@ use axum::response::Response;
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use serde_json::Value;
-use toolsmith_exec::trace::{TARGET, continue_trace};
+use toolsmith_gateway::trace::{TARGET, continue_trace};
 use tracing::Instrument;
 
 /// Wraps a request in its span.

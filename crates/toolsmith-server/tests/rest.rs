@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolsmith_exec::{Engine, EngineConfig};
-use toolsmith_server::{AppState, Role, Token, check_bind};
+use toolsmith_gateway::{Engine, EngineConfig};
+use toolsmith_gateway::{Gateway, Role, Token};
+use toolsmith_server::check_bind;
 use toolsmith_store::Registry;
 
 struct Server {
@@ -27,7 +28,7 @@ async fn start(tokens: &[&str]) -> Server {
 }
 
 /// A registry file and an engine in `dir`.
-async fn state_in(dir: &std::path::Path, tokens: &[&str]) -> Arc<AppState> {
+async fn state_in(dir: &std::path::Path, tokens: &[&str]) -> Arc<Gateway> {
     let store = Registry::open(&dir.join("reg.db").display().to_string())
         .await
         .expect("store");
@@ -38,7 +39,7 @@ async fn state_in(dir: &std::path::Path, tokens: &[&str]) -> Arc<AppState> {
         .iter()
         .map(|t| Token::parse(t).expect("token"))
         .collect();
-    AppState::new(store, engine, tokens)
+    Gateway::new(store, engine, tokens)
 }
 
 async fn start_with(tokens: &[&str], options: toolsmith_server::HttpOptions) -> Server {
@@ -493,7 +494,7 @@ fn non_loopback_addresses_need_a_token() {
 
 #[test]
 fn tokens_files_name_the_bad_line() {
-    let ok = toolsmith_server::auth::parse_tokens_file(
+    let ok = toolsmith_gateway::identity::parse_tokens_file(
         "# team tokens\n\nci:call=ci-secret-123\nops=ops-secret-123\n",
     )
     .expect("parses");
@@ -505,7 +506,7 @@ fn tokens_files_name_the_bad_line() {
             ("ops".to_string(), Role::Admin)
         ]
     );
-    let err = toolsmith_server::auth::parse_tokens_file("a=long-enough-1\nbroken line\n")
+    let err = toolsmith_gateway::identity::parse_tokens_file("a=long-enough-1\nbroken line\n")
         .expect_err("bad line");
     assert!(
         err.starts_with("line 2: token \"broken line\": expected NAME[:ROLE][@TOOLSET,...]=SECRET [rate_limit=N/PER]"),
@@ -2280,7 +2281,7 @@ fn serve_once(body: String) -> String {
 async fn a_server_without_tokens_asks_for_its_local_admin_token() {
     let dir = tempfile::tempdir().expect("tempdir");
     let state = state_in(dir.path(), &[]).await;
-    state.set_local_token(toolsmith_server::LocalToken {
+    state.set_local_token(toolsmith_gateway::LocalToken {
         secret: "local-admin-secret-0123456789abcdef".into(),
         file: dir.path().join("local-admin.token"),
     });

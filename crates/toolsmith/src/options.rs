@@ -134,9 +134,9 @@ impl JwtArgs {
     /// The verifier, when an issuer is given; its keys are fetched now.
     pub async fn verifier(
         &self,
-    ) -> anyhow::Result<Option<std::sync::Arc<toolsmith_server::jwt::JwtVerifier>>> {
+    ) -> anyhow::Result<Option<std::sync::Arc<toolsmith_gateway::jwt::JwtVerifier>>> {
         use anyhow::Context;
-        use toolsmith_server::jwt::{JwtConfig, JwtVerifier, parse_algorithm};
+        use toolsmith_gateway::jwt::{JwtConfig, JwtVerifier, parse_algorithm};
         let (Some(issuer), Some(audience)) = (&self.jwt_issuer, &self.jwt_audience) else {
             return Ok(None);
         };
@@ -179,6 +179,6 @@ impl JwtArgs {
 }
 
 /// HS256, named through the server crate's parser (the CLI does not depend on jsonwebtoken).
-fn jsonwebtoken_hs256() -> toolsmith_server::jwt::Algorithm {
-    toolsmith_server::jwt::Algorithm::HS256
+fn jsonwebtoken_hs256() -> toolsmith_gateway::jwt::Algorithm {
+    toolsmith_gateway::jwt::Algorithm::HS256
 }

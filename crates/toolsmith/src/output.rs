@@ -229,7 +229,7 @@ fn parameter_line(p: &Parameter, tool: &Tool) -> String {
         (toolsmith_core::model::Executor::Command(_), InjectAs::Stdin) => "  [stdin]".into(),
         (toolsmith_core::model::Executor::Command(_), InjectAs::Env) => "  [env]".into(),
         (toolsmith_core::model::Executor::Http(_), place) => {
-            let wire = toolsmith_core::http::wire_name(p);
+            let wire = p.wire_name();
             let place = serde_json::to_value(place).unwrap_or_default();
             format!("  [{} {wire}]", place.as_str().unwrap_or("?"))
         }

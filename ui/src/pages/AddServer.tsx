@@ -9,7 +9,7 @@ import { useNavigate } from 'react-router';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { Alert, Button, Checkbox, Form, Input, Radio, Space, Table, Tabs, Typography } from 'antd';
 import { ApiError, allows, api, type ConfigEntry, type Probe } from '../api';
-import { useMe } from '../App';
+import { useMe } from '../context';
 import { Pill } from '../Pill';
 import { emptyServer, needsValues, serverDefinition, type KeyValue, type ServerFields } from '../servers';
 

@@ -9,7 +9,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { Alert, App as AntApp, Button, Card, Checkbox, Col, Input, InputNumber, Modal, Radio, Row, Segmented, Select, Space, Spin, Switch, Table, Tabs, Typography } from 'antd';
 import YAML from 'yaml';
 import { ApiError, allows, api, type CheckResult, type Definition, type Difference, type ParameterDef } from '../api';
-import { useDark, useMe } from '../App';
+import { useDark, useMe } from '../context';
 import { BUILTINS, SCRIPT_TEMPLATE, cleanDefinition, emptyDefinition, executorKind, problemsAt, schemaToParams, withExecutor } from '../definition';
 import { ParamBuilder } from '../ParamBuilder';
 import { PlanView } from '../TestPanel';

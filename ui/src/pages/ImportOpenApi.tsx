@@ -10,7 +10,7 @@ import { Link } from 'react-router';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Alert, Button, Form, Input, Select, Space, Table, Typography } from 'antd';
 import { allows, api, type ImportAnswer } from '../api';
-import { useMe } from '../App';
+import { useMe } from '../context';
 import { Pill } from '../Pill';
 import { importRows, withTags, type ImportRow } from '../servers';
 

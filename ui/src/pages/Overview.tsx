@@ -14,7 +14,7 @@ import { api, type Overview } from '../api';
 import { Pill } from '../Pill';
 import { barPercent, callsSummary, ms } from '../overview';
 import { statusText, statusTone, type UpstreamStatus } from '../servers';
-import { useDark } from '../App';
+import { useDark } from '../context';
 
 /** Outcome colours: readable on light and dark backgrounds, ok always green. */
 const COLOURS = ['#389e0d', '#cf1322', '#d46b08', '#531dab', '#0958d9', '#c41d7f', '#08979c', '#7c8a00'];

@@ -10,7 +10,7 @@ import { Link, useNavigate, useParams } from 'react-router';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Alert, Button, Descriptions, Space, Spin, Table, Typography, App as AntApp } from 'antd';
 import { allows, api, type ChangeView, type ServerView } from '../api';
-import { useDark, useMe } from '../App';
+import { useDark, useMe } from '../context';
 import { CopyButton } from './Tool';
 import { Pill } from '../Pill';
 import { changeSummary, diffRows, statusText, statusTone, uptime, type DiffRow } from '../servers';

@@ -8,7 +8,7 @@ import YAML from 'yaml';
 import { useQuery } from '@tanstack/react-query';
 import { Alert, App as AntApp, Button, Descriptions, Empty, Input, Modal, Segmented, Select, Space, Spin, Table, Tabs, Typography } from 'antd';
 import { allows, api, type Definition, type Difference, type JsonSchema, type ParameterDef, type SandboxReport } from '../api';
-import { useDark, useMe } from '../App';
+import { useDark, useMe } from '../context';
 import { schemaToParams } from '../definition';
 import { DangerTag, EnabledSwitch } from './Tools';
 import { TestPanel } from '../TestPanel';

@@ -6,7 +6,7 @@ import { Link, useLocation, useNavigate, useSearchParams } from 'react-router';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Alert, App, Button, Empty, Input, Space, Switch, Table, Typography, type InputRef } from 'antd';
 import { allows, api, type ToolSummary } from '../api';
-import { useMe } from '../App';
+import { useMe } from '../context';
 import { Pill } from '../Pill';
 import { Pager } from '../Pager';
 

@@ -8,7 +8,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Alert, Button, Form, Input, Select, Space, Table, Tabs, Typography, App as AntApp } from 'antd';
 import { ApiError, allows, api, type ToolsetView } from '../api';
 import { KINDS, definitionOf, fieldsOf, snippets, type Fields } from '../toolsets';
-import { useMe } from '../App';
+import { useMe } from '../context';
 import { CopyButton } from './Tool';
 import { Pill } from '../Pill';
 

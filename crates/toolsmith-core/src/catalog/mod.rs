@@ -24,8 +24,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-pub use crate::form::{CatalogError, CatalogErrors, FORMATS};
-use crate::form::{Errs, Fields, Place, join, parse_list};
+pub use crate::form::param::FORMATS;
+use crate::form::param::{Place, parse_list};
+pub use crate::form::{CatalogError, CatalogErrors};
+use crate::form::{Errs, Fields, join};
 pub use servers::parse_server;
 pub use toolsets::parse_toolset;
 
@@ -34,8 +36,9 @@ use crate::model::{
     Annotations, Danger, EndOfOptions, Executor, Format, FormatOverride, InjectAs, Limits,
     McpTarget, NameRule, OutputMode, Parameter, Script, Tool, ToolName,
 };
-use crate::pipeline::{ParamSet, compile_schema, compile_upstream_schema};
+use crate::pipeline::ParamSet;
 use crate::render::portable_name;
+use crate::schema::{compile_schema, compile_upstream_schema};
 use crate::upstream::{McpServer, OnChange, ToolOverride, Transport};
 
 /// The default timeout of a tool, in milliseconds (SPEC §2).

@@ -23,7 +23,10 @@ pub(super) fn read_env(f: &Fields<'_>, e: &mut Errs) -> BTreeMap<String, String>
             other => {
                 e.push(
                     &at,
-                    format!("expected text, got {}", crate::pipeline::type_phrase(other)),
+                    format!(
+                        "expected text, got {}",
+                        crate::json_text::type_phrase(other)
+                    ),
                 );
                 continue;
             }

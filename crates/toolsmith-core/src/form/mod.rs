@@ -3,15 +3,13 @@
 //! report all of them at once, and ([`param`]) the parameter rules. Shared by the catalog
 //! loader and the built-ins' own interfaces, which are written in the same form.
 
-mod param;
+pub(crate) mod param;
 
 use std::fmt;
 
 use serde_json::{Map, Number, Value};
 
-use crate::pipeline::type_phrase;
-pub use param::FORMATS;
-pub(crate) use param::{Place, is_parameter_name, parse_list};
+use crate::json_text::type_phrase;
 
 /// Problems found in one file.
 pub(crate) struct Errs {

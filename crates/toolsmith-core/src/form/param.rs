@@ -9,8 +9,8 @@ use super::{Errs, Fields};
 use crate::model::{
     ArrayStyle, BooleanStyle, Constraints, InjectAs, Injection, OptionStyle, ParamType, Parameter,
 };
-use crate::pipeline::compile_schema;
 use crate::schema;
+use crate::schema::compile_schema;
 
 const KEYS: &[&str] = &[
     "name",

@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::form::FORMATS;
+use crate::form::param::FORMATS;
 
 /// Object nesting followed before a schema is taken as a free-form object.
 pub const MAX_DEPTH: usize = 8;
@@ -139,7 +139,7 @@ impl<'d> Reader<'d> {
                 copy_uint(&s, "minLength", "min_length", &mut out);
                 copy_uint(&s, "maxLength", "max_length", &mut out);
                 if let Some(p) = s.get("pattern").and_then(Value::as_str) {
-                    if crate::pipeline::compile_schema(&json!({"pattern": p})).is_ok() {
+                    if crate::schema::compile_schema(&json!({"pattern": p})).is_ok() {
                         out.insert("pattern".into(), json!(p));
                     } else {
                         self.notes.push(format!(
@@ -443,7 +443,7 @@ fn copy_uint(s: &Value, from: &str, to: &str, out: &mut Map<String, Value>) {
 }
 
 /// A parameter name every provider accepts (the catalog's rule).
-pub(super) use crate::form::is_parameter_name as valid_name;
+pub(super) use crate::form::param::is_parameter_name as valid_name;
 
 /// `text` cut to at most `max` characters, at a sentence or word end when there is one.
 pub(super) fn cut(text: &str, max: usize) -> String {

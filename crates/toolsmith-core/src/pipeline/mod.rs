@@ -45,27 +45,8 @@ fn float_integer(f: f64) -> Result<Option<i64>, (String, &'static str)> {
     }
 }
 use parse::parse_arguments;
-pub use report::{QUOTE_MAX, type_phrase};
+pub use report::QUOTE_MAX;
 use report::{describe, escape_pointer, pointer_of, quote, quote_text};
-
-/// Compiles a JSON Schema with the options the whole crate uses: draft 2020-12, formats
-/// asserted, no remote references.
-pub fn compile_schema(schema: &Value) -> Result<Validator, String> {
-    jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(true)
-        .build(schema)
-        .map_err(|e| e.to_string())
-}
-
-/// Compiles a JSON Schema as an upstream gave it: its own `$schema` draft (2020-12 when it
-/// names none), formats asserted, no remote references.
-pub fn compile_upstream_schema(schema: &Value) -> Result<Validator, String> {
-    jsonschema::options()
-        .should_validate_formats(true)
-        .build(schema)
-        .map_err(|e| e.to_string())
-}
 
 /// A parameter list with its compiled schema.
 pub struct ParamSet {
@@ -84,7 +65,7 @@ pub struct Prepared {
 
 impl ParamSet {
     pub fn new(params: &[Parameter]) -> Result<Self, String> {
-        let validator = compile_schema(&schema::object_schema(params, false))?;
+        let validator = schema::compile_schema(&schema::object_schema(params, false))?;
         Ok(Self {
             validator,
             noun: "argument",

@@ -2,6 +2,7 @@
 //! repaired where a model's slip is unambiguous (a code fence, arguments encoded twice).
 
 use super::*;
+use crate::json_text::type_phrase;
 
 /// What step 1 repaired, for `meta.coerced`.
 pub(super) type Notes = Vec<String>;

@@ -26,7 +26,7 @@ pub(super) struct RawSchema {
 
 impl RawSchema {
     pub(super) fn new(schema: Value) -> Result<Self, String> {
-        let validator = compile_upstream_schema(&schema)?;
+        let validator = crate::schema::compile_upstream_schema(&schema)?;
         Ok(Self { schema, validator })
     }
 

@@ -100,18 +100,6 @@ pub(super) fn article(t: &str) -> String {
     }
 }
 
-/// `an object`, `a string` … for messages about a whole value.
-pub fn type_phrase(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Longest quoted value a problem message carries, in characters of its JSON text.
 pub const QUOTE_MAX: usize = 200;
 

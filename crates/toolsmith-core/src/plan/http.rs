@@ -10,7 +10,7 @@ use base64::Engine as _;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use super::*;
-use crate::http::{BodyMode, HttpAuth, HttpCall, is_header_value, wire_name};
+use crate::http::{BodyMode, HttpAuth, HttpCall, is_header_value};
 
 /// Everything but RFC 3986's unreserved characters is encoded in a path segment.
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -83,7 +83,7 @@ pub(super) fn plan(
     let mut has_body = false;
     for p in &tool.parameters {
         let at = format!("/{}", p.name);
-        let wire = wire_name(p);
+        let wire = p.wire_name();
         let inj = &p.injection;
         if inj.inject_as == InjectAs::Body {
             has_body = true;

@@ -22,7 +22,7 @@ impl Engine {
         let searched = env
             .get("PATH")
             .cloned()
-            .unwrap_or_else(|| process::DEFAULT_PATH.to_owned());
+            .unwrap_or_else(|| crate::programs::DEFAULT_PATH.to_owned());
         env.extend(invocation.env.into_iter().map(|v| (v.name, v.value)));
 
         let (cwd, temp) = match &t.working_dir {
@@ -57,7 +57,7 @@ impl Engine {
             Some((interpreter, ..)) => Some(interpreter.clone()),
             None => argv
                 .first()
-                .and_then(|p| process::resolve_program(p, Some(&searched))),
+                .and_then(|p| crate::programs::resolve_program(p, Some(&searched))),
         };
         let cx = crate::sandbox::Context {
             workdir: &cwd,

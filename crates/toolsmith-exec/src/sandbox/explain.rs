@@ -68,7 +68,7 @@ impl Sandboxes {
     /// with no sandbox.
     pub fn program_hint(&self, own: Option<&Sandbox>, program: &str, path: &str) -> Option<String> {
         let (policy, name) = self.enforced(own)?;
-        let named = crate::process::resolve_program(program, Some(path))?;
+        let named = crate::programs::resolve_program(program, Some(path))?;
         let real = std::fs::canonicalize(&named).ok()?;
         if self.protected.iter().any(|p| real.starts_with(p)) {
             return Some(format!(
@@ -173,7 +173,7 @@ fn shebang_program(script: &Path, path: &str) -> Option<PathBuf> {
         .is_some_and(|f| f == "env")
     {
         let name = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
-        return crate::process::resolve_program(name, Some(path));
+        return crate::programs::resolve_program(name, Some(path));
     }
     Some(PathBuf::from(interpreter))
 }
@@ -221,7 +221,7 @@ fn named_paths(line: &str, path: &str) -> Vec<PathBuf> {
         {
             let word = trim(parts[i - 1]);
             if !word.is_empty() && !word.contains(char::is_whitespace) && !word.contains('/') {
-                out.extend(crate::process::resolve_program(&word, Some(path)));
+                out.extend(crate::programs::resolve_program(&word, Some(path)));
             }
         }
     }

@@ -34,7 +34,7 @@ use toolsmith_core::model::Limits;
 use super::Session;
 use super::term::Filter;
 use crate::limits::{self, CallCgroup, Cgroups};
-use crate::process::resolve_program;
+use crate::programs::resolve_program;
 
 /// What to start.
 pub struct Spec<'a> {
@@ -198,7 +198,7 @@ pub async fn start(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Sta
         Some((cols, rows)) => {
             let (master, peer) =
                 open_pty(cols, rows).map_err(|e| format!("opening a terminal: {e}"))?;
-            let setsid = resolve_program("setsid", Some(crate::process::DEFAULT_PATH)).ok_or(
+            let setsid = resolve_program("setsid", Some(crate::programs::DEFAULT_PATH)).ok_or(
                 "terminal sessions need util-linux `setsid` (package util-linux), which is not installed",
             )?;
             let mut cmd = Command::new(setsid);

@@ -58,7 +58,7 @@ impl Sessions {
                 "cannot start the session: the command is empty".into(),
             ));
         };
-        let program = crate::process::resolve_program(name, path).ok_or_else(|| {
+        let program = crate::programs::resolve_program(name, path).ok_or_else(|| {
             SessionError::Invalid(format!(
                 "cannot start the session: program {name:?} not found in PATH={}",
                 path.unwrap_or("")
@@ -187,7 +187,7 @@ pub(super) fn environment(tool: &Tool, extra: Option<&Value>) -> Result<BTreeMap
             .chain(tool.env_allowlist.iter().map(String::as_str)),
     );
     env.entry("PATH".into())
-        .or_insert_with(|| crate::process::DEFAULT_PATH.into());
+        .or_insert_with(|| crate::programs::DEFAULT_PATH.into());
     env.extend(tool.env.clone());
     for (k, v) in [
         ("TERM", "dumb"),

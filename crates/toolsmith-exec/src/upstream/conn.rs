@@ -463,8 +463,8 @@ async fn spawn(def: &McpServer, spawning: &Spawning) -> Result<Spawned, String> 
     let path = env
         .get("PATH")
         .cloned()
-        .unwrap_or_else(|| crate::process::DEFAULT_PATH.to_owned());
-    let resolved = crate::process::resolve_program(program, Some(&path))
+        .unwrap_or_else(|| crate::programs::DEFAULT_PATH.to_owned());
+    let resolved = crate::programs::resolve_program(program, Some(&path))
         .ok_or_else(|| format!("program {program:?} not found in PATH={path}"))?;
     let (cwd, folder): (PathBuf, Option<tempfile::TempDir>) = match working_dir {
         Some(dir) => (spawning.workspace.join(dir), None),

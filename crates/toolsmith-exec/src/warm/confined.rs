@@ -8,6 +8,7 @@
 //! the gateway lets go of its socket, with its zygote's slot, or after the zygote's idle
 //! time.
 
+use super::socket::{send_on, socket_pair};
 use super::*;
 
 /// Confined runtimes a zygote keeps at most (the least recently used goes first).
@@ -91,7 +92,7 @@ impl Zygote {
             last: Instant::now(),
         };
         // Ready once it has restricted itself (it exits if it cannot).
-        match tokio::time::timeout(ANSWER_TIMEOUT, super::zygote::message(&confined.sock)).await {
+        match tokio::time::timeout(ANSWER_TIMEOUT, super::socket::message(&confined.sock)).await {
             Ok(Ok(ready)) if ready["ready"] == true => Ok(confined),
             Ok(Ok(other)) => Err(format!("its first message was {other}")),
             Ok(Err(e)) => Err(e),
@@ -108,38 +109,4 @@ impl Zygote {
             cg.keep_resident(c.pid, false);
         }
     }
-}
-
-/// A SOCK_SEQPACKET socketpair to a runtime: the gateway's end, non-blocking and driven by
-/// tokio, and the end the runtime gets.
-pub(super) fn socket_pair() -> Result<(UnixDatagram, OwnedFd), String> {
-    let (ours, theirs) = rustix::net::socketpair(
-        AddressFamily::UNIX,
-        SocketType::SEQPACKET,
-        SocketFlags::CLOEXEC,
-        None,
-    )
-    .map_err(|e| format!("socketpair: {e}"))?;
-    rustix::io::ioctl_fionbio(&ours, true).map_err(|e| format!("non-blocking socket: {e}"))?;
-    let sock = UnixDatagram::from_std(std::os::unix::net::UnixDatagram::from(ours))
-        .map_err(|e| format!("registering the socket: {e}"))?;
-    Ok((sock, theirs))
-}
-
-/// Sends `header` and `fds` (SCM_RIGHTS) as one packet on `sock`.
-pub(super) fn send_on(sock: &UnixDatagram, header: &[u8], fds: &[&OwnedFd]) -> Result<(), String> {
-    let borrowed: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
-    let mut control = SendAncillaryBuffer::new(&mut space);
-    if !borrowed.is_empty() && !control.push(SendAncillaryMessage::ScmRights(&borrowed)) {
-        return Err("too many descriptors".into());
-    }
-    rustix::net::sendmsg(
-        sock,
-        &[IoSlice::new(header)],
-        &mut control,
-        SendFlags::NOSIGNAL,
-    )
-    .map(drop)
-    .map_err(|e| format!("handing the call over: {e}"))
 }

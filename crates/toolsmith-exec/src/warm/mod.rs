@@ -46,6 +46,7 @@ use tokio::net::UnixDatagram;
 use toolsmith_core::model::Limits;
 
 mod confined;
+mod socket;
 mod zygote;
 
 use crate::capture::read_capped;

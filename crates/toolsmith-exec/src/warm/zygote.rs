@@ -2,6 +2,7 @@
 //! for its child's status within the call's deadline, and cleaning up after it; and whether
 //! its runtime changed since it started.
 
+use super::socket::message;
 use super::*;
 
 impl Drop for Zygote {
@@ -83,7 +84,7 @@ impl Zygote {
     }
 
     pub(super) fn send(&self, header: &[u8], fds: &[&OwnedFd]) -> Result<(), String> {
-        super::confined::send_on(&self.sock, header, fds)
+        super::socket::send_on(&self.sock, header, fds)
     }
 
     pub(super) async fn run(&mut self, call: &Call<'_>) -> Attempt {
@@ -170,7 +171,7 @@ impl Zygote {
         }
         let fds = [&in_r, &out_w, &err_w, &setup_r];
         if let Some(i) = via
-            && super::confined::send_on(&self.confined[i].sock, header.as_bytes(), &fds).is_err()
+            && super::socket::send_on(&self.confined[i].sock, header.as_bytes(), &fds).is_err()
         {
             // Gone (idle too long, or killed): the zygote takes the call itself.
             self.let_go(i);
@@ -289,18 +290,6 @@ impl Zygote {
     }
 }
 
-/// The next message from a zygote (or one of its confined runtimes).
-pub(super) async fn message(sock: &UnixDatagram) -> Result<Value, String> {
-    let mut buf = vec![0u8; 64 * 1024];
-    match sock.recv(&mut buf).await {
-        Ok(0) => Err("the zygote went away".into()),
-        Ok(n) => {
-            serde_json::from_slice(&buf[..n]).map_err(|e| format!("a message from the zygote: {e}"))
-        }
-        Err(e) => Err(format!("reading from the zygote: {e}")),
-    }
-}
-
 /// The child's raw wait status, the zygote's second answer.
 async fn recv_status(sock: &UnixDatagram) -> Result<i64, String> {
     let v = message(sock).await?;
@@ -322,7 +311,7 @@ impl Warm {
         let undo = scopeguard(move || {
             alive.fetch_sub(1, Ordering::Relaxed);
         });
-        let (sock, theirs) = super::confined::socket_pair()?;
+        let (sock, theirs) = super::socket::socket_pair()?;
         crate::signals::default_for_children();
         let interpreter = &kind.interpreter;
         // Its base: the seccomp program its children need (hex; empty: none), and its name,

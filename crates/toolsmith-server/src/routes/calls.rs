@@ -45,7 +45,7 @@ fn integral<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Er
 /// the tool exists and is enabled now, and as dangerous if either it or the current version
 /// is: a pin chooses a definition, not a way around what the tool's owner decided since.
 async fn compiled_tool(
-    s: &AppState,
+    s: &Gateway,
     name: &str,
     version: Option<u64>,
 ) -> ApiResult<Arc<toolsmith_core::CompiledTool>> {
@@ -156,7 +156,7 @@ async fn call(
 ) -> ApiResult<Response> {
     let body = request.body;
     let tool = compiled_tool(&s, &name, body.version).await?;
-    let door = crate::gateway::Door {
+    let door = toolsmith_gateway::call::Door {
         label: "rest".into(),
         log_name: caller.log_name(),
         caller: Some(caller.clone()),
@@ -165,7 +165,7 @@ async fn call(
         Err(refused) => refused,
         Ok(admitted) => {
             let options = CallOptions {
-                admin: caller.role == crate::auth::Role::Admin,
+                admin: caller.role == toolsmith_gateway::Role::Admin,
                 ..CallOptions::new(caller.log_name(), body.confirm)
             };
             admitted
@@ -211,7 +211,7 @@ async fn call(
 }
 
 /// A session call another replica forwarded here, where its session lives
-/// ([`crate::sessions`]): its proof checked for this request, then answered as the caller
+/// ([`toolsmith_gateway::sessions`]): its proof checked for this request, then answered as the caller
 /// named in it, with no further forwarding or limits (the replica the caller reached applied
 /// those). This replica writes the run-log entry, under that caller; the replica that
 /// forwarded does not write one for an answer that came from here.
@@ -220,15 +220,17 @@ pub(super) async fn peer_session(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> ApiResult<Json<ToolResult>> {
-    crate::sessions::check_peer(
+    toolsmith_gateway::sessions::check_peer(
         &s.store,
-        &headers,
+        headers
+            .get(toolsmith_gateway::sessions::PEER_HEADER)
+            .and_then(|v| v.to_str().ok()),
         "POST",
-        crate::sessions::PEER_PATH,
+        toolsmith_gateway::sessions::PEER_PATH,
         &body,
     )
     .await?;
-    let body: crate::sessions::PeerCall = serde_json::from_slice(&body)
+    let body: toolsmith_gateway::sessions::PeerCall = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("a forwarded session call: {e}")))?;
     if !matches!(
         body.tool.as_str(),

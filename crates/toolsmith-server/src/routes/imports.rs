@@ -262,54 +262,11 @@ async fn import_openapi(
     }))
 }
 
-/// The document at `url`, fetched through the engine's client.
-async fn fetch_document(s: &AppState, url: &str) -> ApiResult<String> {
-    let refused = |m: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", m);
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err(refused(format!(
-            "spec_url {url:?}: an http:// or https:// URL"
-        )));
-    }
-    let accept = [toolsmith_core::plan::Header {
-        name: "accept".into(),
-        value: "application/json, application/yaml;q=0.9, */*;q=0.5".into(),
-        secret: false,
-    }];
-    let answer = s
-        .engine
-        .http()
-        .send(toolsmith_exec::http::Outbound {
-            method: "GET",
-            url,
-            url_shown: url,
-            headers: &accept,
-            body: None,
-            max_bytes: 10 * 1024 * 1024,
-            truncate: false,
-            timeout: std::time::Duration::from_secs(20),
-            allow_hosts: &[],
-        })
+/// The document at `url`, fetched through the engine's client ([`Gateway::fetch_document`]).
+async fn fetch_document(s: &Gateway, url: &str) -> ApiResult<String> {
+    s.fetch_document(url)
         .await
-        .map_err(|e| {
-            refused(match e {
-                toolsmith_exec::http::Failure::Refused(m)
-                | toolsmith_exec::http::Failure::Network(m) => format!("spec_url: {m}"),
-                toolsmith_exec::http::Failure::Timeout => {
-                    format!("spec_url {url}: no answer within 20 s")
-                }
-                toolsmith_exec::http::Failure::TooLarge { limit } => {
-                    format!("spec_url {url}: the document is over {limit} bytes")
-                }
-            })
-        })?;
-    if answer.status >= 400 {
-        return Err(refused(format!(
-            "spec_url {url}: the server answered {} {}",
-            answer.status, answer.reason
-        )));
-    }
-    String::from_utf8(answer.body)
-        .map_err(|_| refused(format!("spec_url {url}: the document is not UTF-8 text")))
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e.to_string()))
 }
 
 /// The held changes of an OpenAPI source (`openapi:<name>`), with what differs from the
@@ -376,7 +333,7 @@ async fn reject_held(
 
 /// `openapi:<name>` as given, or the name with `openapi:` put before it; a source with no
 /// changes (held or rejected) is unknown: 404, as an unknown server is.
-async fn held_source(s: &AppState, given: &str) -> ApiResult<String> {
+async fn held_source(s: &Gateway, given: &str) -> ApiResult<String> {
     let source = match toolsmith_store::held::is_openapi_source(given) {
         true => given.to_owned(),
         false => toolsmith_store::held::openapi_source(given),

@@ -34,7 +34,7 @@ use toolsmith_core::render::{RenderOptions, Rendered, render};
 use toolsmith_core::schema::tool_schema;
 use toolsmith_core::secrets;
 use toolsmith_core::{ErrorKind, Tool, ToolResult};
-use toolsmith_exec::CallOptions;
+use toolsmith_gateway::CallOptions;
 use toolsmith_store::{
     Change, Difference, Query as StoreQuery, RunQuery, RunRecord, Store, StoreExt, ToolRecord,
     definition_to_tool,
@@ -43,20 +43,20 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::AppState;
-use crate::auth::Caller;
 use crate::error::{ApiError, Body, CallRequest, ErrorBody};
-use crate::view::View;
+use toolsmith_gateway::Caller;
+use toolsmith_gateway::Gateway;
+use toolsmith_gateway::view::View;
 
-type Shared = State<Arc<AppState>>;
+type Shared = State<Arc<Gateway>>;
 /// The router each resource file adds its handlers to.
-type Api = OpenApiRouter<Arc<AppState>>;
+type Api = OpenApiRouter<Arc<Gateway>>;
 type ApiResult<T> = Result<T, ApiError>;
 
 /// The `/v1` routes, with the OpenAPI document describing them served at
 /// [`crate::openapi::PATH`]; both are built from the same handler list so they cannot drift
 /// apart.
-pub fn router() -> Router<Arc<AppState>> {
+pub fn router() -> Router<Arc<Gateway>> {
     let api = OpenApiRouter::with_openapi(crate::openapi::base());
     let api = server::routes(api);
     let api = tools::routes(api);
@@ -77,7 +77,7 @@ pub fn router() -> Router<Arc<AppState>> {
         // Replicas' own door (not in the OpenAPI document: only a replica of this registry
         // may use it).
         .route(
-            crate::sessions::PEER_PATH,
+            toolsmith_gateway::sessions::PEER_PATH,
             axum::routing::post(calls::peer_session),
         )
         .route(
@@ -99,7 +99,7 @@ pub fn router() -> Router<Arc<AppState>> {
 
 /// The names of the registry's tools (disabled ones included) in the caller's view, for
 /// narrowing what is read by name (the run log).
-async fn visible_names(s: &AppState, view: &View) -> ApiResult<std::collections::HashSet<String>> {
+async fn visible_names(s: &Gateway, view: &View) -> ApiResult<std::collections::HashSet<String>> {
     Ok(s.store
         .search_all(StoreQuery {
             include_disabled: true,

@@ -32,7 +32,7 @@ struct WhoAmI {
     /// The token's name (`local` when the server has no tokens).
     name: String,
     /// `read`, `call` or `admin`.
-    role: crate::auth::Role,
+    role: toolsmith_gateway::Role,
     /// Whether the server asks for tokens.
     auth_required: bool,
     /// How the caller proved who it is: `none`, `token` or `jwt`.

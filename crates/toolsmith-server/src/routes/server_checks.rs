@@ -131,7 +131,7 @@ async fn read_mcp_config(Body(body): Body<Value>) -> ApiResult<Json<ConfigRead>>
         .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e))?;
     // Folders a server is started to work in become writable in its sandbox.
     for server in &mut imported.servers {
-        toolsmith_exec::sandbox::propose_writes(server);
+        toolsmith_gateway::propose_writes(server);
     }
     let entry_of = |name: &str| {
         imported

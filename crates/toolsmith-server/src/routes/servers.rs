@@ -8,7 +8,7 @@ use toolsmith_store::{ServerRecord, StoreError, UpstreamStore};
 
 use super::tools::{ChangeParams, base_version};
 use super::*;
-use crate::federation;
+use toolsmith_gateway::federation;
 
 /// Registers this file's handlers.
 pub(super) fn routes(api: Api) -> Api {
@@ -54,7 +54,7 @@ struct ServerList {
     servers: Vec<ServerView>,
 }
 
-async fn server_view(s: &AppState, r: &ServerRecord, with_tools: bool) -> ApiResult<ServerView> {
+async fn server_view(s: &Gateway, r: &ServerRecord, with_tools: bool) -> ApiResult<ServerView> {
     let name = r.server.name.clone();
     let pending = s
         .store

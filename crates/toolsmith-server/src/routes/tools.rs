@@ -68,7 +68,7 @@ pub(super) fn view(r: &ToolRecord) -> ToolView {
 /// A page of the tools `view` admits: the matching tools read whole, kept when admitted, and
 /// paged here by name (the same cursor form as the registry's).
 async fn narrowed(
-    s: &AppState,
+    s: &Gateway,
     view: &View,
     query: StoreQuery,
 ) -> ApiResult<toolsmith_store::Page<ToolRecord>> {
@@ -329,7 +329,7 @@ async fn remove(
 
 /// Enables or disables a tool; the two routes differ only in the value.
 async fn toggle(
-    s: &AppState,
+    s: &Gateway,
     caller: &Caller,
     name: &str,
     enabled: bool,

@@ -74,7 +74,7 @@ fn not_found(name: &str) -> ApiError {
 }
 
 /// The toolset `name`, as `caller` may see it.
-async fn get(s: &AppState, caller: &Caller, name: &str) -> ApiResult<ToolsetRecord> {
+async fn get(s: &Gateway, caller: &Caller, name: &str) -> ApiResult<ToolsetRecord> {
     if !visible(caller, name) {
         return Err(not_found(name));
     }
@@ -82,7 +82,7 @@ async fn get(s: &AppState, caller: &Caller, name: &str) -> ApiResult<ToolsetReco
 }
 
 /// Every enabled tool.
-async fn all_tools(s: &AppState) -> ApiResult<Vec<Tool>> {
+async fn all_tools(s: &Gateway) -> ApiResult<Vec<Tool>> {
     Ok(s.store
         .search_all(StoreQuery::default())
         .await?

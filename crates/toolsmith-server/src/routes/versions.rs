@@ -80,7 +80,7 @@ async fn version(
 async fn restore(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
-    Extension(v): Extension<Arc<crate::view::View>>,
+    Extension(v): Extension<Arc<toolsmith_gateway::view::View>>,
     Path((name, version)): Path<(String, u64)>,
 ) -> ApiResult<Json<ToolView>> {
     // The old definition becomes current: a limited caller may restore only what it could

@@ -17,7 +17,7 @@ use toolsmith_core::result::ErrorKind;
 use toolsmith_core::{CompiledTool, ToolResult, plan};
 use toolsmith_exec::runtime::Runtime;
 use toolsmith_exec::{CallOptions, Engine, EngineConfig};
-use toolsmith_server::Token;
+use toolsmith_gateway::Token;
 use toolsmith_store::Registry;
 use toolsmith_store::{Change, RunQuery, Store, StoreExt};
 
@@ -277,7 +277,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub run: RunArgs,
     /// How many calls the execution log keeps (the oldest go first).
-    #[arg(long, value_name = "N", default_value_t = toolsmith_server::DEFAULT_RUN_RETENTION, value_parser = clap::value_parser!(usize))]
+    #[arg(long, value_name = "N", default_value_t = toolsmith_gateway::DEFAULT_RUN_RETENTION, value_parser = clap::value_parser!(usize))]
     pub run_retention: usize,
     /// MCP clients may run dangerous tools without the user being asked (REST calls still
     /// need "confirm": true).

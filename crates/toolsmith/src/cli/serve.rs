@@ -13,7 +13,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
     if let Some(file) = &args.tokens_file {
         let text = std::fs::read_to_string(file)
             .with_context(|| format!("--tokens-file {}", file.display()))?;
-        let more = toolsmith_server::auth::parse_tokens_file(&text)
+        let more = toolsmith_gateway::identity::parse_tokens_file(&text)
             .map_err(|e| anyhow::anyhow!("--tokens-file {}: {e}", file.display()))?;
         tokens.extend(more);
     }
@@ -148,9 +148,9 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         let sessions = engine.sessions().clone();
         let upstreams = engine.upstreams().clone();
         let state =
-            toolsmith_server::AppState::with_retention(store, engine, tokens, args.run_retention);
+            toolsmith_gateway::Gateway::with_retention(store, engine, tokens, args.run_retention);
         if let Some(secret) = local_token {
-            state.set_local_token(toolsmith_server::LocalToken {
+            state.set_local_token(toolsmith_gateway::LocalToken {
                 secret,
                 file: crate::local_admin::file(),
             });
@@ -165,15 +165,15 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                  cannot forward calls for this one's sessions (they answer session_elsewhere)"
             ),
         }
-        toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
+        toolsmith_gateway::start::follow_registry(&state, toolsmith_gateway::start::FOLLOW_INTERVAL);
         // Upstream MCP servers start in the background: serve answers at once.
-        toolsmith_server::federation::start(&state);
+        toolsmith_gateway::federation::start(&state);
         // The registry's Python script tools find a warm runtime started at their first call.
-        toolsmith_server::prewarm_registry(&state);
+        toolsmith_gateway::start::prewarm_registry(&state);
         let log = state.runs.clone();
         let metrics_on = args.metrics == "on";
         if let (true, Some(addr)) = (metrics_on, args.metrics_addr) {
-            toolsmith_server::check_bind(addr, &state.tokens, state.jwt().is_some())
+            toolsmith_server::check_bind(addr, state.tokens(), state.jwt().is_some())
                 .map_err(|e| anyhow::anyhow!("--metrics-addr: {e}"))?;
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
@@ -297,10 +297,13 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
         }
         let sessions = engine.sessions().clone();
         let upstreams = engine.upstreams().clone();
-        let state = toolsmith_server::AppState::new(store, engine, Vec::new());
-        toolsmith_server::follow_registry(&state, toolsmith_server::FOLLOW_INTERVAL);
-        toolsmith_server::federation::start(&state);
-        toolsmith_server::prewarm_registry(&state);
+        let state = toolsmith_gateway::Gateway::new(store, engine, Vec::new());
+        toolsmith_gateway::start::follow_registry(
+            &state,
+            toolsmith_gateway::start::FOLLOW_INTERVAL,
+        );
+        toolsmith_gateway::federation::start(&state);
+        toolsmith_gateway::start::prewarm_registry(&state);
         let log = state.runs.clone();
         let handler = toolsmith_server::mcp::McpServer::new(
             state,

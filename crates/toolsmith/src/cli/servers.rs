@@ -341,10 +341,10 @@ fn decide(name: String, tools: Vec<String>, args: ServersArgs, approve: bool) ->
         let done = match (held::is_openapi_source(&name), approve) {
             (true, true) => held::approve_held(&store, &name, &tools, &author).await?,
             (true, false) => held::reject_held(&store, &name, &tools).await?,
-            (false, true) => toolsmith_server::federation::approve(&store, &name, &tools, &author)
+            (false, true) => toolsmith_gateway::federation::approve(&store, &name, &tools, &author)
                 .await
                 .map_err(anyhow::Error::msg)?,
-            (false, false) => toolsmith_server::federation::reject(&store, &name, &tools)
+            (false, false) => toolsmith_gateway::federation::reject(&store, &name, &tools)
                 .await
                 .map_err(anyhow::Error::msg)?,
         };

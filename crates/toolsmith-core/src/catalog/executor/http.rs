@@ -4,7 +4,7 @@
 
 use crate::http::{
     BodyMode, HttpAuth, HttpCall, METHODS, RESERVED_HEADERS, is_header_name, is_header_value,
-    method_has_body, placeholders, wire_name,
+    method_has_body, placeholders,
 };
 use crate::model::ParamType;
 
@@ -257,7 +257,7 @@ pub(in crate::catalog) fn settle(
     let mut body = Vec::new();
     for (i, p) in params.iter().enumerate() {
         let place = p.injection.inject_as;
-        let wire = wire_name(p).to_owned();
+        let wire = p.wire_name().to_owned();
         let key = match place {
             InjectAs::Header => wire.to_ascii_lowercase(),
             _ => wire.clone(),
@@ -311,7 +311,7 @@ pub(in crate::catalog) fn settle(
     for name in &in_path {
         let declared = params
             .iter()
-            .any(|p| p.injection.inject_as == InjectAs::Path && wire_name(p) == name);
+            .any(|p| p.injection.inject_as == InjectAs::Path && p.wire_name() == name);
         if !declared {
             e.push(
                 &f.at("http"),

@@ -1,0 +1,481 @@
+//! Upstream MCP servers behind the registry (SPEC §11): the engine's upstreams follow the
+//! registry's servers, and what an upstream lists becomes registry tools — pinned.
+//!
+//! **Invariant:** what a model sees of an upstream tool is what the operator approved. The
+//! first listing of a server (no pins yet) approves every tool it lists, as version 1. After
+//! that each listing is compared with the pins, tool by tool: under `on_change: hold` a
+//! difference (a new tool, a changed description, schema, title, annotations or output
+//! schema, a removed tool) is recorded as a pending change and the registry tool stays the
+//! approved one — a removed tool is disabled at once; under `on_change: accept` it is applied
+//! at once as a new version authored `upstream:<server>`. Approving a change pins what the
+//! upstream says now and saves the tool (author `upstream:<server>`, summary naming who
+//! approved); rejecting keeps the change out until the upstream changes again.
+//!
+//! A name an upstream tool would get that another server's tool or a local tool already has
+//! is never taken: the tool is left out and the collision is reported (log and status).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use toolsmith_core::Tool;
+use toolsmith_core::model::Executor;
+use toolsmith_core::upstream::{McpServer, OnChange, pinned};
+use toolsmith_exec::upstream::Event;
+use toolsmith_store::{
+    Change, Query, Registry, Store, StoreError, StoreExt, UpstreamChange, UpstreamStore,
+    same_definition,
+};
+
+use crate::Gateway;
+
+/// Starts following: the engine's upstreams are set from the registry now and whenever it
+/// changes; each listing is reconciled with the pins. Runs until the process ends.
+pub fn start(state: &Arc<Gateway>) -> tokio::task::JoinHandle<()> {
+    let state = state.clone();
+    let mut events = state.engine.upstreams().subscribe();
+    let mut changes = state.subscribe();
+    tokio::spawn(async move {
+        let mut known: Vec<McpServer> = Vec::new();
+        sync_servers(&state, &mut known).await;
+        loop {
+            tokio::select! {
+                event = events.recv() => match event {
+                    Ok(Event::Listed { server, tools }) => {
+                        if let Err(e) = reconcile(&state, &server, &tools).await {
+                            tracing::error!(server = %server, "applying the tools MCP server `{server}` listed: {e}");
+                        }
+                    }
+                    Ok(Event::Status { .. }) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                },
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    sync_servers(&state, &mut known).await;
+                }
+            }
+        }
+    })
+}
+
+/// Sets the engine's upstreams to the registry's servers when they changed, and takes the
+/// tools of servers that are gone out of the registry.
+async fn sync_servers(state: &Arc<Gateway>, known: &mut Vec<McpServer>) {
+    let servers: Vec<McpServer> = match state.store.servers().await {
+        Ok(records) => records.into_iter().map(|r| r.server).collect(),
+        Err(e) => {
+            tracing::error!("reading the MCP servers of the registry: {e}");
+            return;
+        }
+    };
+    if servers == *known {
+        return;
+    }
+    state.engine.upstreams().set(servers.clone());
+    let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+    if let Ok(all) = state.store.search_all(everything()).await {
+        for record in all {
+            if let Executor::Mcp(target) = &record.tool.executor
+                && !names.contains(&target.server.as_str())
+            {
+                let summary = format!("MCP server `{}` was removed", target.server);
+                let _ = state
+                    .store
+                    .delete(
+                        record.tool.name.as_str(),
+                        Change {
+                            author: &upstream_author(&target.server),
+                            summary: &summary,
+                        },
+                    )
+                    .await;
+            }
+        }
+    }
+    *known = servers;
+    state.changed();
+}
+
+fn everything() -> Query {
+    Query {
+        include_disabled: true,
+        ..Query::default()
+    }
+}
+
+/// `upstream:<server>`: the author of what an upstream changed.
+pub fn upstream_author(server: &str) -> String {
+    format!("upstream:{server}")
+}
+
+/// Applies one listing of `server` to the registry, by its pins and its `on_change`.
+pub async fn reconcile(
+    state: &Arc<Gateway>,
+    server: &str,
+    listed: &[Value],
+) -> Result<(), StoreError> {
+    let def = state.store.get_server(server).await?.server;
+    let pins: BTreeMap<String, Value> = state
+        .store
+        .pins(server)
+        .await?
+        .into_iter()
+        .map(|p| (p.tool, p.pinned))
+        .collect();
+    let changes: BTreeMap<String, UpstreamChange> = state
+        .store
+        .changes(Some(server))
+        .await?
+        .into_iter()
+        .map(|c| (c.tool.clone(), c))
+        .collect();
+    let first = pins.is_empty();
+    let author = upstream_author(server);
+    let mut problems = Vec::new();
+    let now: BTreeMap<String, Value> = listed
+        .iter()
+        .filter_map(|t| {
+            let name = t.get("name")?.as_str()?.to_owned();
+            def.serves(&name).then(|| (name, pinned(t)))
+        })
+        .collect();
+    for (tool, said) in &now {
+        match pins.get(tool) {
+            Some(p) if p == said => {
+                // The upstream says what was approved: nothing waits, and the served tool
+                // follows the server's overrides.
+                if changes.contains_key(tool) {
+                    state.store.drop_change(server, tool).await?;
+                }
+                if let Err(e) = save(&state.store, &def, said, &author, "approved definition").await
+                {
+                    problems.push(e);
+                }
+            }
+            None if first || def.on_change == OnChange::Accept => {
+                match save(&state.store, &def, said, &author, "listed by the upstream").await {
+                    Ok(()) => {
+                        state
+                            .store
+                            .set_pin(server, tool, Some(said), &author)
+                            .await?
+                    }
+                    Err(e) => problems.push(e),
+                }
+            }
+            Some(_) if def.on_change == OnChange::Accept => {
+                match save(&state.store, &def, said, &author, "changed by the upstream").await {
+                    Ok(()) => {
+                        state
+                            .store
+                            .set_pin(server, tool, Some(said), &author)
+                            .await?
+                    }
+                    Err(e) => problems.push(e),
+                }
+            }
+            pinned_now => {
+                let kind = if pinned_now.is_some() {
+                    "changed"
+                } else {
+                    "added"
+                };
+                hold(state, server, tool, kind, Some(said), changes.get(tool)).await?;
+            }
+        }
+    }
+    for tool in pins.keys().filter(|t| !now.contains_key(*t)) {
+        match def.on_change {
+            OnChange::Accept => {
+                retire(
+                    &state.store,
+                    &def,
+                    tool,
+                    &author,
+                    "no longer offered by the upstream",
+                    true,
+                )
+                .await?;
+                state.store.set_pin(server, tool, None, &author).await?;
+            }
+            OnChange::Hold => {
+                // Not served any more: its calls could not succeed.
+                retire(
+                    &state.store,
+                    &def,
+                    tool,
+                    &author,
+                    "no longer offered by the upstream",
+                    false,
+                )
+                .await?;
+                hold(state, server, tool, "removed", None, changes.get(tool)).await?;
+            }
+        }
+    }
+    // A change whose tool the upstream offers as pinned again, or stopped offering before
+    // it was ever approved, is moot.
+    for (tool, c) in &changes {
+        let moot = match c.kind.as_str() {
+            "added" => !now.contains_key(tool),
+            "removed" => now.contains_key(tool),
+            _ => false,
+        };
+        if moot {
+            state.store.drop_change(server, tool).await?;
+        }
+    }
+    for p in &problems {
+        tracing::warn!(server = %server, "{p}");
+    }
+    state.federation_problems.set(server, problems);
+    state.changed();
+    Ok(())
+}
+
+/// Records a pending change, unless the same one is already recorded (pending, or rejected:
+/// a rejected change stays out until the upstream says something else).
+async fn hold(
+    state: &Arc<Gateway>,
+    server: &str,
+    tool: &str,
+    kind: &str,
+    said: Option<&Value>,
+    recorded: Option<&UpstreamChange>,
+) -> Result<(), StoreError> {
+    if recorded.is_some_and(|c| c.kind == kind && c.pinned.as_ref() == said) {
+        return Ok(());
+    }
+    tracing::warn!(server = %server, tool = %tool, "MCP server `{server}` {kind} tool `{tool}`; held for approval (on_change: hold)");
+    state
+        .store
+        .put_change(&UpstreamChange {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            kind: kind.to_owned(),
+            pinned: said.cloned(),
+            status: "pending".into(),
+            detected_at_ms: now_ms(),
+        })
+        .await
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Saves the registry tool `said` (an upstream tool's pinned part) becomes under `def`: a new
+/// tool at version 1, a new version when it differs, nothing when it is the same. A name held
+/// by a tool that is not this upstream tool is refused, naming both.
+pub async fn save(
+    store: &Registry,
+    def: &McpServer,
+    said: &Value,
+    author: &str,
+    summary: &str,
+) -> Result<(), String> {
+    let tool = def
+        .tool_from(said)
+        .map_err(|e| format!("tool {}: {e}", said["name"]))?;
+    // The registry reads definitions back through the loader: refuse here what it would.
+    let tool = toolsmith_store::definition_to_tool(
+        &tool.to_catalog_value(toolsmith_core::model::Secrets::Keep),
+    )
+    .map_err(|e| {
+        format!(
+            "tool {} of MCP server `{}` cannot be served: {e}",
+            said["name"], def.name
+        )
+    })?;
+    let change = Change { author, summary };
+    match store.get(tool.name.as_str()).await {
+        Ok(current) => {
+            if !same_target(&current.tool, &tool) {
+                return Err(collision(&tool, &current.tool));
+            }
+            if same_definition(&current.tool, &tool) {
+                return Ok(());
+            }
+            store
+                .update(&tool, current.version, change)
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string())
+        }
+        Err(StoreError::NotFound(_)) => match store.create(&tool, change).await {
+            Ok(_) => Ok(()),
+            Err(StoreError::Exists(_)) => Err(format!(
+                "tool `{}` of MCP server `{}` collides with a tool created meanwhile",
+                tool.name, def.name
+            )),
+            Err(e) => Err(e.to_string()),
+        },
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Whether `a` and `b` are the same upstream tool (so one may replace the other).
+fn same_target(a: &Tool, b: &Tool) -> bool {
+    matches!((&a.executor, &b.executor), (Executor::Mcp(x), Executor::Mcp(y)) if x == y)
+}
+
+fn collision(new: &Tool, held: &Tool) -> String {
+    let Executor::Mcp(target) = &new.executor else {
+        return format!("tool name `{}` is taken", new.name);
+    };
+    let by = match &held.executor {
+        Executor::Mcp(t) => format!("tool `{}` of MCP server `{}`", t.tool, t.server),
+        other => format!("the local {} tool", other.kind()),
+    };
+    format!(
+        "tool `{}` of MCP server `{}` would be named `{}`, which {by} already is; give one a `prefix` or a `tools.{}.name` override",
+        target.tool, target.server, new.name, target.tool
+    )
+}
+
+/// Disables (or, when `delete`, deletes) the registry tool of the upstream tool `tool`.
+async fn retire(
+    store: &Registry,
+    def: &McpServer,
+    tool: &str,
+    author: &str,
+    summary: &str,
+    delete: bool,
+) -> Result<(), StoreError> {
+    let Ok(name) = def.tool_name(tool) else {
+        return Ok(());
+    };
+    let Ok(current) = store.get(name.as_str()).await else {
+        return Ok(());
+    };
+    if !matches!(&current.tool.executor, Executor::Mcp(t) if t.server == def.name && t.tool == tool)
+    {
+        return Ok(());
+    }
+    let change = Change { author, summary };
+    match delete {
+        true => store.delete(name.as_str(), change).await,
+        false => store
+            .set_enabled(name.as_str(), false, change)
+            .await
+            .map(drop),
+    }
+}
+
+/// Approves the pending changes of `server` (all, or those of `tools`): pins what the
+/// upstream says now and saves the tools. Returns the upstream tool names approved.
+pub async fn approve(
+    store: &Registry,
+    server: &str,
+    tools: &[String],
+    by: &str,
+) -> Result<Vec<String>, String> {
+    let def = store
+        .get_server(server)
+        .await
+        .map_err(|e| e.to_string())?
+        .server;
+    let pending = decided(store, server, tools).await?;
+    let author = upstream_author(server);
+    let summary = format!("approved by {by}");
+    let mut done = Vec::new();
+    for c in pending {
+        match &c.pinned {
+            Some(said) => {
+                save(store, &def, said, &author, &summary).await?;
+                // An approved tool is served: enable what a removal had disabled.
+                if let Ok(name) = def.tool_name(&c.tool) {
+                    let _ = store
+                        .set_enabled(
+                            name.as_str(),
+                            def.tools
+                                .get(&c.tool)
+                                .and_then(|o| o.enabled)
+                                .unwrap_or(true),
+                            Change {
+                                author: &author,
+                                summary: &summary,
+                            },
+                        )
+                        .await;
+                }
+                store
+                    .set_pin(server, &c.tool, Some(said), by)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            None => {
+                retire(store, &def, &c.tool, &author, &summary, true)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                store
+                    .set_pin(server, &c.tool, None, by)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        store
+            .drop_change(server, &c.tool)
+            .await
+            .map_err(|e| e.to_string())?;
+        done.push(c.tool);
+    }
+    Ok(done)
+}
+
+/// Rejects the pending changes of `server` (all, or those of `tools`): they stay out until
+/// the upstream changes again. Returns the upstream tool names rejected.
+pub async fn reject(
+    store: &Registry,
+    server: &str,
+    tools: &[String],
+) -> Result<Vec<String>, String> {
+    let pending = decided(store, server, tools).await?;
+    let mut done = Vec::new();
+    for mut c in pending {
+        c.status = "rejected".into();
+        store.put_change(&c).await.map_err(|e| e.to_string())?;
+        done.push(c.tool);
+    }
+    Ok(done)
+}
+
+/// The pending changes of `server` named by `tools` (all when empty); an unknown name is an
+/// error listing the pending ones.
+async fn decided(
+    store: &Registry,
+    server: &str,
+    tools: &[String],
+) -> Result<Vec<UpstreamChange>, String> {
+    store.get_server(server).await.map_err(|e| e.to_string())?;
+    let pending: Vec<UpstreamChange> = store
+        .changes(Some(server))
+        .await
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .filter(|c| c.status == "pending")
+        .collect();
+    if let Some(unknown) = tools
+        .iter()
+        .find(|t| !pending.iter().any(|c| &c.tool == *t))
+    {
+        let names: Vec<&str> = pending.iter().map(|c| c.tool.as_str()).collect();
+        return Err(format!(
+            "no pending change of tool {unknown:?} on MCP server `{server}` (pending: {})",
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        ));
+    }
+    Ok(pending
+        .into_iter()
+        .filter(|c| tools.is_empty() || tools.contains(&c.tool))
+        .collect())
+}

@@ -1,0 +1,23 @@
+//! What could not be served of each upstream's tools (name collisions, definitions the loader
+//! refuses), by server: found by [`crate::federation`], shown with the server's status.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Problems found while turning a server's listing into tools (name collisions, definitions
+/// the loader refuses), by server: shown with its status.
+#[derive(Default)]
+pub struct Problems(Mutex<HashMap<String, Vec<String>>>);
+
+impl Problems {
+    pub fn of(&self, server: &str) -> Vec<String> {
+        lock(&self.0).get(server).cloned().unwrap_or_default()
+    }
+    pub(crate) fn set(&self, server: &str, list: Vec<String>) {
+        lock(&self.0).insert(server.to_owned(), list);
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
