@@ -17,8 +17,9 @@ use toolsmith_core::agent::history::{ToolCall, answered};
 use toolsmith_core::agent::machine::{Effect, Event, Machine, State};
 use toolsmith_core::agent::stream::{Delta, Usage};
 use toolsmith_core::render::{RenderOptions, Rendered, find_by_exported_name, render};
-use toolsmith_core::{CompiledTool, ErrorKind, Tool, ToolResult, plan};
-use toolsmith_exec::{CallOptions, Engine};
+use toolsmith_core::{CompiledTool, ErrorKind, ToolResult, plan};
+use toolsmith_gateway::call::Door;
+use toolsmith_gateway::{CallOptions, Gateway};
 
 use crate::provider::{Listener, Provider};
 use crate::transcript::Transcript;
@@ -110,22 +111,19 @@ pub struct Tools {
 }
 
 impl Tools {
-    /// The enabled `tools` for a provider using `format`.
-    pub fn new(tools: Vec<Tool>, format: toolsmith_core::Format) -> Result<Self, String> {
-        let enabled: Vec<Tool> = tools.into_iter().filter(|t| t.enabled).collect();
-        let rendered = match render(&enabled, format, RenderOptions::default()) {
+    /// The gateway's tools (`compiled`: enabled, in the caller's view) for a provider using
+    /// `format`.
+    pub fn new(compiled: Vec<Arc<CompiledTool>>, format: toolsmith_core::Format) -> Self {
+        let tools: Vec<_> = compiled.iter().map(|c| c.tool.clone()).collect();
+        let rendered = match render(&tools, format, RenderOptions::default()) {
             Rendered::Json(v) => v,
             Rendered::Xml(_) => Value::Array(Vec::new()),
         };
-        let compiled = enabled
-            .into_iter()
-            .map(|t| CompiledTool::new(t, 1).map(Arc::new))
-            .collect::<Result<_, _>>()?;
-        Ok(Self {
+        Self {
             compiled,
             rendered,
             format,
-        })
+        }
     }
 
     /// The tool a call names (by the name the provider saw).
@@ -143,12 +141,14 @@ impl Tools {
     }
 }
 
-/// An agent: the machine, the model, the tools, the engine, the user.
+/// An agent: the machine, the model, the tools, the gateway its calls go through, the user.
 pub struct Agent {
     pub machine: Machine,
     pub provider: Provider,
     pub tools: Tools,
-    pub engine: Arc<Engine>,
+    /// Every call takes the gateway's one call path (door `chat`): counted and logged like
+    /// any other door's.
+    pub gateway: Arc<Gateway>,
     pub approval: Approval,
     pub system: Option<String>,
     pub ui: Box<dyn Ui>,
@@ -390,7 +390,7 @@ impl Agent {
             // The model's answer, a span of the turn's trace (SPEC §15).
             let fut = tracing::Instrument::instrument(
                 fut,
-                tracing::info_span!(target: toolsmith_exec::trace::TARGET, "model"),
+                tracing::info_span!(target: toolsmith_gateway::trace::TARGET, "model"),
             );
             tokio::select! {
                 r = fut => Some(r),
@@ -529,7 +529,13 @@ impl Agent {
         let interrupt = self.interrupt.clone();
         let mut waited = 0;
         let result = loop {
-            let fut = self.engine.call(
+            let door = Door {
+                label: "chat".into(),
+                caller: None,
+                log_name: "chat".into(),
+            };
+            let fut = self.gateway.call(
+                door,
                 &tool,
                 Value::String(call.arguments.clone()),
                 CallOptions::new("chat", confirmed),

@@ -2,7 +2,7 @@
 //! state machine, the conversation, the stream readers — is `toolsmith_core::agent`; this
 //! crate does what that half asks for: it talks to the model ([`provider`]: OpenAI-compatible
 //! Chat Completions and Anthropic Messages, streamed, with retries), runs tools through the
-//! engine and asks the user ([`driver`]), and keeps each conversation as JSONL
+//! gateway's one call path and asks the user ([`driver`]), and keeps each conversation as JSONL
 //! ([`transcript`]).
 //!
 //! **Invariant:** the loop never sends the model a request in which a tool call it made is

@@ -97,6 +97,21 @@ impl Admitted {
 }
 
 impl Gateway {
+    /// A call through `door` with nothing asked of the user between admitting and running
+    /// it (a door that asks goes through [`Door::admit`] and [`Admitted::run`] itself).
+    pub async fn call(
+        self: &Arc<Self>,
+        door: Door,
+        tool: &Arc<CompiledTool>,
+        arguments: Value,
+        options: CallOptions,
+    ) -> ToolResult {
+        match door.admit(self, tool, &arguments).await {
+            Ok(admitted) => admitted.run(arguments, None, options).await,
+            Err(refused) => refused,
+        }
+    }
+
     /// Whether `caller` may call `tool` now under its own rate limit (its token's, else the
     /// server's): `None`, or the refusal (kind `rate_limited`, `meta.retry_after_ms`).
     pub async fn admit(&self, caller: &Caller, tool: &CompiledTool) -> Option<ToolResult> {

@@ -18,10 +18,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
+use std::time::Duration;
 use toolsmith_core::Tool;
 use toolsmith_core::model::Executor;
 use toolsmith_core::upstream::{McpServer, OnChange, pinned};
-use toolsmith_exec::upstream::Event;
+
+use toolsmith_exec::upstream::{Event, Status};
 use toolsmith_store::{
     Change, Query, Registry, Store, StoreError, StoreExt, UpstreamChange, UpstreamStore,
     same_definition,
@@ -59,6 +61,50 @@ pub fn start(state: &Arc<Gateway>) -> tokio::task::JoinHandle<()> {
             }
         }
     })
+}
+
+impl Gateway {
+    /// Waits until every enabled server of the registry has had a listing applied, or
+    /// failed, for at most `timeout`: what a command that shows its tools once (`chat` over a
+    /// catalog) needs before it reads them. Answers the servers left out, each with why.
+    pub async fn settle_upstreams(&self, timeout: Duration) -> Vec<(String, String)> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let servers: Vec<String> = match self.store.servers().await {
+            Ok(records) => records
+                .into_iter()
+                .filter(|r| r.server.enabled)
+                .map(|r| r.server.name)
+                .collect(),
+            Err(e) => return vec![("(all)".into(), e.to_string())],
+        };
+        loop {
+            let mut pending = Vec::new();
+            let mut failed = Vec::new();
+            for name in &servers {
+                if self.federation_problems.applied(name) {
+                    continue;
+                }
+                match self.engine.upstreams().status_of(name) {
+                    Some(s) if s.status == Status::Failed => {
+                        failed.push((name.clone(), s.last_error.unwrap_or_default()));
+                    }
+                    _ => pending.push(name.clone()),
+                }
+            }
+            if pending.is_empty() {
+                return failed;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                failed.extend(
+                    pending
+                        .into_iter()
+                        .map(|n| (n, "no tool list in time".to_owned())),
+                );
+                return failed;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
 }
 
 /// Sets the engine's upstreams to the registry's servers when they changed, and takes the

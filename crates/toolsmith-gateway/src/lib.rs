@@ -84,6 +84,16 @@ pub struct Gateway {
     directory: Arc<sessions::RegistryDirectory>,
 }
 
+/// What the gateway could not do for a door.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    #[error(transparent)]
+    Store(#[from] toolsmith_store::StoreError),
+    /// A stored definition that does not compile (a registry written by a newer version).
+    #[error("tool {0:?}: {1}")]
+    Compile(String, String),
+}
+
 /// Set once, at start.
 struct Settings {
     public_url: Option<String>,
@@ -245,6 +255,26 @@ impl Gateway {
             return Ok(view::View::everything());
         }
         view::resolve(&self.toolsets().await?, caller, ask)
+    }
+
+    /// The enabled tools `view` admits, compiled at their current version, in name order.
+    pub async fn enabled_tools(
+        &self,
+        view: &view::View,
+    ) -> Result<Vec<Arc<CompiledTool>>, GatewayError> {
+        use toolsmith_store::StoreExt;
+        let records = self
+            .store
+            .search_all(toolsmith_store::Query::default())
+            .await?;
+        records
+            .into_iter()
+            .filter(|r| view.admits(&r.tool))
+            .map(|r| {
+                self.compiled(&r.tool, r.version)
+                    .map_err(|e| GatewayError::Compile(r.tool.name.to_string(), e))
+            })
+            .collect()
     }
 
     /// The metrics as text, with what is sampled at scrape time.

@@ -1,5 +1,6 @@
 //! What could not be served of each upstream's tools (name collisions, definitions the loader
-//! refuses), by server: found by [`crate::federation`], shown with the server's status.
+//! refuses), by server: found by [`crate::federation`] each time it applies a listing, shown
+//! with the server's status.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -13,6 +14,11 @@ impl Problems {
     pub fn of(&self, server: &str) -> Vec<String> {
         lock(&self.0).get(server).cloned().unwrap_or_default()
     }
+    /// Whether a listing of `server` was applied to the registry since this process started.
+    pub fn applied(&self, server: &str) -> bool {
+        lock(&self.0).contains_key(server)
+    }
+
     pub(crate) fn set(&self, server: &str, list: Vec<String>) {
         lock(&self.0).insert(server.to_owned(), list);
     }

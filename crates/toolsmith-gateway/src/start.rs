@@ -1,11 +1,73 @@
-//! Starting the gateway's background work: following the registry's changes made by other
-//! processes, and warming the Python runtimes the registry's tools will need.
+//! Starting and stopping the gateway, the same for every long-running command (`serve`,
+//! `mcp`, `chat`): who may call ([`Startup`]), then the background work — following the
+//! registry's changes made by other processes, the upstream MCP servers, warm Python
+//! runtimes for the registry's tools — and, at the end, sessions and upstreams ended and the
+//! run log flushed ([`Gateway::stop`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use toolsmith_exec::Engine;
+use toolsmith_store::Registry;
+
 use crate::Gateway;
+use crate::identity::{LocalToken, Token};
+use crate::jwt::JwtVerifier;
+
+/// How a gateway starts.
+#[derive(Default)]
+pub struct Startup {
+    /// Static bearer tokens.
+    pub tokens: Vec<Token>,
+    /// Entries kept in the execution log (0: [`crate::DEFAULT_RUN_RETENTION`]).
+    pub run_retention: usize,
+    /// The local admin's secret, asked of every request when there are no tokens and no JWT
+    /// issuer.
+    pub local_token: Option<LocalToken>,
+    /// JWTs accepted besides the tokens.
+    pub jwt: Option<Arc<JwtVerifier>>,
+    /// How clients reach this server (the protected resource metadata).
+    pub public_url: Option<String>,
+    /// The rate limit of callers whose token gives none.
+    pub rate_limit: Option<toolsmith_core::rate::RateLimit>,
+    /// Where other replicas reach this one for its sessions.
+    pub advertise: Option<String>,
+}
+
+impl Gateway {
+    /// The gateway over `store` and `engine`, started: rate limits shared when the registry
+    /// is (PostgreSQL), the registry followed, the upstream MCP servers started in the
+    /// background, warm runtimes started for the registry's Python tools. Inside a Tokio
+    /// runtime.
+    pub fn start(store: Registry, engine: Arc<Engine>, startup: Startup) -> Arc<Self> {
+        let retention = match startup.run_retention {
+            0 => crate::DEFAULT_RUN_RETENTION,
+            n => n,
+        };
+        let gateway = Self::with_retention(store, engine, startup.tokens, retention);
+        if let Some(token) = startup.local_token {
+            gateway.set_local_token(token);
+        }
+        gateway.set_identity_with(startup.jwt, startup.public_url, startup.rate_limit);
+        gateway.share_rate_limits();
+        if let Some(url) = &startup.advertise {
+            gateway.advertise(url);
+        }
+        follow_registry(&gateway, FOLLOW_INTERVAL);
+        crate::federation::start(&gateway);
+        prewarm_registry(&gateway);
+        gateway
+    }
+
+    /// Stops what the gateway started: sessions get `grace` to exit after TERM, upstream
+    /// servers likewise, and every call answered is written to the execution log.
+    pub async fn stop(&self, grace: Duration) {
+        self.engine.sessions().shutdown(grace).await;
+        self.engine.upstreams().shutdown(grace).await;
+        self.runs.flush().await;
+    }
+}
 
 /// How often [`follow_registry`] looks at the registry's generation.
 pub const FOLLOW_INTERVAL: Duration = Duration::from_millis(250);

@@ -15,10 +15,12 @@ use toolsmith_agent::{Agent, Answer, Approval, Kind, Outcome, Provider, Tools, U
 use toolsmith_core::agent::history::ToolCall;
 use toolsmith_core::agent::machine::{Effect, Machine};
 use toolsmith_core::agent::stream::{Delta, Usage};
-use toolsmith_core::upstream::McpServer;
-use toolsmith_core::{Tool, ToolResult};
-use toolsmith_exec::Engine;
-use toolsmith_store::{Query, StoreExt, ToolsetStore, UpstreamStore};
+use toolsmith_core::{CompiledTool, ToolResult};
+use toolsmith_gateway::start::Startup;
+use toolsmith_gateway::upstream::START_TIMEOUT;
+use toolsmith_gateway::view::{Ask, ViewError};
+use toolsmith_gateway::{Caller, Engine, Gateway};
+use toolsmith_store::Registry;
 
 use crate::source::load_catalog;
 
@@ -148,11 +150,23 @@ pub fn run(args: ChatArgs) -> Result<std::process::ExitCode> {
         .build()
         .context("starting the runtime")?;
     rt.block_on(async move {
-        let upstreams = engine.upstreams().clone();
-        let tools = load_tools(&args, &engine).await?;
-        // The model's first Python tool call finds a warm runtime started.
-        engine.prewarm(&tools);
-        let tools = Tools::new(tools, kind.format()).map_err(anyhow::Error::msg)?;
+        // The gateway every door calls through; its start warms the Python runtimes the
+        // tools need and starts their MCP servers.
+        let (store, private) = open_tools(&args).await?;
+        let gateway = Gateway::start(store, engine, Startup::default());
+        if private.is_some() {
+            // A catalog's servers: their first listing is taken, as `serve` does.
+            for (name, why) in gateway.settle_upstreams(START_TIMEOUT).await {
+                eprintln!("toolsmith: MCP server {name} left out: {why}");
+            }
+        }
+        let tools = match offered(&gateway, args.toolset.as_deref()).await {
+            Ok(tools) => Tools::new(tools, kind.format()),
+            Err(e) => {
+                gateway.stop(Duration::from_secs(2)).await;
+                return Err(e);
+            }
+        };
         let header = Header {
             id: String::new(),
             provider: kind.as_str().into(),
@@ -181,7 +195,7 @@ pub fn run(args: ChatArgs) -> Result<std::process::ExitCode> {
             machine,
             provider,
             tools,
-            engine,
+            gateway: gateway.clone(),
             approval,
             system: args.system.clone(),
             ui,
@@ -203,102 +217,45 @@ pub fn run(args: ChatArgs) -> Result<std::process::ExitCode> {
             }
             None => repl(&mut agent, &id).await,
         };
-        // The MCP servers this chat started end with it.
-        upstreams.shutdown(Duration::from_secs(2)).await;
+        // The MCP servers this chat started end with it; its calls are in the run log.
+        gateway.stop(Duration::from_secs(2)).await;
+        drop(private);
         done
     })
 }
 
-/// The tools the model may call: the catalog's, or the registry's enabled ones; their MCP
-/// servers are handed to the engine (a registry's tools are the approved definitions; a
-/// catalog's servers are started and their first listing is taken, as `serve` does).
-async fn load_tools(args: &ChatArgs, engine: &Engine) -> Result<Vec<Tool>> {
+/// The registry the tools come from: `--db`'s, or a private one holding the catalog (kept
+/// while the folder lives).
+async fn open_tools(args: &ChatArgs) -> Result<(Registry, Option<tempfile::TempDir>)> {
+    let key = args.secret_key_file.as_deref();
     if let Some(db) = &args.db {
-        let store = crate::secret_key::open_registry(db, args.secret_key_file.as_deref()).await?;
-        let servers = store.servers().await?.into_iter().map(|r| r.server);
-        engine.upstreams().set(servers.collect());
-        let sets = store.toolsets().await?.into_iter().map(|r| r.toolset);
-        let tools = store
-            .search_all(Query::default())
-            .await?
-            .into_iter()
-            .map(|r| r.tool)
-            .collect();
-        return only_toolset(args.toolset.as_deref(), &sets.collect::<Vec<_>>(), tools);
+        return Ok((crate::secret_key::open_registry(db, key).await?, None));
     }
     let file = args
         .catalog
         .clone()
         .unwrap_or_else(|| PathBuf::from("examples/catalog.yaml"));
     let catalog = load_catalog(&file)?;
-    let mut tools = catalog.tools;
-    tools.extend(discover(engine, catalog.servers).await);
-    only_toolset(args.toolset.as_deref(), &catalog.toolsets, tools)
+    let (store, dir) = crate::seed::private_registry(&file, &catalog, key, "chat").await?;
+    Ok((store, Some(dir)))
 }
 
-/// The members of toolset `name` among `tools` (all of them without a name); an unknown name
-/// is an error naming the known ones.
-fn only_toolset(
-    name: Option<&str>,
-    sets: &[toolsmith_core::toolset::Toolset],
-    tools: Vec<Tool>,
-) -> Result<Vec<Tool>> {
-    let Some(name) = name else { return Ok(tools) };
-    let Some(set) = sets.iter().find(|s| s.name == name) else {
-        let known: Vec<&str> = sets.iter().map(|s| s.name.as_str()).collect();
-        anyhow::bail!(
-            "--toolset {name}: no such toolset; the toolsets are: {}",
-            if known.is_empty() {
-                "(none)".into()
-            } else {
-                known.join(", ")
-            }
-        );
+/// The tools the model may call: the registry's enabled tools in the view of toolset `name`
+/// (every one without a name), as the gateway compiled them; an unknown name is an error
+/// naming the known ones.
+async fn offered(gateway: &Gateway, name: Option<&str>) -> Result<Vec<Arc<CompiledTool>>> {
+    let ask = Ask {
+        endpoint: name.map(str::to_owned),
+        ..Ask::default()
     };
-    Ok(tools.into_iter().filter(|t| set.admits(t)).collect())
-}
-
-/// Starts `servers` and takes each one's tools from its first listing; a server that fails
-/// (or says nothing within the handshake timeout) is reported and left out.
-async fn discover(engine: &Engine, servers: Vec<McpServer>) -> Vec<Tool> {
-    use toolsmith_exec::upstream::{START_TIMEOUT, Status};
-    if servers.is_empty() {
-        return Vec::new();
-    }
-    engine.upstreams().set(servers.clone());
-    let deadline = Instant::now() + START_TIMEOUT;
-    let mut tools = Vec::new();
-    for server in &servers {
-        let name = &server.name;
-        let listed = loop {
-            let status = engine.upstreams().status_of(name);
-            let listed = engine.upstreams().tools_of(name);
-            match (&status, listed) {
-                (Some(st), Some(listed)) if st.status == Status::Ready => break Ok(listed),
-                (Some(st), _) if st.status == Status::Failed => {
-                    break Err(st.last_error.clone().unwrap_or_default());
-                }
-                _ if Instant::now() > deadline => break Err("no tool list in time".into()),
-                _ => tokio::time::sleep(Duration::from_millis(50)).await,
-            }
-        };
-        match listed {
-            Ok(listed) => {
-                for upstream in &listed {
-                    let wanted = upstream["name"].as_str().is_some_and(|n| server.serves(n));
-                    if !wanted {
-                        continue;
-                    }
-                    match server.tool_from(upstream) {
-                        Ok(tool) => tools.push(tool),
-                        Err(e) => eprintln!("toolsmith: MCP server {name}: {e}"),
-                    }
-                }
-            }
-            Err(why) => eprintln!("toolsmith: MCP server {name} left out: {why}"),
+    let view = match gateway.view(&Caller::local(), &ask).await {
+        Ok(view) => view,
+        Err(ViewError::UnknownEndpoint { name, known }) => {
+            bail!("--toolset {name}: no such toolset; the toolsets are: {known}")
         }
-    }
-    tools
+        Err(e) => return Err(e.into()),
+    };
+    Ok(gateway.enabled_tools(&view).await?)
 }
 
 /// Ctrl-C stops what is in progress; a second one within a second exits.

@@ -34,6 +34,7 @@ mod local_admin;
 mod options;
 mod output;
 mod secret_key;
+mod seed;
 mod source;
 mod telemetry;
 

@@ -532,6 +532,29 @@ pub(crate) fn redact_url(address: &str) -> String {
     }
 }
 
+/// The changes an import held for approval, per OpenAPI source (on stderr for servers).
+pub fn say_held(held: &[(String, toolsmith_store::held::HeldReport)], stderr: bool) {
+    let say = |line: String| {
+        if stderr {
+            say!("{line}");
+        } else {
+            outln!("  {line}");
+        }
+    };
+    for (source, r) in held {
+        if !r.held.is_empty() {
+            say(format!(
+                "held {} change(s) of {source} until approved: {} (toolsmith servers changes {source})",
+                r.held.len(),
+                r.held.join(", ")
+            ));
+        }
+        for t in &r.taken {
+            say(format!("{source}: skipped {}: {}", t.operation, t.reason));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -158,13 +158,19 @@ impl Env {
     }
 
     fn command(&self, m: &Model, provider: &str, args: &[&str]) -> Command {
+        let catalog = self.dir.path().join("catalog.yaml");
+        self.command_over(&["-c", catalog.to_str().expect("path")], m, provider, args)
+    }
+
+    /// The same, with the tools from `source` (`-c FILE` or `--db FILE`).
+    fn command_over(&self, source: &[&str], m: &Model, provider: &str, args: &[&str]) -> Command {
         let base = match provider {
             "anthropic" => format!("http://{}", m.addr),
             _ => format!("http://{}/v1", m.addr),
         };
         let mut c = Command::new(BIN);
-        c.args(["chat", "-c"])
-            .arg(self.dir.path().join("catalog.yaml"))
+        c.arg("chat")
+            .args(source)
             .args([
                 "--provider",
                 provider,
@@ -250,7 +256,8 @@ fn a_text_answer_streams_to_stdout() {
         .iter()
         .filter_map(|t| t["function"]["name"].as_str())
         .collect();
-    assert_eq!(names, ["list_dir", "delete_file", "echo_args", "nap"]);
+    // The gateway's tools, in name order (as MCP lists them).
+    assert_eq!(names, ["delete_file", "echo_args", "list_dir", "nap"]);
     assert_eq!(m.headers(0)["authorization"], "Bearer sk-test-secret-123");
     // The key is nowhere but in that header.
     assert!(!env.transcripts().contains("sk-test-secret"));
@@ -270,7 +277,7 @@ fn a_toolset_limits_what_the_model_is_offered() {
         .iter()
         .filter_map(|t| t["function"]["name"].as_str())
         .collect();
-    assert_eq!(names, ["list_dir", "echo_args"]);
+    assert_eq!(names, ["echo_args", "list_dir"]);
     let o = env.run(&m, "openai", &["--toolset", "loud", "Say hi"]);
     let (_, err) = text(&o);
     assert_ne!(o.status.code(), Some(0));
@@ -452,6 +459,53 @@ fn ask_with_yes_on_stdin_runs_the_dangerous_call() {
             .contains("\"success\":true"),
         "{msgs}"
     );
+}
+
+#[test]
+fn a_chats_calls_take_the_gateways_call_path_and_are_in_the_run_log() {
+    let env = Env::new();
+    let db = env.dir.path().join("registry.db");
+    let toolsmith = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .env("XDG_DATA_HOME", env.dir.path().join("data"))
+            .output()
+            .expect("toolsmith")
+    };
+    let catalog = env.dir.path().join("catalog.yaml");
+    let o = toolsmith(&["import", catalog.to_str().expect("path")]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let m = model(vec![
+        sse(&openai_calls(&[(
+            "c1",
+            "echo_args",
+            "{\"count\": 2, \"tags\": [\"a\"]}",
+        )])),
+        sse(TEXT_ONLY),
+    ]);
+    let db_arg = db.to_str().expect("path");
+    // The registry's key is the data folder's, made by the import.
+    let o = env
+        .command_over(&["--db", db_arg], &m, "openai", &["--json", "echo"])
+        .output()
+        .expect("run chat");
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    // The call reached the model's tool through the gateway: the registry's run log has it,
+    // under the door's caller, at the tool's registry version.
+    let o = toolsmith(&["runs", "--json", "--tool", "echo_args"]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let runs: Value = serde_json::from_slice(&o.stdout).expect("runs json");
+    let runs = runs
+        .as_array()
+        .or_else(|| runs["items"].as_array())
+        .expect("a list of runs")
+        .clone();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["caller"], "chat", "{runs:?}");
+    assert_eq!(runs[0]["version"], 1, "{runs:?}");
+    assert_eq!(runs[0]["kind"], "ok", "{runs:?}");
 }
 
 #[test]

@@ -11,7 +11,7 @@ pub(super) fn import(file: PathBuf, db: &DbArg, prune: bool, json: bool) -> Resu
         let toolsets = toolsmith_store::import_toolsets(&store, &catalog.toolsets, &author).await?;
         output::import_report(&file, &report, json);
         if !json {
-            say_held(&held, false);
+            output::say_held(&held, false);
         }
         if !catalog.servers.is_empty() && !json {
             outln!(
@@ -34,29 +34,6 @@ pub(super) fn import(file: PathBuf, db: &DbArg, prune: bool, json: bool) -> Resu
         }
         Ok(ExitCode::SUCCESS)
     })
-}
-
-/// The changes an import held for approval, per OpenAPI source (on stderr for servers).
-pub(super) fn say_held(held: &[(String, toolsmith_store::held::HeldReport)], stderr: bool) {
-    let say = |line: String| {
-        if stderr {
-            say!("{line}");
-        } else {
-            outln!("  {line}");
-        }
-    };
-    for (source, r) in held {
-        if !r.held.is_empty() {
-            say(format!(
-                "held {} change(s) of {source} until approved: {} (toolsmith servers changes {source})",
-                r.held.len(),
-                r.held.join(", ")
-            ));
-        }
-        for t in &r.taken {
-            say(format!("{source}: skipped {}: {}", t.operation, t.reason));
-        }
-    }
 }
 
 pub(super) fn history(name: String, db: &DbArg, json: bool) -> Result<ExitCode> {

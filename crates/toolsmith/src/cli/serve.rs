@@ -1,6 +1,8 @@
 //! `serve` (REST, MCP over HTTP and the web UI) and `mcp` (MCP over stdio).
 
 use super::*;
+use toolsmith_gateway::Gateway;
+use toolsmith_gateway::start::Startup;
 
 pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
     let _telemetry = crate::telemetry::init_logging(args.log_format, &args.traces)?;
@@ -64,7 +66,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                 r.unchanged.len(),
                 r.deleted.len()
             );
-            super::registry::say_held(&held, true);
+            crate::output::say_held(&held, true);
             if !catalog.servers.is_empty() {
                 let r = toolsmith_store::import_servers(&store, &catalog.servers, &author).await?;
                 say!(
@@ -145,32 +147,29 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         {
             allow_hosts.push(host);
         }
-        let sessions = engine.sessions().clone();
-        let upstreams = engine.upstreams().clone();
-        let state =
-            toolsmith_gateway::Gateway::with_retention(store, engine, tokens, args.run_retention);
-        if let Some(secret) = local_token {
-            state.set_local_token(toolsmith_gateway::LocalToken {
-                secret,
-                file: crate::local_admin::file(),
-            });
-        }
-        state.set_identity_with(jwt, args.jwt.public_url.clone(), args.rate_limit);
-        state.share_rate_limits();
-        match &advertise {
-            Some(url) => state.advertise(url),
-            None if args.advertise_url.is_some() => {}
-            None => say!(
+        if advertise.is_none() && args.advertise_url.is_none() {
+            say!(
                 "listening on every address with no --advertise-url: replicas of this registry \
                  cannot forward calls for this one's sessions (they answer session_elsewhere)"
-            ),
+            );
         }
-        toolsmith_gateway::start::follow_registry(&state, toolsmith_gateway::start::FOLLOW_INTERVAL);
-        // Upstream MCP servers start in the background: serve answers at once.
-        toolsmith_gateway::federation::start(&state);
-        // The registry's Python script tools find a warm runtime started at their first call.
-        toolsmith_gateway::start::prewarm_registry(&state);
-        let log = state.runs.clone();
+        let state = Gateway::start(
+            store,
+            engine,
+            Startup {
+                tokens,
+                run_retention: args.run_retention,
+                local_token: local_token.map(|secret| toolsmith_gateway::LocalToken {
+                    secret,
+                    file: crate::local_admin::file(),
+                }),
+                jwt,
+                public_url: args.jwt.public_url.clone(),
+                rate_limit: args.rate_limit,
+                advertise,
+            },
+        );
+        let gateway = state.clone();
         let metrics_on = args.metrics == "on";
         if let (true, Some(addr)) = (metrics_on, args.metrics_addr) {
             toolsmith_server::check_bind(addr, state.tokens(), state.jwt().is_some())
@@ -211,9 +210,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         .await?;
         // No session outlives the server; every call answered is in the execution log
         // before the process ends.
-        sessions.shutdown(SESSION_GRACE).await;
-        upstreams.shutdown(SESSION_GRACE).await;
-        log.flush().await;
+        gateway.stop(SESSION_GRACE).await;
         say!("stopped");
         Ok(ExitCode::SUCCESS)
     })
@@ -258,15 +255,6 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
     let engine = Arc::new(Engine::new(config).map_err(|e| anyhow::anyhow!("--workspace: {e}"))?);
     crate::options::say_sandbox(&engine);
     let author = args.db.author("mcp");
-    // A catalog alone is served from a registry of its own that lives as long as the server.
-    let private = match (&catalog, &args.db.db) {
-        (Some(_), None) => Some(tempfile::tempdir().context("creating a temporary registry")?),
-        _ => None,
-    };
-    let address = match &private {
-        Some(dir) => dir.path().join("registry.db").display().to_string(),
-        None => args.db.address(),
-    };
     // One client on a pipe: a single-threaded runtime answers it with fewer cross-thread
     // wake-ups than a pool would (measured: 0.05 ms less per proxied upstream call; see
     // bench/README.md). Tool processes, SQLite and the warm runtime work off this thread.
@@ -275,36 +263,25 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
         .build()
         .context("starting the runtime")?;
     rt.block_on(async move {
-        let store =
-            crate::secret_key::open_registry(&address, args.db.secret_key_file.as_deref()).await?;
-        if let Some((file, catalog)) = &catalog {
-            let servers =
-                toolsmith_store::import_servers(&store, &catalog.servers, &author).await?;
-            for why in &servers.skipped {
-                say!("skipped {why}");
+        let key = args.db.secret_key_file.as_deref();
+        // A catalog alone is served from a registry of its own that lives as long as the
+        // server.
+        let (store, private) = match (&catalog, &args.db.db) {
+            (Some((file, catalog)), None) => {
+                let (store, dir) =
+                    crate::seed::private_registry(file, catalog, key, &author).await?;
+                (store, Some(dir))
             }
-            toolsmith_store::import_toolsets(&store, &catalog.toolsets, &author).await?;
-            let (r, held) =
-                toolsmith_store::held::import_catalog(&store, catalog, false, &author).await?;
-            super::registry::say_held(&held, true);
-            tracing::info!(
-                "imported {}: {} created, {} updated, {} unchanged",
-                file.display(),
-                r.created.len(),
-                r.updated.len(),
-                r.unchanged.len()
-            );
-        }
-        let sessions = engine.sessions().clone();
-        let upstreams = engine.upstreams().clone();
-        let state = toolsmith_gateway::Gateway::new(store, engine, Vec::new());
-        toolsmith_gateway::start::follow_registry(
-            &state,
-            toolsmith_gateway::start::FOLLOW_INTERVAL,
-        );
-        toolsmith_gateway::federation::start(&state);
-        toolsmith_gateway::start::prewarm_registry(&state);
-        let log = state.runs.clone();
+            (catalog, _) => {
+                let store = crate::secret_key::open_registry(&args.db.address(), key).await?;
+                if let Some((file, catalog)) = catalog {
+                    crate::seed::import_catalog(&store, file, catalog, &author).await?;
+                }
+                (store, None)
+            }
+        };
+        let state = Gateway::start(store, engine, Startup::default());
+        let gateway = state.clone();
         let handler = toolsmith_server::mcp::McpServer::new(
             state,
             toolsmith_server::mcp::McpOptions {
@@ -327,9 +304,7 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
             r = service.waiting() => { r.context("MCP on stdio")?; }
             _ = shutdown_signal() => {}
         }
-        sessions.shutdown(SESSION_GRACE).await;
-        upstreams.shutdown(SESSION_GRACE).await;
-        log.flush().await;
+        gateway.stop(SESSION_GRACE).await;
         drop(private);
         Ok(ExitCode::SUCCESS)
     })
