@@ -43,7 +43,7 @@ use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use toolsmith_core::CompiledTool;
 use toolsmith_core::model::{Executor, Limits, OutputMode, Tool};
-use toolsmith_core::plan::{self, Invocation};
+use toolsmith_core::plan::{self, Invocation, Process};
 use toolsmith_core::result::{ErrorKind, Meta, ToolResult};
 use tracing::Instrument;
 
@@ -502,13 +502,29 @@ impl Engine {
                 self.builtin(t, name, prepared_arguments.clone(), meta)
                     .await
             }
-            Executor::Command(_) => self.run_command(t, invocation, meta).await,
-            Executor::Script(s) => self.run_script(t, s, invocation, meta).await,
             Executor::Mcp(target) => {
                 self.run_mcp(t, target, prepared_arguments.clone(), opts, meta)
                     .await
             }
-            Executor::Http(call) => self.run_http(t, call, invocation, meta).await,
+            Executor::Command(_) | Executor::Script(_) | Executor::Http(_) => {
+                match (&t.executor, invocation) {
+                    (Executor::Command(_), Invocation::Process(p)) => {
+                        self.run_command(t, p, meta).await
+                    }
+                    (Executor::Script(s), Invocation::Process(p)) => {
+                        self.run_script(t, s, p, meta).await
+                    }
+                    (Executor::Http(call), Invocation::Http(req)) => {
+                        self.run_http(t, call, req, meta).await
+                    }
+                    _ => ToolResult::err(
+                        ErrorKind::Internal,
+                        format!("tool `{}`: its plan is not of its kind", t.name),
+                        Vec::new(),
+                        meta,
+                    ),
+                }
+            }
         }
     }
 

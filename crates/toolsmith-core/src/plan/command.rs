@@ -8,7 +8,7 @@ pub(super) fn plan(
     tool: &Tool,
     base: &[String],
     args: &Map<String, Value>,
-) -> Result<Invocation, Vec<Problem>> {
+) -> Result<Process, Vec<Problem>> {
     let mut argv = base.to_vec();
     let mut stdin = None;
     let mut env = config_env(tool);
@@ -140,12 +140,11 @@ pub(super) fn plan(
         }
     }
     if problems.is_empty() {
-        Ok(Invocation {
+        Ok(Process {
             argv,
             stdin,
             env,
             stdin_shown: None,
-            http: None,
         })
     } else {
         Err(problems)

@@ -25,10 +25,22 @@ pub use http::{Header, HttpRequest};
 /// string may take, its terminating NUL included.
 pub const MAX_ARG_BYTES: usize = 128 * 1024;
 
-/// What a call will run.
+/// What a call will run, by executor kind: each kind's plan is its own type, so a process's
+/// argv never sits beside a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Invocation {
+    /// Command and script tools: one process.
+    Process(Process),
+    /// `http` tools: one request.
+    Http(HttpRequest),
+    /// Built-ins and upstream tools: they receive the arguments as they are.
+    Direct,
+}
+
+/// A process to start.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Invocation {
-    /// Program then arguments; empty for built-ins.
+pub struct Process {
+    /// Program then arguments.
     pub argv: Vec<String>,
     /// Written to the process's stdin, which is then closed. `None`: stdin is empty.
     pub stdin: Option<String>,
@@ -37,8 +49,6 @@ pub struct Invocation {
     /// What views show as stdin when it holds secrets (a script's `config`): the same with
     /// secret values as `***`.
     pub stdin_shown: Option<String>,
-    /// For `http` tools: the request, instead of a process.
-    pub http: Option<HttpRequest>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,12 +60,20 @@ pub struct EnvVar {
 }
 
 impl Invocation {
-    /// The dry-run view: `{"argv", "stdin", "env"}` with secret values redacted (for an
-    /// `http` tool `{"http": {"method", "url", "headers", "body"}}`).
+    /// The dry-run view: `{"argv", "stdin", "env"}` with secret values redacted (empty for a
+    /// built-in or upstream tool; for an `http` tool `{"http": {"method", "url", "headers",
+    /// "body"}}`).
     pub fn to_json(&self) -> Value {
-        if let Some(request) = &self.http {
-            return json!({ "http": request.to_json() });
+        match self {
+            Self::Process(p) => p.to_json(),
+            Self::Http(request) => json!({ "http": request.to_json() }),
+            Self::Direct => Process::default().to_json(),
         }
+    }
+}
+
+impl Process {
+    fn to_json(&self) -> Value {
         let env: Map<String, Value> = self
             .env
             .iter()
@@ -75,14 +93,11 @@ impl Invocation {
 /// the arguments (and `config`) as JSON on stdin; built-ins receive the arguments directly.
 pub fn plan(tool: &Tool, args: &Map<String, Value>) -> Result<Invocation, Vec<Problem>> {
     match &tool.executor {
-        Executor::Command(base) => command::plan(tool, base, args),
-        Executor::Script(script) => Ok(script::plan(tool, script, args)),
-        Executor::Http(call) => Ok(Invocation {
-            http: Some(http::plan(tool, call, args)?),
-            ..Invocation::default()
-        }),
+        Executor::Command(base) => command::plan(tool, base, args).map(Invocation::Process),
+        Executor::Script(script) => Ok(Invocation::Process(script::plan(tool, script, args))),
+        Executor::Http(call) => http::plan(tool, call, args).map(Invocation::Http),
         // Built-ins and upstream tools receive the arguments as they are.
-        Executor::Builtin(_) | Executor::Mcp(_) => Ok(Invocation::default()),
+        Executor::Builtin(_) | Executor::Mcp(_) => Ok(Invocation::Direct),
     }
 }
 

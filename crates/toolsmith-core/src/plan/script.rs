@@ -4,7 +4,7 @@
 use super::*;
 use crate::model::Script;
 
-pub(super) fn plan(tool: &Tool, script: &Script, args: &Map<String, Value>) -> Invocation {
+pub(super) fn plan(tool: &Tool, script: &Script, args: &Map<String, Value>) -> Process {
     let with_config = |config: Map<String, Value>| {
         let mut input = args.clone();
         if !config.is_empty() {
@@ -23,11 +23,10 @@ pub(super) fn plan(tool: &Tool, script: &Script, args: &Map<String, Value>) -> I
         }
         with_config(shown)
     });
-    Invocation {
+    Process {
         argv: vec![script.interpreter.clone(), SCRIPT_FILE.into()],
         stdin: Some(stdin),
         env: Vec::new(),
         stdin_shown,
-        http: None,
     }
 }

@@ -7,7 +7,7 @@ impl Engine {
     pub(crate) async fn run_command(
         &self,
         t: &Tool,
-        invocation: Invocation,
+        invocation: Process,
         meta: Meta,
     ) -> ToolResult {
         self.spawn(t, invocation, None, meta).await

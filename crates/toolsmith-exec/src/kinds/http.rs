@@ -10,7 +10,7 @@ use toolsmith_core::http::HttpCall;
 
 use super::*;
 use crate::http::{Failure, Outbound, Response};
-use toolsmith_core::plan::Header;
+use toolsmith_core::plan::{Header, HttpRequest};
 
 /// Characters of the body an `http_status` message quotes.
 const BODY_HEAD: usize = 500;
@@ -32,17 +32,9 @@ impl Engine {
         &self,
         t: &Tool,
         call: &HttpCall,
-        invocation: Invocation,
+        req: HttpRequest,
         mut meta: Meta,
     ) -> ToolResult {
-        let Some(req) = invocation.http else {
-            return ToolResult::err(
-                ErrorKind::Internal,
-                format!("tool `{}`: no request was planned", t.name),
-                Vec::new(),
-                meta,
-            );
-        };
         // The caller's trace goes on to the service (SPEC §15).
         let traced: Vec<Header>;
         let headers = match crate::trace::current() {

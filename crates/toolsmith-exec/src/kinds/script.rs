@@ -10,7 +10,7 @@ impl Engine {
         &self,
         t: &Tool,
         s: &Script,
-        mut invocation: Invocation,
+        mut invocation: Process,
         meta: Meta,
     ) -> ToolResult {
         let interpreter = match self.scripts.interpreter(&s.interpreter) {

@@ -9,7 +9,7 @@ impl Engine {
     pub(crate) async fn spawn(
         &self,
         t: &Tool,
-        invocation: Invocation,
+        invocation: Process,
         python: Option<(PathBuf, PathBuf, bool)>,
         mut meta: Meta,
     ) -> ToolResult {
