@@ -18,6 +18,7 @@
 //! `diff` compares definitions.
 
 mod diff;
+pub mod documents;
 pub mod held;
 pub mod postgres;
 mod registry;

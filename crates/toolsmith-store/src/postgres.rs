@@ -114,8 +114,6 @@ impl PgStore {
     /// The version check and the write cannot interleave with another replica's.
     const ROW_LOCK: &str = " FOR UPDATE";
 
-    crate::shared::store_helpers!(sqlx::PgConnection);
-    crate::upstreams::upstream_helpers!(sqlx::PgConnection);
     crate::reseal::reseal_methods!();
 
     /// After a reseal: the tables rewritten, so no dead row keeps an old value (the server's
@@ -203,6 +201,8 @@ impl crate::UpstreamStore for PgStore {
     crate::upstreams::upstream_methods!();
 }
 
-impl crate::ToolsetStore for PgStore {
-    crate::toolsets::toolset_methods!();
+impl crate::documents::Documents for PgStore {
+    crate::documents::document_methods!(sqlx::PgConnection);
 }
+
+crate::documents::document_helpers!(sqlx::PgConnection, PgStore::ROW_LOCK);

@@ -3,6 +3,8 @@
 
 use toolsmith_core::Tool;
 
+use crate::documents::Document;
+
 use crate::{
     Change, ImportReport, Page, Query, Result, RunQuery, RunRecord, SessionNote, SessionRow, Store,
     ToolRecord, VersionRecord,
@@ -189,33 +191,6 @@ impl Store for Registry {
 }
 
 impl crate::UpstreamStore for Registry {
-    async fn create_server(
-        &self,
-        server: &toolsmith_core::upstream::McpServer,
-        change: Change<'_>,
-    ) -> Result<crate::ServerRecord> {
-        forward!(self, create_server(server, change))
-    }
-    async fn update_server(
-        &self,
-        server: &toolsmith_core::upstream::McpServer,
-        base_version: u64,
-        change: Change<'_>,
-    ) -> Result<crate::ServerRecord> {
-        forward!(self, update_server(server, base_version, change))
-    }
-    async fn get_server(&self, name: &str) -> Result<crate::ServerRecord> {
-        forward!(self, get_server(name))
-    }
-    async fn server_summary(&self, name: &str, version: u64) -> Result<Option<String>> {
-        forward!(self, server_summary(name, version))
-    }
-    async fn servers(&self) -> Result<Vec<crate::ServerRecord>> {
-        forward!(self, servers())
-    }
-    async fn delete_server(&self, name: &str, change: Change<'_>) -> Result<()> {
-        forward!(self, delete_server(name, change))
-    }
     async fn pins(&self, server: &str) -> Result<Vec<crate::Pin>> {
         forward!(self, pins(server))
     }
@@ -239,32 +214,41 @@ impl crate::UpstreamStore for Registry {
     }
 }
 
-impl crate::ToolsetStore for Registry {
-    async fn create_toolset(
-        &self,
-        toolset: &toolsmith_core::toolset::Toolset,
-        change: Change<'_>,
-    ) -> Result<crate::ToolsetRecord> {
-        forward!(self, create_toolset(toolset, change))
+/// Forwards one generic [`crate::documents::Documents`] method.
+macro_rules! forward_doc {
+    ($self:ident, $method:ident::<$d:ty> ( $($arg:expr),* )) => {
+        match $self {
+            Registry::Sqlite(s) => s.$method::<$d>($($arg),*).await,
+            Registry::Postgres(s) => s.$method::<$d>($($arg),*).await,
+        }
+    };
+}
+
+impl crate::documents::Documents for Registry {
+    async fn create_doc<D: Document>(&self, doc: &D, change: Change<'_>) -> Result<D::Record> {
+        forward_doc!(self, create_doc::<D>(doc, change))
     }
-    async fn update_toolset(
+    async fn update_doc<D: Document>(
         &self,
-        toolset: &toolsmith_core::toolset::Toolset,
+        doc: &D,
         base_version: u64,
         change: Change<'_>,
-    ) -> Result<crate::ToolsetRecord> {
-        forward!(self, update_toolset(toolset, base_version, change))
+    ) -> Result<D::Record> {
+        forward_doc!(self, update_doc::<D>(doc, base_version, change))
     }
-    async fn get_toolset(&self, name: &str) -> Result<crate::ToolsetRecord> {
-        forward!(self, get_toolset(name))
+    async fn get_doc<D: Document>(&self, name: &str) -> Result<D::Record> {
+        forward_doc!(self, get_doc::<D>(name))
     }
-    async fn toolsets(&self) -> Result<Vec<crate::ToolsetRecord>> {
-        forward!(self, toolsets())
+    async fn docs<D: Document>(&self) -> Result<Vec<D::Record>> {
+        forward_doc!(self, docs::<D>())
     }
-    async fn delete_toolset(&self, name: &str, change: Change<'_>) -> Result<()> {
-        forward!(self, delete_toolset(name, change))
+    async fn doc_version<D: Document>(&self, name: &str, version: u64) -> Result<VersionRecord> {
+        forward_doc!(self, doc_version::<D>(name, version))
     }
-    async fn toolset_history(&self, name: &str) -> Result<Vec<crate::ToolsetVersion>> {
-        forward!(self, toolset_history(name))
+    async fn doc_history<D: Document>(&self, name: &str) -> Result<Vec<VersionRecord>> {
+        forward_doc!(self, doc_history::<D>(name))
+    }
+    async fn delete_doc<D: Document>(&self, name: &str, change: Change<'_>) -> Result<()> {
+        forward_doc!(self, delete_doc::<D>(name, change))
     }
 }

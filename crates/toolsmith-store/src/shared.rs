@@ -1,6 +1,7 @@
 //! What the SQLite and PostgreSQL stores share: every statement both run the same way, written
 //! once ([`sql`]: `$n` placeholders, which sqlx binds by number on both), and the bodies of
-//! the [`crate::Store`] methods that run them, expanded once per backend by the macros below.
+//! the [`crate::Store`] methods that run them, expanded once per backend by the macro below.
+//! A tool's writes and reads are those of every versioned document ([`crate::documents`]).
 //!
 //! What stays per backend is what truly differs: opening and migrating, how a write
 //! transaction starts (`BEGIN IMMEDIATE` on SQLite; PostgreSQL locks the row instead, with
@@ -10,15 +11,6 @@
 
 /// The statements both backends run unchanged.
 pub(crate) mod sql {
-    pub const STORED: &str = "SELECT version, deleted, definition FROM tools WHERE name = $1";
-    pub const UPDATE_TOOL: &str = "UPDATE tools SET version = $2, enabled = $3, deleted = FALSE, description = $4, tags = $5, definition = $6, updated_at = $7, updated_by = $8 WHERE name = $1";
-    pub const INSERT_TOOL: &str = "INSERT INTO tools (name, version, enabled, deleted, description, tags, definition, updated_at, updated_by) VALUES ($1, $2, $3, FALSE, $4, $5, $6, $7, $8)";
-    pub const INSERT_VERSION: &str = "INSERT INTO tool_versions (name, version, definition, created_at, author, summary) VALUES ($1, $2, $3, $4, $5, $6)";
-    pub const GET: &str = "SELECT name, version, definition, updated_at, updated_by FROM tools WHERE name = $1 AND NOT deleted";
-    pub const VERSION: &str = "SELECT * FROM tool_versions WHERE name = $1 AND version = $2";
-    pub const HISTORY: &str = "SELECT * FROM tool_versions WHERE name = $1 ORDER BY version";
-    pub const ANY_VERSION: &str = "SELECT 1 FROM tool_versions WHERE name = $1 LIMIT 1";
-    pub const DELETE: &str = "UPDATE tools SET deleted = TRUE, updated_at = $2, updated_by = $3 WHERE name = $1 AND NOT deleted";
     pub const GENERATION: &str = "SELECT generation FROM registry_generation WHERE id = 1";
     pub const INSERT_RUN: &str = "INSERT INTO runs (tool, version, caller, arguments, kind, duration_ms, exit_code, truncated, started_at, upstream, sandbox) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id";
@@ -42,94 +34,51 @@ pub(crate) mod sql {
         "INSERT INTO peer_nonces (nonce, at_ms) VALUES ($1, $2) ON CONFLICT (nonce) DO NOTHING";
 }
 
-/// A unique key hit by a write: two writers creating the same new name at once (on
-/// PostgreSQL; SQLite's write lock keeps them apart).
-pub(crate) fn unique_is_exists(e: sqlx::Error, tool: &toolsmith_core::Tool) -> crate::StoreError {
-    match e.as_database_error().map(|d| d.kind()) {
-        Some(sqlx::error::ErrorKind::UniqueViolation) => {
-            crate::StoreError::Exists(tool.name.to_string())
-        }
-        _ => e.into(),
+/// Tools are versioned documents: their writes and reads are [`crate::documents`]'.
+impl crate::documents::Document for toolsmith_core::Tool {
+    const NOUN: &'static str = "tool";
+    const TABLE: &'static str = "tools";
+    const VERSIONS: &'static str = "tool_versions";
+    type Record = crate::ToolRecord;
+
+    fn name(&self) -> &str {
+        self.name.as_str()
     }
-}
 
-/// The inherent helpers of a backend whose connection type is `$conn`: the row a write
-/// depends on, read (and locked, where the backend locks rows), and the write itself.
-macro_rules! store_helpers {
-    ($conn:ty) => {
-        /// `(version, deleted)` of a name, live or not.
-        async fn state(conn: &mut $conn, name: &str) -> crate::Result<Option<(u64, bool)>> {
-            Ok(Self::stored(conn, name).await?.map(|(v, d, _)| (v, d)))
-        }
+    fn stored(&self) -> String {
+        crate::secrets::seal(&self.to_catalog_value(toolsmith_core::model::Secrets::Keep))
+    }
 
-        /// `(version, deleted, definition)` of a name, live or not.
-        async fn stored(
-            conn: &mut $conn,
-            name: &str,
-        ) -> crate::Result<Option<(u64, bool, String)>> {
-            use sqlx::Row;
-            let sql = format!("{}{}", crate::shared::sql::STORED, Self::ROW_LOCK);
-            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(name)
-                .fetch_optional(&mut *conn)
-                .await?;
-            Ok(row.map(|r| {
-                (
-                    r.get::<i64, _>("version") as u64,
-                    r.get::<bool, _>("deleted"),
-                    r.get::<String, _>("definition"),
-                )
-            }))
-        }
+    fn from_definition(definition: &serde_json::Value) -> crate::Result<Self> {
+        crate::definition_to_tool(definition)
+    }
 
-        /// Saves `tool` as version `version` in an open transaction.
-        async fn write(
-            conn: &mut $conn,
-            tool: &toolsmith_core::Tool,
-            version: u64,
-            exists: bool,
-            change: &crate::Change<'_>,
-        ) -> crate::Result<crate::ToolRecord> {
-            use crate::shared::{sql, unique_is_exists};
-            let text =
-                crate::secrets::seal(&tool.to_catalog_value(toolsmith_core::model::Secrets::Keep));
-            let now = crate::now_ms();
-            let tags = format!(" {} ", tool.tags.join(" ").to_lowercase());
-            let statement = if exists {
-                sql::UPDATE_TOOL
-            } else {
-                sql::INSERT_TOOL
-            };
-            sqlx::query(statement)
-                .bind(tool.name.as_str())
-                .bind(version as i64)
-                .bind(tool.enabled)
-                .bind(&tool.description)
-                .bind(&tags)
-                .bind(&text)
-                .bind(now)
-                .bind(change.author)
-                .execute(&mut *conn)
-                .await
-                .map_err(|e| unique_is_exists(e, tool))?;
-            sqlx::query(sql::INSERT_VERSION)
-                .bind(tool.name.as_str())
-                .bind(version as i64)
-                .bind(&text)
-                .bind(now)
-                .bind(change.author)
-                .bind(change.summary)
-                .execute(&mut *conn)
-                .await
-                .map_err(|e| unique_is_exists(e, tool))?;
-            Ok(crate::ToolRecord {
-                tool: tool.clone(),
-                version,
-                updated_at_ms: now,
-                updated_by: change.author.to_owned(),
-            })
+    fn record(self, meta: crate::documents::Meta) -> crate::ToolRecord {
+        crate::ToolRecord {
+            tool: self,
+            version: meta.version,
+            updated_at_ms: meta.updated_at_ms,
+            updated_by: meta.updated_by,
         }
-    };
+    }
+
+    /// What the listing and search read without parsing definitions.
+    fn columns(&self) -> Vec<(&'static str, crate::documents::Column)> {
+        use crate::documents::Column;
+        vec![
+            ("enabled", Column::Bool(self.enabled)),
+            ("description", Column::Text(self.description.clone())),
+            (
+                "tags",
+                Column::Text(format!(" {} ", self.tags.join(" ").to_lowercase())),
+            ),
+        ]
+    }
+
+    /// A tool's name alone (tool names have no spaces; messages add `tool`).
+    fn exists(name: &str) -> String {
+        name.to_owned()
+    }
 }
 
 /// Every [`crate::Store`] method but `search`, the same code for both backends.
@@ -140,17 +89,7 @@ macro_rules! store_methods {
             tool: &toolsmith_core::Tool,
             change: crate::Change<'_>,
         ) -> crate::Result<crate::ToolRecord> {
-            let mut tx = self.begin().await?;
-            let record = match Self::state(&mut tx, tool.name.as_str()).await? {
-                Some((_, false)) => return Err(crate::StoreError::Exists(tool.name.to_string())),
-                // A deleted name continues its history.
-                Some((version, true)) => {
-                    Self::write(&mut tx, tool, version + 1, true, &change).await?
-                }
-                None => Self::write(&mut tx, tool, 1, false, &change).await?,
-            };
-            tx.commit().await?;
-            Ok(record)
+            crate::documents::Documents::create_doc(self, tool, change).await
         }
 
         async fn update(
@@ -159,81 +98,25 @@ macro_rules! store_methods {
             base_version: u64,
             change: crate::Change<'_>,
         ) -> crate::Result<crate::ToolRecord> {
-            let mut tx = self.begin().await?;
-            let record = match Self::state(&mut tx, tool.name.as_str()).await? {
-                None | Some((_, true)) => {
-                    return Err(crate::StoreError::NotFound(format!(
-                        "tool {:?}",
-                        tool.name.as_str()
-                    )));
-                }
-                Some((current, false)) if current != base_version => {
-                    return Err(crate::StoreError::Conflict {
-                        name: tool.name.to_string(),
-                        current_version: current,
-                        based_on: base_version,
-                    });
-                }
-                Some((current, false)) => {
-                    Self::write(&mut tx, tool, current + 1, true, &change).await?
-                }
-            };
-            tx.commit().await?;
-            Ok(record)
+            crate::documents::Documents::update_doc(self, tool, base_version, change).await
         }
 
         async fn get(&self, name: &str) -> crate::Result<crate::ToolRecord> {
-            let row = sqlx::query(crate::shared::sql::GET)
-                .bind(name)
-                .fetch_optional(&self.pool)
-                .await?;
-            row.as_ref()
-                .map(crate::rows::tool)
-                .unwrap_or_else(|| Err(crate::StoreError::NotFound(format!("tool {name:?}"))))
+            crate::documents::Documents::get_doc::<toolsmith_core::Tool>(self, name).await
         }
 
         async fn version(&self, name: &str, version: u64) -> crate::Result<crate::VersionRecord> {
-            let row = sqlx::query(crate::shared::sql::VERSION)
-                .bind(name)
-                .bind(version as i64)
-                .fetch_optional(&self.pool)
-                .await?;
-            if let Some(row) = row {
-                return crate::rows::version(&row);
-            }
-            // A name with no version at all is a tool not found, as `get` says it.
-            let any = sqlx::query(crate::shared::sql::ANY_VERSION)
-                .bind(name)
-                .fetch_optional(&self.pool)
-                .await?;
-            Err(crate::StoreError::NotFound(match any {
-                Some(_) => format!("version {version} of tool {name:?}"),
-                None => format!("tool {name:?}"),
-            }))
+            crate::documents::Documents::doc_version::<toolsmith_core::Tool>(self, name, version)
+                .await
         }
 
         async fn history(&self, name: &str) -> crate::Result<Vec<crate::VersionRecord>> {
-            let rows = sqlx::query(crate::shared::sql::HISTORY)
-                .bind(name)
-                .fetch_all(&self.pool)
-                .await?;
-            if rows.is_empty() {
-                return Err(crate::StoreError::NotFound(format!("tool {name:?}")));
-            }
-            rows.iter().map(crate::rows::version).collect()
+            crate::documents::Documents::doc_history::<toolsmith_core::Tool>(self, name).await
         }
 
         async fn delete(&self, name: &str, change: crate::Change<'_>) -> crate::Result<()> {
-            let done = sqlx::query(crate::shared::sql::DELETE)
-                .bind(name)
-                .bind(crate::now_ms())
-                .bind(change.author)
-                .execute(&self.pool)
-                .await?;
-            if done.rows_affected() == 0 {
-                return Err(crate::StoreError::NotFound(format!("tool {name:?}")));
-            }
-            Ok(())
+            crate::documents::Documents::delete_doc::<toolsmith_core::Tool>(self, name, change)
+                .await
         }
 
         async fn sync(
@@ -246,17 +129,17 @@ macro_rules! store_methods {
             let mut report = crate::ImportReport::default();
             for tool in tools {
                 let name = tool.name.as_str();
-                let current = Self::stored(&mut tx, name).await?;
+                let current = doc_stored::<toolsmith_core::Tool>(&mut tx, name).await?;
                 let action = crate::sync_action(
                     current.as_ref().map(|(v, d, def)| (*v, *d, def.as_str())),
                     tool,
                 );
                 match action {
                     SyncAction::Create { version, exists } => {
-                        Self::write(&mut tx, tool, version, exists, &change).await?;
+                        write_doc(&mut tx, tool, version, exists, &change).await?;
                     }
                     SyncAction::Update { version } => {
-                        Self::write(&mut tx, tool, version, true, &change).await?;
+                        write_doc(&mut tx, tool, version, true, &change).await?;
                     }
                     SyncAction::Unchanged => {}
                 }
@@ -416,4 +299,4 @@ macro_rules! store_methods {
     };
 }
 
-pub(crate) use {store_helpers, store_methods};
+pub(crate) use store_methods;

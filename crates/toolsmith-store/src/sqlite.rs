@@ -143,8 +143,6 @@ impl SqliteStore {
     /// Rows are not locked one by one: the write transaction holds the whole database.
     const ROW_LOCK: &str = "";
 
-    crate::shared::store_helpers!(sqlx::SqliteConnection);
-    crate::upstreams::upstream_helpers!(sqlx::SqliteConnection);
     crate::reseal::reseal_methods!();
 
     /// After a reseal: the WAL written into the file and emptied, the file rebuilt without
@@ -231,6 +229,8 @@ impl crate::UpstreamStore for SqliteStore {
     crate::upstreams::upstream_methods!();
 }
 
-impl crate::ToolsetStore for SqliteStore {
-    crate::toolsets::toolset_methods!();
+impl crate::documents::Documents for SqliteStore {
+    crate::documents::document_methods!(sqlx::SqliteConnection);
 }
+
+crate::documents::document_helpers!(sqlx::SqliteConnection, SqliteStore::ROW_LOCK);

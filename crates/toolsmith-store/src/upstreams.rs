@@ -2,12 +2,14 @@
 //! (an update names the version it is based on), the pinned part of each upstream tool as the
 //! operator approved it, and the changes an upstream made since, waiting for a decision.
 //!
-//! The statements are the same on both backends ([`sql`]); [`upstream_methods`] expands the
-//! bodies for each.
+//! Servers are [`crate::documents`] (one implementation of their writes and reads with the
+//! other versioned kinds); the statements on pins and changes are the same on both backends
+//! ([`sql`]), and [`upstream_methods`] expands their bodies for each.
 
 use serde_json::Value;
 use toolsmith_core::upstream::McpServer;
 
+use crate::documents::{Documents, Meta};
 use crate::{Change, Result};
 
 /// A server as the registry holds it.
@@ -45,36 +47,55 @@ pub struct UpstreamChange {
     pub detected_at_ms: i64,
 }
 
-/// The registry's operations on upstream servers, pins and changes.
-pub trait UpstreamStore: Send + Sync {
+/// The registry's operations on upstream servers (versioned documents: [`Documents`]), their
+/// pins and changes.
+pub trait UpstreamStore: Documents {
     /// Creates `server` at version 1 (a deleted name continues its history).
     fn create_server(
         &self,
         server: &McpServer,
         change: Change<'_>,
-    ) -> impl Future<Output = Result<ServerRecord>> + Send;
+    ) -> impl Future<Output = Result<ServerRecord>> + Send {
+        self.create_doc(server, change)
+    }
     /// Saves `server` as its next version, if the current one is `base_version`.
     fn update_server(
         &self,
         server: &McpServer,
         base_version: u64,
         change: Change<'_>,
-    ) -> impl Future<Output = Result<ServerRecord>> + Send;
-    fn get_server(&self, name: &str) -> impl Future<Output = Result<ServerRecord>> + Send;
+    ) -> impl Future<Output = Result<ServerRecord>> + Send {
+        self.update_doc(server, base_version, change)
+    }
+    fn get_server(&self, name: &str) -> impl Future<Output = Result<ServerRecord>> + Send {
+        self.get_doc::<McpServer>(name)
+    }
     /// The summary of version `version` of server `name` (who wrote it, and how).
     fn server_summary(
         &self,
         name: &str,
         version: u64,
-    ) -> impl Future<Output = Result<Option<String>>> + Send;
+    ) -> impl Future<Output = Result<Option<String>>> + Send {
+        async move {
+            match self.doc_version::<McpServer>(name, version).await {
+                Ok(v) => Ok(Some(v.summary)),
+                Err(crate::StoreError::NotFound(_)) => Ok(None),
+                Err(e) => Err(e),
+            }
+        }
+    }
     /// Every live server, by name.
-    fn servers(&self) -> impl Future<Output = Result<Vec<ServerRecord>>> + Send;
+    fn servers(&self) -> impl Future<Output = Result<Vec<ServerRecord>>> + Send {
+        self.docs::<McpServer>()
+    }
     /// Soft delete; its pins and changes go with it.
     fn delete_server(
         &self,
         name: &str,
         change: Change<'_>,
-    ) -> impl Future<Output = Result<()>> + Send;
+    ) -> impl Future<Output = Result<()>> + Send {
+        self.delete_doc::<McpServer>(name, change)
+    }
     /// Every pin of `server`.
     fn pins(&self, server: &str) -> impl Future<Output = Result<Vec<Pin>>> + Send;
     /// Pins `tool` of `server` to `pinned` (`None` removes the pin).
@@ -96,17 +117,38 @@ pub trait UpstreamStore: Send + Sync {
     fn drop_change(&self, server: &str, tool: &str) -> impl Future<Output = Result<()>> + Send;
 }
 
+impl crate::documents::Document for McpServer {
+    const NOUN: &'static str = "server";
+    const TABLE: &'static str = "mcp_servers";
+    const VERSIONS: &'static str = "mcp_server_versions";
+    const ON_DELETE: &'static [&'static str] = &[sql::DELETE_PINS, sql::DELETE_CHANGES];
+    type Record = ServerRecord;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn stored(&self) -> String {
+        crate::secrets::seal(&self.to_catalog_value(toolsmith_core::model::Secrets::Keep))
+    }
+
+    fn from_definition(definition: &Value) -> Result<Self> {
+        toolsmith_core::catalog::parse_server(definition, &crate::NoFiles)
+            .map_err(|e| crate::StoreError::Invalid(e.to_string()))
+    }
+
+    fn record(self, meta: Meta) -> ServerRecord {
+        ServerRecord {
+            server: self,
+            version: meta.version,
+            updated_at_ms: meta.updated_at_ms,
+            updated_by: meta.updated_by,
+        }
+    }
+}
+
 /// The statements both backends run unchanged.
 pub(crate) mod sql {
-    pub const SERVER_STATE: &str = "SELECT version, deleted FROM mcp_servers WHERE name = $1";
-    pub const UPDATE_SERVER: &str = "UPDATE mcp_servers SET version = $2, deleted = FALSE, definition = $3, updated_at = $4, updated_by = $5 WHERE name = $1";
-    pub const INSERT_SERVER: &str = "INSERT INTO mcp_servers (name, version, deleted, definition, updated_at, updated_by) VALUES ($1, $2, FALSE, $3, $4, $5)";
-    pub const INSERT_SERVER_VERSION: &str = "INSERT INTO mcp_server_versions (name, version, definition, created_at, author, summary) VALUES ($1, $2, $3, $4, $5, $6)";
-    pub const GET_SERVER: &str = "SELECT name, version, definition, updated_at, updated_by FROM mcp_servers WHERE name = $1 AND NOT deleted";
-    pub const SERVER_SUMMARY: &str =
-        "SELECT summary FROM mcp_server_versions WHERE name = $1 AND version = $2";
-    pub const SERVERS: &str = "SELECT name, version, definition, updated_at, updated_by FROM mcp_servers WHERE NOT deleted ORDER BY name";
-    pub const DELETE_SERVER: &str = "UPDATE mcp_servers SET deleted = TRUE, updated_at = $2, updated_by = $3 WHERE name = $1 AND NOT deleted";
     pub const DELETE_PINS: &str = "DELETE FROM upstream_pins WHERE server = $1";
     pub const DELETE_CHANGES: &str = "DELETE FROM upstream_changes WHERE server = $1";
     pub const PINS: &str = "SELECT server, tool, pinned, approved_at, approved_by FROM upstream_pins WHERE server = $1 ORDER BY tool";
@@ -120,116 +162,10 @@ pub(crate) mod sql {
     pub const DROP_CHANGE: &str = "DELETE FROM upstream_changes WHERE server = $1 AND tool = $2";
 }
 
-/// A stored server definition back into an [`McpServer`], through the catalog loader.
-pub(crate) fn definition_to_server(text: &str) -> Result<McpServer> {
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| crate::StoreError::Invalid(e.to_string()))?;
-    let value = crate::secrets::open(value)?;
-    toolsmith_core::catalog::parse_server(&value, &crate::NoFiles)
-        .map_err(|e| crate::StoreError::Invalid(e.to_string()))
-}
-
-/// Every [`UpstreamStore`] method, the same code for both backends (each has a `pool` and
-/// an inherent `async fn begin(&self)`).
+/// The [`UpstreamStore`] methods on pins and changes, the same code for both backends (each
+/// has a `pool`); the server methods are the versioned documents'.
 macro_rules! upstream_methods {
     () => {
-        async fn create_server(
-            &self,
-            server: &toolsmith_core::upstream::McpServer,
-            change: crate::Change<'_>,
-        ) -> crate::Result<crate::upstreams::ServerRecord> {
-            let mut tx = self.begin().await?;
-            let state = Self::server_state(&mut tx, &server.name).await?;
-            let (version, exists) = match state {
-                Some((_, false)) => {
-                    return Err(crate::StoreError::Exists(format!("server {}", server.name)))
-                }
-                Some((v, true)) => (v + 1, true),
-                None => (1, false),
-            };
-            let record = Self::write_server(&mut tx, server, version, exists, &change).await?;
-            tx.commit().await?;
-            Ok(record)
-        }
-
-        async fn update_server(
-            &self,
-            server: &toolsmith_core::upstream::McpServer,
-            base_version: u64,
-            change: crate::Change<'_>,
-        ) -> crate::Result<crate::upstreams::ServerRecord> {
-            let mut tx = self.begin().await?;
-            let record = match Self::server_state(&mut tx, &server.name).await? {
-                None | Some((_, true)) => {
-                    return Err(crate::StoreError::NotFound(format!(
-                        "server {:?}",
-                        server.name
-                    )));
-                }
-                Some((current, false)) if current != base_version => {
-                    return Err(crate::StoreError::Conflict {
-                        name: server.name.clone(),
-                        current_version: current,
-                        based_on: base_version,
-                    });
-                }
-                Some((current, false)) => {
-                    Self::write_server(&mut tx, server, current + 1, true, &change).await?
-                }
-            };
-            tx.commit().await?;
-            Ok(record)
-        }
-
-        async fn get_server(&self, name: &str) -> crate::Result<crate::upstreams::ServerRecord> {
-            let row: Option<(String, i64, String, i64, String)> =
-                sqlx::query_as(crate::upstreams::sql::GET_SERVER)
-                    .bind(name)
-                    .fetch_optional(&self.pool)
-                    .await?;
-            match row {
-                Some(row) => crate::upstreams::server_record(row),
-                None => Err(crate::StoreError::NotFound(format!("server {name:?}"))),
-            }
-        }
-
-        async fn server_summary(&self, name: &str, version: u64) -> crate::Result<Option<String>> {
-            Ok(sqlx::query_scalar(crate::upstreams::sql::SERVER_SUMMARY)
-                .bind(name)
-                .bind(version as i64)
-                .fetch_optional(&self.pool)
-                .await?)
-        }
-
-        async fn servers(&self) -> crate::Result<Vec<crate::upstreams::ServerRecord>> {
-            let rows: Vec<(String, i64, String, i64, String)> =
-                sqlx::query_as(crate::upstreams::sql::SERVERS)
-                    .fetch_all(&self.pool)
-                    .await?;
-            rows.into_iter()
-                .map(crate::upstreams::server_record)
-                .collect()
-        }
-
-        async fn delete_server(&self, name: &str, change: crate::Change<'_>) -> crate::Result<()> {
-            use crate::upstreams::sql;
-            let mut tx = self.begin().await?;
-            let done = sqlx::query(sql::DELETE_SERVER)
-                .bind(name)
-                .bind(crate::now_ms())
-                .bind(change.author)
-                .execute(&mut *tx)
-                .await?;
-            if done.rows_affected() == 0 {
-                return Err(crate::StoreError::NotFound(format!("server {name:?}")));
-            }
-            for statement in [sql::DELETE_PINS, sql::DELETE_CHANGES] {
-                sqlx::query(statement).bind(name).execute(&mut *tx).await?;
-            }
-            tx.commit().await?;
-            Ok(())
-        }
-
         async fn pins(&self, server: &str) -> crate::Result<Vec<crate::upstreams::Pin>> {
             let rows: Vec<(String, String, String, i64, String)> =
                 sqlx::query_as(crate::upstreams::sql::PINS)
@@ -332,80 +268,7 @@ macro_rules! upstream_methods {
     };
 }
 
-/// The inherent helpers of the server writes, for a backend whose connection is `$conn`.
-macro_rules! upstream_helpers {
-    ($conn:ty) => {
-        async fn server_state(conn: &mut $conn, name: &str) -> crate::Result<Option<(u64, bool)>> {
-            use sqlx::Row;
-            let sql = format!("{}{}", crate::upstreams::sql::SERVER_STATE, Self::ROW_LOCK);
-            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(name)
-                .fetch_optional(&mut *conn)
-                .await?;
-            Ok(row.map(|r| {
-                (
-                    r.get::<i64, _>("version") as u64,
-                    r.get::<bool, _>("deleted"),
-                )
-            }))
-        }
-
-        async fn write_server(
-            conn: &mut $conn,
-            server: &toolsmith_core::upstream::McpServer,
-            version: u64,
-            exists: bool,
-            change: &crate::Change<'_>,
-        ) -> crate::Result<crate::upstreams::ServerRecord> {
-            use crate::upstreams::sql;
-            let text = crate::secrets::seal(
-                &server.to_catalog_value(toolsmith_core::model::Secrets::Keep),
-            );
-            let now = crate::now_ms();
-            let statement = if exists {
-                sql::UPDATE_SERVER
-            } else {
-                sql::INSERT_SERVER
-            };
-            sqlx::query(statement)
-                .bind(&server.name)
-                .bind(version as i64)
-                .bind(&text)
-                .bind(now)
-                .bind(change.author)
-                .execute(&mut *conn)
-                .await?;
-            sqlx::query(sql::INSERT_SERVER_VERSION)
-                .bind(&server.name)
-                .bind(version as i64)
-                .bind(&text)
-                .bind(now)
-                .bind(change.author)
-                .bind(change.summary)
-                .execute(&mut *conn)
-                .await?;
-            Ok(crate::upstreams::ServerRecord {
-                server: server.clone(),
-                version,
-                updated_at_ms: now,
-                updated_by: change.author.to_owned(),
-            })
-        }
-    };
-}
-
-pub(crate) use {upstream_helpers, upstream_methods};
-
-/// A `(name, version, definition, updated_at, updated_by)` row into a record.
-pub(crate) fn server_record(row: (String, i64, String, i64, String)) -> Result<ServerRecord> {
-    let (_, version, definition, updated_at_ms, updated_by) = row;
-    Ok(ServerRecord {
-        server: definition_to_server(&definition)?,
-        version: version as u64,
-        updated_at_ms,
-        updated_by,
-    })
-}
+pub(crate) use upstream_methods;
 
 /// Catalog import of servers: new ones are created, changed ones saved as their next
 /// version, unchanged ones keep theirs. The report names which was which.
