@@ -131,14 +131,16 @@ impl Provider {
         base_url: &str,
         model: &str,
         api_key: Option<String>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ProviderError> {
         // reqwest is built without a crypto provider of its own: ring, installed once.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .user_agent(concat!("toolsmith/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| format!("the HTTP client could not start: {e}"))?;
+            .map_err(|e| {
+                ProviderError::Unavailable(format!("the HTTP client could not start: {e}"))
+            })?;
         Ok(Self {
             kind,
             base_url: base_url.trim_end_matches('/').to_owned(),

@@ -34,10 +34,35 @@ fn now_ms() -> u128 {
         .unwrap_or(0)
 }
 
+/// Why a conversation could not be written or read back.
+#[derive(Debug, thiserror::Error)]
+pub enum TranscriptError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no saved conversation in {}", .0.display())]
+    NoneSaved(PathBuf),
+    #[error("no saved conversation {which:?} in {} (`--resume last` takes the newest)", dir.display())]
+    Unknown { which: String, dir: PathBuf },
+    /// A file that is not a conversation, or one whose calls cannot be answered.
+    #[error("{}: {why}", path.display())]
+    Damaged { path: PathBuf, why: String },
+}
+
+/// The I/O error `e` on `path`.
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TranscriptError + '_ {
+    move |source| TranscriptError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
 impl Transcript {
     /// A new transcript in `dir`, its id from the time and a little randomness.
-    pub fn create(dir: &Path, header: &Header) -> Result<Self, String> {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    pub fn create(dir: &Path, header: &Header) -> Result<Self, TranscriptError> {
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
         let random = std::collections::hash_map::RandomState::new();
         let noise = std::hash::BuildHasher::hash_one(&random, now_ms()) as u32;
         let id = format!("{}-{noise:08x}", now_ms());
@@ -51,12 +76,12 @@ impl Transcript {
         Ok(t)
     }
 
-    fn open_append(path: &Path, id: String) -> Result<Self, String> {
+    fn open_append(path: &Path, id: String) -> Result<Self, TranscriptError> {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+            .map_err(io(path))?;
         Ok(Self {
             id,
             path: path.to_owned(),
@@ -64,33 +89,33 @@ impl Transcript {
         })
     }
 
-    fn line(&mut self, v: &Value) -> Result<(), String> {
+    fn line(&mut self, v: &Value) -> Result<(), TranscriptError> {
         let mut text = v.to_string();
         text.push('\n');
         self.file
             .write_all(text.as_bytes())
             .and_then(|()| self.file.flush())
-            .map_err(|e| format!("{}: {e}", self.path.display()))
+            .map_err(io(&self.path))
     }
 
     /// Appends one entry of the conversation.
-    pub fn append(&mut self, item: &Item) -> Result<(), String> {
+    pub fn append(&mut self, item: &Item) -> Result<(), TranscriptError> {
         self.line(&json!({"type": "item", "item": item}))
     }
 
     /// Opens `which` (an id, or `last` for the newest) in `dir` for appending, with what it
     /// holds. Calls a killed session left unanswered are answered as interrupted (and that
     /// is written down), so the conversation can go on.
-    pub fn resume(dir: &Path, which: &str) -> Result<(Self, Header, Vec<Item>), String> {
+    pub fn resume(dir: &Path, which: &str) -> Result<(Self, Header, Vec<Item>), TranscriptError> {
         let path = if which == "last" {
-            newest(dir)?.ok_or_else(|| format!("no saved conversation in {}", dir.display()))?
+            newest(dir)?.ok_or_else(|| TranscriptError::NoneSaved(dir.to_owned()))?
         } else {
             let p = dir.join(format!("{which}.jsonl"));
             if !p.exists() {
-                return Err(format!(
-                    "no saved conversation {which:?} in {} (`--resume last` takes the newest)",
-                    dir.display()
-                ));
+                return Err(TranscriptError::Unknown {
+                    which: which.to_owned(),
+                    dir: dir.to_owned(),
+                });
             }
             p
         };
@@ -104,7 +129,10 @@ impl Transcript {
                 .find(|i| matches!(i, Item::Assistant { .. }))
                 .cloned()
             else {
-                return Err(format!("{}: {open}", path.display()));
+                return Err(TranscriptError::Damaged {
+                    path,
+                    why: open.to_string(),
+                });
             };
             let done: Vec<String> = items
                 .iter()
@@ -118,7 +146,10 @@ impl Transcript {
                 .filter(|c| !done.contains(&c.id))
                 .collect();
             if missing.is_empty() {
-                return Err(format!("{}: {open}", path.display()));
+                return Err(TranscriptError::Damaged {
+                    path,
+                    why: open.to_string(),
+                });
             }
             for c in missing {
                 let item = Item::ToolResult {
@@ -135,11 +166,11 @@ impl Transcript {
     }
 }
 
-fn newest(dir: &Path) -> Result<Option<PathBuf>, String> {
+fn newest(dir: &Path) -> Result<Option<PathBuf>, TranscriptError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", dir.display())),
+        Err(e) => return Err(io(dir)(e)),
     };
     Ok(entries
         .flatten()
@@ -149,12 +180,16 @@ fn newest(dir: &Path) -> Result<Option<PathBuf>, String> {
 }
 
 /// A transcript's header and items; a last line cut short by a crash is skipped.
-pub fn read(path: &Path) -> Result<(Header, Vec<Item>), String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn read(path: &Path) -> Result<(Header, Vec<Item>), TranscriptError> {
+    let file = std::fs::File::open(path).map_err(io(path))?;
     let lines: Vec<String> = std::io::BufReader::new(file)
         .lines()
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(io(path))?;
+    let damaged = |why: String| TranscriptError::Damaged {
+        path: path.to_owned(),
+        why,
+    };
     let mut header = None;
     let mut items = Vec::new();
     let count = lines.len();
@@ -165,7 +200,7 @@ pub fn read(path: &Path) -> Result<(Header, Vec<Item>), String> {
         let v: Value = match serde_json::from_str(line) {
             Ok(v) => v,
             Err(_) if n + 1 == count => break,
-            Err(e) => return Err(format!("{}: line {}: {e}", path.display(), n + 1)),
+            Err(e) => return Err(damaged(format!("line {}: {e}", n + 1))),
         };
         match v["type"].as_str() {
             Some("session") => {
@@ -179,11 +214,11 @@ pub fn read(path: &Path) -> Result<(Header, Vec<Item>), String> {
             }
             Some("item") => items.push(
                 serde_json::from_value(v["item"].clone())
-                    .map_err(|e| format!("{}: line {}: {e}", path.display(), n + 1))?,
+                    .map_err(|e| damaged(format!("line {}: {e}", n + 1)))?,
             ),
             _ => {}
         }
     }
-    let header = header.ok_or_else(|| format!("{}: no session line", path.display()))?;
+    let header = header.ok_or_else(|| damaged("no session line".into()))?;
     Ok((header, items))
 }

@@ -277,6 +277,7 @@ pub async fn reconcile(
     for p in &problems {
         tracing::warn!(server = %server, "{p}");
     }
+    let problems = problems.into_iter().map(|e| e.to_string()).collect();
     state.federation_problems.set(server, problems);
     state.changed();
     Ok(())
@@ -315,6 +316,23 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
+/// Why an upstream tool could not be saved, or a decision taken.
+#[derive(Debug, thiserror::Error)]
+pub enum FederationError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A definition the registry would refuse, or a name another tool holds.
+    #[error("{0}")]
+    Refused(String),
+    /// A decision naming a tool with no pending change.
+    #[error("no pending change of tool {tool:?} on MCP server `{server}` (pending: {pending})")]
+    NoPendingChange {
+        tool: String,
+        server: String,
+        pending: String,
+    },
+}
+
 /// Saves the registry tool `said` (an upstream tool's pinned part) becomes under `def`: a new
 /// tool at version 1, a new version when it differs, nothing when it is the same. A name held
 /// by a tool that is not this upstream tool is refused, naming both.
@@ -324,44 +342,43 @@ pub async fn save(
     said: &Value,
     author: &str,
     summary: &str,
-) -> Result<(), String> {
+) -> Result<(), FederationError> {
     let tool = def
         .tool_from(said)
-        .map_err(|e| format!("tool {}: {e}", said["name"]))?;
+        .map_err(|e| FederationError::Refused(format!("tool {}: {e}", said["name"])))?;
     // The registry reads definitions back through the loader: refuse here what it would.
     let tool = toolsmith_store::definition_to_tool(
         &tool.to_catalog_value(toolsmith_core::model::Secrets::Keep),
     )
     .map_err(|e| {
-        format!(
+        FederationError::Refused(format!(
             "tool {} of MCP server `{}` cannot be served: {e}",
             said["name"], def.name
-        )
+        ))
     })?;
     let change = Change { author, summary };
     match store.get(tool.name.as_str()).await {
         Ok(current) => {
             if !same_target(&current.tool, &tool) {
-                return Err(collision(&tool, &current.tool));
+                return Err(FederationError::Refused(collision(&tool, &current.tool)));
             }
             if same_definition(&current.tool, &tool) {
                 return Ok(());
             }
-            store
+            Ok(store
                 .update(&tool, current.version, change)
                 .await
-                .map(drop)
-                .map_err(|e| e.to_string())
+                .map(drop)?)
         }
         Err(StoreError::NotFound(_)) => match store.create(&tool, change).await {
             Ok(_) => Ok(()),
-            Err(StoreError::Exists(_)) => Err(format!(
+            Err(StoreError::Exists { .. }) => Err(FederationError::Refused(format!(
                 "tool `{}` of MCP server `{}` collides with a tool created meanwhile",
                 tool.name, def.name
-            )),
-            Err(e) => Err(e.to_string()),
+            ))),
+            Err(e) => Err(e.into()),
         },
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -420,12 +437,8 @@ pub async fn approve(
     server: &str,
     tools: &[String],
     by: &str,
-) -> Result<Vec<String>, String> {
-    let def = store
-        .get_server(server)
-        .await
-        .map_err(|e| e.to_string())?
-        .server;
+) -> Result<Vec<String>, FederationError> {
+    let def = store.get_server(server).await?.server;
     let pending = decided(store, server, tools).await?;
     let author = upstream_author(server);
     let summary = format!("approved by {by}");
@@ -450,25 +463,14 @@ pub async fn approve(
                         )
                         .await;
                 }
-                store
-                    .set_pin(server, &c.tool, Some(said), by)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                store.set_pin(server, &c.tool, Some(said), by).await?;
             }
             None => {
-                retire(store, &def, &c.tool, &author, &summary, true)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                store
-                    .set_pin(server, &c.tool, None, by)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                retire(store, &def, &c.tool, &author, &summary, true).await?;
+                store.set_pin(server, &c.tool, None, by).await?;
             }
         }
-        store
-            .drop_change(server, &c.tool)
-            .await
-            .map_err(|e| e.to_string())?;
+        store.drop_change(server, &c.tool).await?;
         done.push(c.tool);
     }
     Ok(done)
@@ -480,12 +482,12 @@ pub async fn reject(
     store: &Registry,
     server: &str,
     tools: &[String],
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, FederationError> {
     let pending = decided(store, server, tools).await?;
     let mut done = Vec::new();
     for mut c in pending {
         c.status = "rejected".into();
-        store.put_change(&c).await.map_err(|e| e.to_string())?;
+        store.put_change(&c).await?;
         done.push(c.tool);
     }
     Ok(done)
@@ -497,12 +499,11 @@ async fn decided(
     store: &Registry,
     server: &str,
     tools: &[String],
-) -> Result<Vec<UpstreamChange>, String> {
-    store.get_server(server).await.map_err(|e| e.to_string())?;
+) -> Result<Vec<UpstreamChange>, FederationError> {
+    store.get_server(server).await?;
     let pending: Vec<UpstreamChange> = store
         .changes(Some(server))
-        .await
-        .map_err(|e| e.to_string())?
+        .await?
         .into_iter()
         .filter(|c| c.status == "pending")
         .collect();
@@ -511,14 +512,14 @@ async fn decided(
         .find(|t| !pending.iter().any(|c| &c.tool == *t))
     {
         let names: Vec<&str> = pending.iter().map(|c| c.tool.as_str()).collect();
-        return Err(format!(
-            "no pending change of tool {unknown:?} on MCP server `{server}` (pending: {})",
-            if names.is_empty() {
-                "none".to_owned()
-            } else {
-                names.join(", ")
-            }
-        ));
+        return Err(FederationError::NoPendingChange {
+            tool: unknown.clone(),
+            server: server.to_owned(),
+            pending: match names.is_empty() {
+                true => "none".to_owned(),
+                false => names.join(", "),
+            },
+        });
     }
     Ok(pending
         .into_iter()

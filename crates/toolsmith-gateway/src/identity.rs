@@ -26,37 +26,55 @@ pub struct Token {
     pub rate_limit: Option<toolsmith_core::rate::RateLimit>,
 }
 
+/// Why a token's line was refused; never shows its secret.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum TokenError {
+    #[error("token {0:?}: expected NAME[:ROLE][@TOOLSET,...]=SECRET [rate_limit=N/PER]")]
+    Shape(String),
+    #[error("rate_limit: {0}")]
+    RateLimit(String),
+    #[error("token {0:?}: an unknown option after the secret (the only one is rate_limit=N/PER)")]
+    UnknownOption(String),
+    #[error(
+        "token {0:?}: text after the secret that is not an option (secrets hold no spaces; options are rate_limit=N/PER)"
+    )]
+    NotAnOption(String),
+    #[error(
+        "token {who:?}: invalid toolset name {toolset:?} after `@` (1 to 64 letters, digits, `_` or `-`, separated by commas)"
+    )]
+    Toolset { who: String, toolset: String },
+    #[error("token {who:?}: unknown role {role:?} (expected read, call or admin)")]
+    Role { who: String, role: String },
+    #[error("token {0:?}: a name and a secret of at least 8 characters are needed")]
+    TooShort(String),
+    /// In a tokens file: the line it is on.
+    #[error("line {line}: {error}")]
+    Line { line: usize, error: Box<TokenError> },
+}
+
 impl Token {
     /// `NAME[:ROLE][@TOOLSET[,TOOLSET...]]=SECRET [rate_limit=N/PER]`; the role is `admin`
     /// when not given.
-    pub fn parse(line: &str) -> Result<Self, String> {
+    pub fn parse(line: &str) -> Result<Self, TokenError> {
         let (spec, options) = match line.split_once(char::is_whitespace) {
             Some((s, o)) => (s, o.trim()),
             None => (line, ""),
         };
-        let (who, secret) = spec.split_once('=').ok_or_else(|| {
-            format!("token {line:?}: expected NAME[:ROLE][@TOOLSET,...]=SECRET [rate_limit=N/PER]")
-        })?;
+        let (who, secret) = spec
+            .split_once('=')
+            .ok_or_else(|| TokenError::Shape(line.to_owned()))?;
         let mut rate_limit = None;
         for option in options.split_whitespace() {
             match option.split_once('=') {
                 Some(("rate_limit", v)) => {
                     rate_limit = Some(
                         toolsmith_core::rate::RateLimit::parse(v)
-                            .map_err(|e| format!("rate_limit: {e}"))?,
+                            .map_err(|e| TokenError::RateLimit(e.to_string()))?,
                     );
                 }
                 // Never quoted: a secret written with a space would be shown.
-                Some(_) => {
-                    return Err(format!(
-                        "token {who:?}: an unknown option after the secret (the only one is rate_limit=N/PER)"
-                    ));
-                }
-                None => {
-                    return Err(format!(
-                        "token {who:?}: text after the secret that is not an option (secrets hold no spaces; options are rate_limit=N/PER)"
-                    ));
-                }
+                Some(_) => return Err(TokenError::UnknownOption(who.to_owned())),
+                None => return Err(TokenError::NotAnOption(who.to_owned())),
             }
         }
         let (who, toolsets) = match who.split_once('@') {
@@ -66,9 +84,10 @@ impl Token {
                     .iter()
                     .find(|s| !toolsmith_core::toolset::valid_name(s))
                 {
-                    return Err(format!(
-                        "token {who:?}: invalid toolset name {bad:?} after `@` (1 to 64 letters, digits, `_` or `-`, separated by commas)"
-                    ));
+                    return Err(TokenError::Toolset {
+                        who: who.to_owned(),
+                        toolset: bad.clone(),
+                    });
                 }
                 (who, sets)
             }
@@ -77,16 +96,15 @@ impl Token {
         let (name, role) = match who.split_once(':') {
             Some((n, r)) => (
                 n,
-                Role::parse(r).ok_or_else(|| {
-                    format!("token {n:?}: unknown role {r:?} (expected read, call or admin)")
+                Role::parse(r).ok_or_else(|| TokenError::Role {
+                    who: n.to_owned(),
+                    role: r.to_owned(),
                 })?,
             ),
             None => (who, Role::Admin),
         };
         if name.is_empty() || secret.len() < 8 {
-            return Err(format!(
-                "token {name:?}: a name and a secret of at least 8 characters are needed"
-            ));
+            return Err(TokenError::TooShort(name.to_owned()));
         }
         Ok(Self {
             name: name.to_owned(),
@@ -100,12 +118,17 @@ impl Token {
 
 /// Tokens from a file: one `NAME[:ROLE][@TOOLSET,...]=SECRET` per line; blank lines and
 /// lines starting with `#` are skipped. Errors name the line.
-pub fn parse_tokens_file(text: &str) -> Result<Vec<Token>, String> {
+pub fn parse_tokens_file(text: &str) -> Result<Vec<Token>, TokenError> {
     text.lines()
         .enumerate()
         .map(|(i, l)| (i + 1, l.trim()))
         .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
-        .map(|(n, l)| Token::parse(l).map_err(|e| format!("line {n}: {e}")))
+        .map(|(n, l)| {
+            Token::parse(l).map_err(|e| TokenError::Line {
+                line: n,
+                error: Box::new(e),
+            })
+        })
         .collect()
 }
 

@@ -76,13 +76,34 @@ const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
 /// Clock skew allowed for `exp`, `nbf` and `iat`.
 const LEEWAY_S: u64 = 60;
 
+/// Why a JWT verifier could not be set up.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum JwtError {
+    #[error("`none` is never accepted: an unsigned token proves nothing")]
+    NoneAlgorithm,
+    #[error(
+        "unknown JWT algorithm {0:?} (RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, EdDSA, HS256)"
+    )]
+    UnknownAlgorithm(String),
+    #[error("{what} {url:?}: {why}")]
+    BadUrl {
+        what: &'static str,
+        url: String,
+        why: String,
+    },
+    #[error("{what} {url:?}: keys must come over https (http only on the loopback interface)")]
+    NotHttps { what: &'static str, url: String },
+    #[error("the HTTP client could not start: {0}")]
+    Client(String),
+}
+
 /// An algorithm name (`RS256`, `ES256`, `EdDSA`, ...).
-pub fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
+pub fn parse_algorithm(name: &str) -> Result<Algorithm, JwtError> {
     if name.eq_ignore_ascii_case("none") {
-        return Err("`none` is never accepted: an unsigned token proves nothing".into());
+        return Err(JwtError::NoneAlgorithm);
     }
     name.parse::<Algorithm>()
-        .map_err(|_| format!("unknown JWT algorithm {name:?} (RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, EdDSA, HS256)"))
+        .map_err(|_| JwtError::UnknownAlgorithm(name.to_owned()))
 }
 
 /// The keys as last fetched.
@@ -108,7 +129,7 @@ pub type Refusal = String;
 impl JwtVerifier {
     /// A verifier; the keys are fetched now (a failure is logged and tried again at the
     /// first token, so a server can start while its issuer is briefly away).
-    pub async fn start(config: JwtConfig) -> Result<Self, String> {
+    pub async fn start(config: JwtConfig) -> Result<Self, JwtError> {
         check_url("--jwt-issuer", &config.issuer)?;
         if let Some(u) = &config.jwks_url {
             check_url("--jwks-url", u)?;
@@ -119,7 +140,7 @@ impl JwtVerifier {
             .timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| format!("the HTTP client could not start: {e}"))?;
+            .map_err(|e| JwtError::Client(e.to_string()))?;
         let verifier = Self {
             config,
             http,
@@ -163,7 +184,7 @@ impl JwtVerifier {
                     .as_str()
                     .ok_or_else(|| format!("{discovery} has no `jwks_uri`"))?
                     .to_owned();
-                check_url("jwks_uri", &uri)?;
+                check_url("jwks_uri", &uri).map_err(|e| e.to_string())?;
                 uri
             }
         };
@@ -445,8 +466,12 @@ fn header_of(token: &str) -> Result<(Algorithm, Option<String>), Refusal> {
 }
 
 /// Issuer and key URLs must be https, except on the loopback interface (tests, a local IdP).
-fn check_url(what: &str, url: &str) -> Result<(), String> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| format!("{what} {url:?}: {e}"))?;
+fn check_url(what: &'static str, url: &str) -> Result<(), JwtError> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| JwtError::BadUrl {
+        what,
+        url: url.to_owned(),
+        why: e.to_string(),
+    })?;
     let host = parsed
         .host_str()
         .unwrap_or_default()
@@ -459,9 +484,10 @@ fn check_url(what: &str, url: &str) -> Result<(), String> {
     match parsed.scheme() {
         "https" => Ok(()),
         "http" if loopback => Ok(()),
-        _ => Err(format!(
-            "{what} {url:?}: keys must come over https (http only on the loopback interface)"
-        )),
+        _ => Err(JwtError::NotHttps {
+            what,
+            url: url.to_owned(),
+        }),
     }
 }
 

@@ -270,10 +270,7 @@ impl Gateway {
         records
             .into_iter()
             .filter(|r| view.admits(&r.tool))
-            .map(|r| {
-                self.compiled(&r.tool, r.version)
-                    .map_err(|e| GatewayError::Compile(r.tool.name.to_string(), e))
-            })
+            .map(|r| self.compiled(&r.tool, r.version))
             .collect()
     }
 
@@ -288,7 +285,7 @@ impl Gateway {
         &self,
         tool: &toolsmith_core::Tool,
         version: u64,
-    ) -> Result<Arc<CompiledTool>, String> {
+    ) -> Result<Arc<CompiledTool>, GatewayError> {
         let key = (
             tool.name.to_string(),
             version,
@@ -299,7 +296,10 @@ impl Gateway {
         if let Some(c) = cache.get(&key) {
             return Ok(c.clone());
         }
-        let c = Arc::new(CompiledTool::new(tool.clone(), version)?);
+        let c = Arc::new(
+            CompiledTool::new(tool.clone(), version)
+                .map_err(|e| GatewayError::Compile(tool.name.to_string(), e))?,
+        );
         if cache.len() >= COMPILED_CACHE {
             cache.clear();
         }

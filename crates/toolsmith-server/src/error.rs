@@ -112,28 +112,12 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::NotFound(what) => Self::not_found(format!("{what} not found")),
             StoreError::Conflict {
-                ref name,
-                current_version,
-                based_on,
-            } => {
-                let message = format!(
-                    "tool {name:?} is at version {current_version}; your change was based on version {based_on}"
-                );
-                Self {
-                    current_version: Some(current_version),
-                    ..Self::new(StatusCode::CONFLICT, "conflict", message)
-                }
-            }
-            StoreError::Exists(name) => Self::new(
-                StatusCode::CONFLICT,
-                "exists",
-                // Servers and toolsets say what they are (`toolset "x"`); tool names have no
-                // spaces.
-                match name.contains(' ') {
-                    true => format!("{name} already exists"),
-                    false => format!("tool {name:?} already exists"),
-                },
-            ),
+                current_version, ..
+            } => Self {
+                current_version: Some(current_version),
+                ..Self::new(StatusCode::CONFLICT, "conflict", e.to_string())
+            },
+            StoreError::Exists { .. } => Self::new(StatusCode::CONFLICT, "exists", e.to_string()),
             StoreError::Invalid(message) => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", message)
             }

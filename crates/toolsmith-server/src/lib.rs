@@ -159,13 +159,18 @@ async fn note_changes(
     response
 }
 
+/// An address the server refuses to listen on.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "refusing to listen on {0} without a token: anyone who can reach it could run tools. \
+     Add --token NAME=SECRET (or set TOOLSMITH_TOKEN), or listen on 127.0.0.1"
+)]
+pub struct OpenToAll(pub SocketAddr);
+
 /// Refuses to listen beyond the loopback interface without a token (or a JWT issuer: `jwt`).
-pub fn check_bind(addr: SocketAddr, tokens: &[Token], jwt: bool) -> Result<(), String> {
+pub fn check_bind(addr: SocketAddr, tokens: &[Token], jwt: bool) -> Result<(), OpenToAll> {
     if !addr.ip().is_loopback() && tokens.is_empty() && !jwt {
-        return Err(format!(
-            "refusing to listen on {addr} without a token: anyone who can reach it could run tools. \
-             Add --token NAME=SECRET (or set TOOLSMITH_TOKEN), or listen on 127.0.0.1"
-        ));
+        return Err(OpenToAll(addr));
     }
     Ok(())
 }

@@ -462,7 +462,9 @@ fn non_loopback_addresses_need_a_token() {
     let token = Token::parse("a=long-enough").expect("token");
     assert!(check_bind("127.0.0.1:7700".parse().expect("addr"), &[], false).is_ok());
     assert!(check_bind("[::1]:7700".parse().expect("addr"), &[], false).is_ok());
-    let err = check_bind("0.0.0.0:7700".parse().expect("addr"), &[], false).expect_err("refused");
+    let err = check_bind("0.0.0.0:7700".parse().expect("addr"), &[], false)
+        .expect_err("refused")
+        .to_string();
     assert!(
         err.contains("refusing to listen on 0.0.0.0:7700 without a token"),
         "{err}"
@@ -478,13 +480,17 @@ fn non_loopback_addresses_need_a_token() {
             Some("10/1m".into())
         )
     );
-    let err = Token::parse("ci=long-enough rate=10/1m").expect_err("an unknown option");
+    let err = Token::parse("ci=long-enough rate=10/1m")
+        .expect_err("an unknown option")
+        .to_string();
     assert!(
         err.contains("an unknown option after the secret") && !err.contains("rate=10"),
         "{err}"
     );
     // Text after the secret is never quoted: it may be the rest of a secret with a space.
-    let err = Token::parse("ci=long-enough hunter2-rest").expect_err("not an option");
+    let err = Token::parse("ci=long-enough hunter2-rest")
+        .expect_err("not an option")
+        .to_string();
     assert!(
         err.contains("not an option") && !err.contains("hunter2"),
         "{err}"
@@ -507,7 +513,8 @@ fn tokens_files_name_the_bad_line() {
         ]
     );
     let err = toolsmith_gateway::identity::parse_tokens_file("a=long-enough-1\nbroken line\n")
-        .expect_err("bad line");
+        .expect_err("bad line")
+        .to_string();
     assert!(
         err.starts_with("line 2: token \"broken line\": expected NAME[:ROLE][@TOOLSET,...]=SECRET [rate_limit=N/PER]"),
         "{err}"

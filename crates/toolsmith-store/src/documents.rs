@@ -41,10 +41,6 @@ pub trait Document: Clone + Send + Sync {
     fn columns(&self) -> Vec<(&'static str, Column)> {
         Vec::new()
     }
-    /// What `StoreError::Exists` carries for `name`.
-    fn exists(name: &str) -> String {
-        format!("{} {name}", Self::NOUN)
-    }
 }
 
 /// The version and who wrote it, as a read gives them with the document.
@@ -188,7 +184,10 @@ pub(crate) fn not_found<D: Document>(name: &str) -> StoreError {
 /// PostgreSQL; SQLite's write lock keeps them apart).
 pub(crate) fn unique_is_exists<D: Document>(e: sqlx::Error, name: &str) -> StoreError {
     match e.as_database_error().map(|d| d.kind()) {
-        Some(sqlx::error::ErrorKind::UniqueViolation) => StoreError::Exists(D::exists(name)),
+        Some(sqlx::error::ErrorKind::UniqueViolation) => StoreError::Exists {
+            kind: D::NOUN,
+            name: name.to_owned(),
+        },
         _ => e.into(),
     }
 }
@@ -220,7 +219,10 @@ macro_rules! document_methods {
             let mut tx = self.begin().await?;
             let (version, exists) = match doc_stored::<D>(&mut tx, doc.name()).await? {
                 Some((_, false, _)) => {
-                    return Err(crate::StoreError::Exists(D::exists(doc.name())));
+                    return Err(crate::StoreError::Exists {
+                        kind: D::NOUN,
+                        name: doc.name().to_owned(),
+                    });
                 }
                 Some((v, true, _)) => (v + 1, true),
                 None => (1, false),
@@ -243,6 +245,7 @@ macro_rules! document_methods {
                 }
                 Some((current, false, _)) if current != base_version => {
                     return Err(crate::StoreError::Conflict {
+                        kind: D::NOUN,
                         name: doc.name().to_owned(),
                         current_version: current,
                         based_on: base_version,

@@ -50,16 +50,18 @@ pub enum StoreError {
     NotFound(String),
     /// The update was based on a version that is no longer the current one.
     #[error(
-        "tool {name:?} is at version {current_version}; the change was based on version {based_on}"
+        "{kind} {name:?} is at version {current_version}; your change was based on version {based_on}"
     )]
     Conflict {
+        /// What the document is: `tool`, `server`, `toolset`.
+        kind: &'static str,
         name: String,
         current_version: u64,
         based_on: u64,
     },
-    /// The name is taken by a live tool.
-    #[error("tool {0:?} already exists")]
-    Exists(String),
+    /// The name is taken by a live document of that kind.
+    #[error("{kind} {name:?} already exists")]
+    Exists { kind: &'static str, name: String },
     /// A stored definition the loader refuses (the database was edited by hand?).
     #[error("invalid definition: {0}")]
     Invalid(String),

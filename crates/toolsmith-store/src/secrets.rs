@@ -35,6 +35,11 @@ impl std::fmt::Debug for SecretKey {
     }
 }
 
+/// A secret key's text that is not one: how many characters it has.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a secret key is 64 hex digits (32 bytes); this has {0} characters")]
+pub struct KeyError(pub usize);
+
 impl SecretKey {
     /// A new random key (the kernel's random source).
     pub fn generate() -> Self {
@@ -44,16 +49,13 @@ impl SecretKey {
     }
 
     /// A key from its text: 64 hex digits (surrounding whitespace ignored).
-    pub fn from_text(text: &str) -> std::result::Result<Self, String> {
+    pub fn from_text(text: &str) -> std::result::Result<Self, KeyError> {
         let text = text.trim();
         if text.len() != 64 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(format!(
-                "a secret key is 64 hex digits (32 bytes); this has {} characters",
-                text.len()
-            ));
+            return Err(KeyError(text.len()));
         }
-        let bytes = unhex(text).ok_or("not hex")?;
-        Ok(Self(bytes.try_into().map_err(|_| "not 32 bytes")?))
+        let bytes = unhex(text).ok_or(KeyError(text.len()))?;
+        Ok(Self(bytes.try_into().map_err(|_| KeyError(text.len()))?))
     }
 
     /// The key as 64 hex digits.
@@ -310,6 +312,7 @@ mod tests {
         assert!(
             SecretKey::from_text("abc")
                 .expect_err("short")
+                .to_string()
                 .contains("64 hex digits")
         );
         assert!(format!("{:?}", SecretKey::generate()) == "SecretKey(***)");

@@ -74,11 +74,6 @@ impl crate::documents::Document for toolsmith_core::Tool {
             ),
         ]
     }
-
-    /// A tool's name alone (tool names have no spaces; messages add `tool`).
-    fn exists(name: &str) -> String {
-        name.to_owned()
-    }
 }
 
 /// Every [`crate::Store`] method but `search`, the same code for both backends.

@@ -69,7 +69,7 @@ async fn versions_history_and_restore(s: &impl Store) {
     assert_eq!(v1.version, 1);
     assert!(matches!(
         s.create(&tool("greet", "again"), ALICE).await,
-        Err(StoreError::Exists(_))
+        Err(StoreError::Exists { .. })
     ));
     let v2 = s
         .update(

@@ -4,7 +4,7 @@
 //! the end of its stderr. Writes need the admin role. Secret config values are `***`.
 
 use toolsmith_core::upstream::McpServer;
-use toolsmith_store::{ServerRecord, StoreError, UpstreamStore};
+use toolsmith_store::{ServerRecord, UpstreamStore};
 
 use super::tools::{ChangeParams, base_version};
 use super::*;
@@ -146,31 +146,6 @@ pub(super) fn parse_server(mut value: Value, current: Option<&McpServer>) -> Api
     })
 }
 
-fn server_error(name: &str, e: StoreError) -> ApiError {
-    match e {
-        StoreError::Conflict {
-            current_version,
-            based_on,
-            ..
-        } => ApiError {
-            current_version: Some(current_version),
-            ..ApiError::new(
-                StatusCode::CONFLICT,
-                "conflict",
-                format!(
-                    "server {name:?} is at version {current_version}; your change was based on version {based_on}"
-                ),
-            )
-        },
-        StoreError::Exists(_) => ApiError::new(
-            StatusCode::CONFLICT,
-            "exists",
-            format!("server {name:?} already exists"),
-        ),
-        other => other.into(),
-    }
-}
-
 /// Creates an upstream server at version 1; it starts in the background and its first
 /// listing is approved.
 #[utoipa::path(post, path = "/v1/servers", tag = "servers",
@@ -191,8 +166,7 @@ async fn create_server(
                 summary: "created",
             },
         )
-        .await
-        .map_err(|e| server_error(&server.name, e))?;
+        .await?;
     s.changed();
     Ok((StatusCode::CREATED, Json(server_view(&s, &r, false).await?)).into_response())
 }
@@ -247,8 +221,7 @@ async fn update_server(
                 summary: &summary,
             },
         )
-        .await
-        .map_err(|e| server_error(&name, e))?;
+        .await?;
     s.changed();
     Ok(Json(server_view(&s, &r, false).await?))
 }
@@ -415,7 +388,7 @@ async fn approve_changes(
     let tools = decision(&body)?.tools;
     let tools = federation::approve(&s.store, &name, &tools, &caller.name)
         .await
-        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e))?;
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e.to_string()))?;
     s.changed();
     Ok(Json(Decided { tools }))
 }
@@ -434,7 +407,7 @@ async fn reject_changes(
     let tools = decision(&body)?.tools;
     let tools = federation::reject(&s.store, &name, &tools)
         .await
-        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e))?;
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e.to_string()))?;
     s.changed();
     Ok(Json(Decided { tools }))
 }
