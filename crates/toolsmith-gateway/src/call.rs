@@ -15,8 +15,8 @@ use toolsmith_core::result::Problem;
 use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
 use toolsmith_exec::CallOptions;
 
-use crate::Gateway;
 use crate::identity::Caller;
+use crate::{Gateway, GatewayError};
 use toolsmith_store::RunRecord;
 
 /// Which door a call came through, and who called.
@@ -97,6 +97,79 @@ impl Admitted {
 }
 
 impl Gateway {
+    /// The tool a call of `name` runs: its current version (kept per registry generation, so
+    /// a call does not read the registry), or the older `version` it pins. A pinned version
+    /// runs only while the tool exists and is enabled now, and as dangerous if either it or the
+    /// current version is: a pin chooses a definition, not a way around what the tool's owner
+    /// decided since.
+    pub async fn tool_to_call(
+        &self,
+        name: &str,
+        version: Option<u64>,
+    ) -> Result<Arc<CompiledTool>, GatewayError> {
+        use toolsmith_store::Store;
+        if let Some(c) = self.current(name)
+            && version.is_none_or(|v| v == c.version)
+        {
+            return Ok(c);
+        }
+        let generation = self.generation();
+        let current = self.store.get(name).await?;
+        if version.is_none_or(|v| v == current.version) {
+            let c = self.compiled(&current.tool, current.version)?;
+            self.remember_current(generation, c.clone());
+            return Ok(c);
+        }
+        // A pinned older version.
+        let v = version.unwrap_or(current.version);
+        let mut pinned =
+            toolsmith_store::definition_to_tool(&self.store.version(name, v).await?.definition)?;
+        pinned.enabled = current.tool.enabled;
+        if current.tool.is_dangerous() {
+            pinned.danger = toolsmith_core::model::Danger::Dangerous;
+        }
+        self.compiled(&pinned, v)
+    }
+
+    /// A session call another replica forwarded here, where its session lives (its proof
+    /// already checked: [`crate::sessions::check_peer`]), answered as the caller named in it
+    /// with no further forwarding or limits (the replica the caller reached applied those and
+    /// counted it). This replica writes the run-log entry, under that caller, before it
+    /// answers: the caller's next look at the log (on any replica) has it.
+    pub async fn answer_forwarded(
+        &self,
+        call: crate::sessions::PeerCall,
+    ) -> Result<ToolResult, GatewayError> {
+        if !matches!(
+            call.tool.as_str(),
+            "session_exec" | "session_read" | "session_end"
+        ) {
+            return Err(GatewayError::NotForwarded(call.tool));
+        }
+        let tool = self.tool_to_call(&call.tool, None).await?;
+        let arguments = Value::Object(call.arguments);
+        let result = self
+            .engine
+            .call(
+                &tool,
+                arguments.clone(),
+                CallOptions {
+                    admin: call.admin,
+                    forwarded: true,
+                    ..CallOptions::new(call.caller.clone(), true)
+                },
+            )
+            .await;
+        self.runs.record(RunRecord::of_tool(
+            &tool.tool,
+            &result,
+            &arguments,
+            &call.caller,
+        ));
+        self.runs.flush().await;
+        Ok(result)
+    }
+
     /// A call through `door` with nothing asked of the user between admitting and running
     /// it (a door that asks goes through [`Door::admit`] and [`Admitted::run`] itself).
     pub async fn call(

@@ -92,6 +92,9 @@ pub enum GatewayError {
     /// A stored definition that does not compile (a registry written by a newer version).
     #[error("tool {0:?}: {1}")]
     Compile(String, String),
+    /// A forwarded call of a tool that is not a session call.
+    #[error("{0:?} is not a session call a replica forwards")]
+    NotForwarded(String),
 }
 
 /// Set once, at start.

@@ -142,6 +142,17 @@ impl From<toolsmith_gateway::view::ViewError> for ApiError {
     }
 }
 
+impl From<toolsmith_gateway::GatewayError> for ApiError {
+    fn from(e: toolsmith_gateway::GatewayError) -> Self {
+        use toolsmith_gateway::GatewayError;
+        match e {
+            GatewayError::Store(e) => e.into(),
+            GatewayError::Compile(..) => Self::internal(e.to_string()),
+            GatewayError::NotForwarded(_) => Self::bad_request(e.to_string()),
+        }
+    }
+}
+
 impl From<toolsmith_gateway::sessions::PeerRefused> for ApiError {
     fn from(e: toolsmith_gateway::sessions::PeerRefused) -> Self {
         use toolsmith_gateway::sessions::PeerRefused;

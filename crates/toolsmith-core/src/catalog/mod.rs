@@ -120,13 +120,34 @@ pub fn load(entry: &str, src: &dyn CatalogSource) -> Result<Catalog, CatalogErro
 /// Reads one tool definition given as a JSON value (the registry's and the REST API's way
 /// in). Script tools must carry their `source` inline; imports do not apply.
 pub fn parse_tool(value: &Value, src: &dyn CatalogSource) -> Result<Tool, CatalogErrors> {
-    let mut e = Errs::new("tool");
-    let mut loader = Loader::new(src);
-    let tool = loader.tool(value, "", "", &Defaults::default(), &mut e);
-    match tool {
+    read_one("tool", |e| {
+        Loader::new(src).tool(value, "", "", &Defaults::default(), e)
+    })
+}
+
+/// One definition read alone (from the registry or a request): what `read` gives, or every
+/// problem it noted (paths relative to the definition, the file named `what`).
+fn read_one<T>(what: &str, read: impl FnOnce(&mut Errs) -> Option<T>) -> Result<T, CatalogErrors> {
+    let mut e = Errs::new(what);
+    match read(&mut e) {
         Some(t) if e.list.is_empty() => Ok(t),
         _ => Err(CatalogErrors(e.list)),
     }
+}
+
+/// A `danger:` key: `safe` or `dangerous`.
+fn danger(f: &Fields<'_>, e: &mut Errs) -> Option<Danger> {
+    f.choice(
+        "danger",
+        "danger level",
+        &["safe", "dangerous"],
+        |s| match s {
+            "safe" => Some(Danger::Safe),
+            "dangerous" => Some(Danger::Dangerous),
+            _ => None,
+        },
+        e,
+    )
 }
 
 /// Per-file defaults; an imported file without its own inherits its importer's.
@@ -276,20 +297,7 @@ impl Loader<'_> {
                 String::new()
             }
         };
-        let danger = f
-            .choice(
-                "danger",
-                "danger level",
-                &["safe", "dangerous"],
-                |s| match s {
-                    "safe" => Some(Danger::Safe),
-                    "dangerous" => Some(Danger::Dangerous),
-                    _ => None,
-                },
-                e,
-            )
-            .or(spec.map(|s| s.danger))
-            .unwrap_or_default();
+        let danger = danger(&f, e).or(spec.map(|s| s.danger)).unwrap_or_default();
         if let Some(s) = spec.filter(|s| s.danger == Danger::Dangerous && danger == Danger::Safe) {
             e.push(
                 &f.at("danger"),

@@ -43,12 +43,7 @@ pub(crate) fn valid_server_name(name: &str) -> bool {
 /// Reads one server definition given as a JSON value (the registry's and the REST API's
 /// way in); `${VAR}` config values are read through `src`.
 pub fn parse_server(value: &Value, src: &dyn CatalogSource) -> Result<McpServer, CatalogErrors> {
-    let mut e = Errs::new("server");
-    let loader = Loader::new(src);
-    match loader.server(value, "", &mut e) {
-        Some(s) if e.list.is_empty() => Ok(s),
-        _ => Err(CatalogErrors(e.list)),
-    }
+    read_one("server", |e| Loader::new(src).server(value, "", e))
 }
 
 impl Loader<'_> {
@@ -307,17 +302,7 @@ fn overrides(f: &Fields<'_>, e: &mut Errs) -> BTreeMap<String, ToolOverride> {
         {
             e.push(&o.at("name"), m);
         }
-        let danger = o.choice(
-            "danger",
-            "danger level",
-            &["safe", "dangerous"],
-            |s| match s {
-                "safe" => Some(Danger::Safe),
-                "dangerous" => Some(Danger::Dangerous),
-                _ => None,
-            },
-            e,
-        );
+        let danger = danger(&o, e);
         let timeout_ms = o.uint("timeout_ms", e);
         if timeout_ms.is_some_and(|t| !(1..=MAX_TIMEOUT_MS).contains(&t)) {
             e.push(&o.at("timeout_ms"), format!("outside 1..={MAX_TIMEOUT_MS}"));

@@ -10,11 +10,7 @@ const SELECTOR_KEYS: &[&str] = &["names", "tags", "kinds", "servers", "danger"];
 /// Reads one toolset definition given as a JSON value (the registry's and the REST API's way
 /// in).
 pub fn parse_toolset(value: &Value) -> Result<Toolset, CatalogErrors> {
-    let mut e = Errs::new("toolset");
-    match read_toolset(value, "", &mut e) {
-        Some(s) if e.list.is_empty() => Ok(s),
-        _ => Err(CatalogErrors(e.list)),
-    }
+    read_one("toolset", |e| read_toolset(value, "", e))
 }
 
 impl Loader<'_> {
@@ -117,17 +113,7 @@ fn selector(v: &Value, at: &str, e: &mut Errs) -> Option<Selector> {
         }
     }
     let servers = f.strings("servers", e).unwrap_or_default();
-    let danger = f.choice(
-        "danger",
-        "danger level",
-        &["safe", "dangerous"],
-        |s| match s {
-            "safe" => Some(Danger::Safe),
-            "dangerous" => Some(Danger::Dangerous),
-            _ => None,
-        },
-        e,
-    );
+    let danger = danger(&f, e);
     Selector::new(names, tags, kinds, servers, danger)
         .map_err(|m| e.push(&f.at("names"), m))
         .ok()

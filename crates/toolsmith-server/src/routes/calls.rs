@@ -41,36 +41,13 @@ fn integral<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Er
     }
 }
 
-/// The tool at the pinned or current version, compiled. A pinned version runs only while
-/// the tool exists and is enabled now, and as dangerous if either it or the current version
-/// is: a pin chooses a definition, not a way around what the tool's owner decided since.
+/// The tool a call of `name` runs ([`Gateway::tool_to_call`]).
 async fn compiled_tool(
     s: &Gateway,
     name: &str,
     version: Option<u64>,
 ) -> ApiResult<Arc<toolsmith_core::CompiledTool>> {
-    if let Some(c) = s.current(name)
-        && version.is_none_or(|v| v == c.version)
-    {
-        return Ok(c);
-    }
-    let generation = s.generation();
-    let current = s.store.get(name).await?;
-    if version.is_none_or(|v| v == current.version) {
-        let c = s
-            .compiled(&current.tool, current.version)
-            .map_err(ApiError::internal)?;
-        s.remember_current(generation, c.clone());
-        return Ok(c);
-    }
-    // A pinned older version.
-    let v = version.unwrap_or(current.version);
-    let mut pinned = definition_to_tool(&s.store.version(name, v).await?.definition)?;
-    pinned.enabled = current.tool.enabled;
-    if current.tool.is_dangerous() {
-        pinned.danger = toolsmith_core::model::Danger::Dangerous;
-    }
-    s.compiled(&pinned, v).map_err(ApiError::internal)
+    Ok(s.tool_to_call(name, version).await?)
 }
 
 /// The outcome of the argument pipeline.
@@ -230,38 +207,8 @@ pub(super) async fn peer_session(
         &body,
     )
     .await?;
-    let body: toolsmith_gateway::sessions::PeerCall = serde_json::from_slice(&body)
+    let call: toolsmith_gateway::sessions::PeerCall = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("a forwarded session call: {e}")))?;
-    if !matches!(
-        body.tool.as_str(),
-        "session_exec" | "session_read" | "session_end"
-    ) {
-        return Err(ApiError::bad_request(format!(
-            "{:?} is not a session call a replica forwards",
-            body.tool
-        )));
-    }
-    let tool = compiled_tool(&s, &body.tool, None).await?;
-    let arguments = Value::Object(body.arguments);
-    let result = s
-        .engine
-        .call(
-            &tool,
-            arguments.clone(),
-            CallOptions {
-                admin: body.admin,
-                forwarded: true,
-                ..CallOptions::new(body.caller.clone(), true)
-            },
-        )
-        .await;
-    s.runs.record(RunRecord::of_tool(
-        &tool.tool,
-        &result,
-        &arguments,
-        &body.caller,
-    ));
-    // Written before the answer: the caller's next look at the log (on any replica) has it.
-    s.runs.flush().await;
+    let result = s.answer_forwarded(call).await?;
     Ok(Json(result))
 }
