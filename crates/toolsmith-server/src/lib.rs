@@ -11,12 +11,6 @@ pub mod auth;
 pub mod error;
 pub mod guard;
 pub mod mcp;
-pub mod mcp_ask;
-pub mod mcp_params;
-mod mcp_result;
-pub mod mcp_search;
-mod mcp_snapshot;
-mod mcp_view;
 pub mod metrics;
 pub mod openapi;
 mod routes;
@@ -117,7 +111,7 @@ pub fn app_with(state: Arc<Gateway>, options: HttpOptions) -> Router {
         )
         .route_service("/mcp/{toolset}", service.clone())
         .route_service("/mcp", service)
-        .layer(axum::middleware::from_fn(mcp_params::repair_http))
+        .layer(axum::middleware::from_fn(mcp::params::repair_http))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             note_changes,

@@ -294,7 +294,7 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
         let service = rmcp::ServiceExt::serve(
             handler,
             (
-                toolsmith_server::mcp_params::repaired_stdin(),
+                toolsmith_server::mcp::params::repaired_stdin(),
                 tokio::io::stdout(),
             ),
         )

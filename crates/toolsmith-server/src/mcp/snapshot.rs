@@ -1,7 +1,7 @@
 //! The enabled tools at one registry generation, as MCP serves them: rendered once with the
 //! MCP renderer (the same as `export --format mcp`) and compiled, in name order; rebuilt by
 //! [`crate::mcp::McpServer::snapshot`] when the registry's change counter moves. Read by
-//! `tools/list`, `tools/call` and search mode ([`crate::mcp_search`]).
+//! `tools/list`, `tools/call` and search mode ([`crate::mcp::search`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -3,11 +3,25 @@
 //!
 //! The handler is written by hand, not with rmcp's `#[tool]` macros: tools live in the
 //! registry and change at run time. `tools/list` and `tools/call` read an in-memory
-//! [`Snapshot`] of the enabled tools ([`crate::mcp_snapshot`]), rebuilt when the registry's
-//! change counter moves; which tools a request sees is [`crate::mcp_view`]'s. Calls go through
+//! [`Snapshot`] of the enabled tools ([`crate::mcp::snapshot`]), rebuilt when the registry's
+//! change counter moves; which tools a request sees is [`crate::mcp::view`]'s. Calls go through
 //! the whole argument pipeline and the execution engine; argument and execution failures are
 //! results with `isError: true` whose text names each problem and the tool's parameters, so a
 //! model can retry. An unknown or disabled tool is a protocol error (-32602).
+//!
+//! The folder is the protocol, one file a concern: this handler (initialize, tools, the
+//! subscription that sends `list_changed`), [`params`] (repairing `tools/call` params before
+//! rmcp reads them), [`snapshot`] (the tools as MCP serves them), [`view`] (which of them a
+//! request sees), [`search`] (search mode), [`ask`] (questions an upstream asks a 2026-07-28
+//! client), [`result`] (a result in MCP's form). Resources, prompts, completions and logging
+//! are files of their own here.
+
+mod ask;
+pub mod params;
+mod result;
+pub mod search;
+mod snapshot;
+mod view;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,13 +40,13 @@ use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
 use toolsmith_gateway::CallOptions;
 use toolsmith_store::{decode_cursor, encode_cursor};
 
-pub use crate::mcp_result::to_mcp;
-pub use crate::mcp_snapshot::Snapshot;
-use crate::{Gateway, mcp_params, mcp_search};
+pub use result::to_mcp;
+pub use snapshot::Snapshot;
+use toolsmith_gateway::Gateway;
 use toolsmith_gateway::upstream::Elicitor;
 use toolsmith_gateway::view::View;
 
-use crate::mcp_ask::{self, Next, Parking};
+use ask::{Next, Parking};
 
 /// Tools per `tools/list` page.
 pub const PAGE_SIZE: usize = 200;
@@ -348,10 +362,10 @@ impl ServerHandler for McpServer {
     ) -> Result<ListToolsResult, ErrorData> {
         let view = self.view(&ctx).await?;
         if view.search {
-            return Ok(ListToolsResult::with_all_items(mcp_search::tools()));
+            return Ok(ListToolsResult::with_all_items(search::tools()));
         }
         let snapshot = self.snapshot().await?;
-        let tools = mcp_search::visible(&snapshot, &view);
+        let tools = search::visible(&snapshot, &view);
         let start = match request.and_then(|r| r.cursor) {
             None => 0,
             Some(cursor) => {
@@ -395,7 +409,7 @@ impl ServerHandler for McpServer {
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let mut changes = self.state.subscribe();
         let view = self.current_view(context.request_context()).await?;
-        let mut seen = mcp_search::fingerprint(&*self.snapshot().await?, &view);
+        let mut seen = search::fingerprint(&*self.snapshot().await?, &view);
         loop {
             tokio::select! {
                 _ = context.cancelled() => return Ok(()),
@@ -404,7 +418,7 @@ impl ServerHandler for McpServer {
                         return Ok(());
                     }
                     let view = self.current_view(context.request_context()).await?;
-                    let now = mcp_search::fingerprint(&*self.snapshot().await?, &view);
+                    let now = search::fingerprint(&*self.snapshot().await?, &view);
                     if now == seen {
                         continue;
                     }
@@ -432,7 +446,7 @@ impl ServerHandler for McpServer {
                     .await
                     .unwrap_or_else(|_| Arc::new(View::everything()));
                 let snapshot = this.snapshot().await.ok()?;
-                Some(mcp_search::fingerprint(&snapshot, &view))
+                Some(search::fingerprint(&snapshot, &view))
             };
             let mut seen = fingerprint().await;
             while changes.changed().await.is_ok() {
@@ -525,7 +539,7 @@ impl McpServer {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if let Some(why) = ctx.meta.get(mcp_params::BAD_KEY).and_then(Value::as_str) {
+        if let Some(why) = ctx.meta.get(params::BAD_KEY).and_then(Value::as_str) {
             return Err(ErrorData::invalid_params(why.to_owned(), None));
         }
         let view = self.view(&ctx).await?;
@@ -534,12 +548,12 @@ impl McpServer {
         let mut wrapped = false;
         if view.search {
             match request.name.as_ref() {
-                mcp_search::SEARCH => {
+                search::SEARCH => {
                     let arguments = request.arguments.unwrap_or_default();
-                    return Ok(mcp_search::search(&snapshot, &view, &arguments).into());
+                    return Ok(search::search(&snapshot, &view, &arguments).into());
                 }
-                mcp_search::CALL => {
-                    request = mcp_search::unwrap_call(request)?;
+                search::CALL => {
+                    request = search::unwrap_call(request)?;
                     wrapped = true;
                 }
                 // A member called by its own name (a model that skipped call_tool) runs too.
@@ -561,7 +575,7 @@ impl McpServer {
             ));
         };
         // Arguments sent as JSON text are read by the pipeline, as REST's are.
-        let arguments = match ctx.meta.get(mcp_params::TEXT_KEY) {
+        let arguments = match ctx.meta.get(params::TEXT_KEY) {
             Some(Value::String(text)) if !wrapped => Value::String(text.clone()),
             _ => Value::Object(request.arguments.clone().unwrap_or_default()),
         };
@@ -583,7 +597,7 @@ impl McpServer {
             let answer = request
                 .input_responses
                 .as_ref()
-                .and_then(|r| r.get(mcp_ask::QUESTION_KEY))
+                .and_then(|r| r.get(ask::QUESTION_KEY))
                 .cloned()
                 .unwrap_or_else(|| json!({"action": "cancel"}));
             let result = match self.parking.resume(state, answer).await {
@@ -597,7 +611,7 @@ impl McpServer {
                             "the question of `{}` this answers is no longer waiting (it waits {} minutes, \
                              on the server that asked it); call the tool again",
                             tool.tool.name,
-                            mcp_ask::KEEP.as_secs() / 60
+                            ask::KEEP.as_secs() / 60
                         ),
                         Vec::new(),
                         tool.meta(Vec::new()),

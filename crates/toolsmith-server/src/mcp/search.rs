@@ -14,7 +14,7 @@ use rmcp::ErrorData;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool as McpTool};
 use serde_json::{Map, Value, json};
 
-use crate::mcp_snapshot::Snapshot;
+use crate::mcp::snapshot::Snapshot;
 use toolsmith_gateway::view::View;
 
 /// The searching tool's name.
