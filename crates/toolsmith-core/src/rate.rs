@@ -14,31 +14,48 @@ pub struct RateLimit {
     pub burst: u32,
 }
 
+/// Why a rate limit's text or parts were refused; each says what was written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RateLimitError {
+    #[error("{0:?}: after the comma, expected burst=N")]
+    Burst(String),
+    #[error("{0:?}: expected CALLS/PERIOD such as 100/1m (s, m or h)")]
+    Shape(String),
+    #[error("{what} {text:?}: expected a whole number of at least 1")]
+    Count { what: &'static str, text: String },
+    #[error("period {0:?}: expected a number and s, m or h (1s, 1m, 1h)")]
+    Period(String),
+    #[error("period {0:?}: from 1s to 24h")]
+    PeriodRange(String),
+    #[error("calls must be at least 1")]
+    NoCalls,
+}
+
 impl RateLimit {
     /// `N/PER[,burst=M]`, PER being a count and a unit (`s`, `m`, `h`; `1` when left out):
     /// `100/1m`, `5/s`, `1000/1h,burst=50`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, RateLimitError> {
         let (main, burst) = match text.split_once(',') {
             Some((m, b)) => {
                 let b = b.trim();
                 let n = b
                     .strip_prefix("burst=")
-                    .ok_or_else(|| format!("{text:?}: after the comma, expected burst=N"))?;
+                    .ok_or_else(|| RateLimitError::Burst(text.to_owned()))?;
                 (m, Some(parse_count(n, "burst")?))
             }
             None => (text, None),
         };
         let (calls, per) = main
             .split_once('/')
-            .ok_or_else(|| format!("{text:?}: expected CALLS/PERIOD such as 100/1m (s, m or h)"))?;
+            .ok_or_else(|| RateLimitError::Shape(text.to_owned()))?;
         Self::new(parse_count(calls.trim(), "calls")?, per.trim(), burst)
     }
 
     /// From its parts; `per` as in [`Self::parse`].
-    pub fn new(calls: u32, per: &str, burst: Option<u32>) -> Result<Self, String> {
+    pub fn new(calls: u32, per: &str, burst: Option<u32>) -> Result<Self, RateLimitError> {
         let per_ms = parse_period(per)?;
         if calls == 0 {
-            return Err("calls must be at least 1".into());
+            return Err(RateLimitError::NoCalls);
         }
         Ok(Self {
             calls,
@@ -80,15 +97,18 @@ impl Serialize for RateLimit {
     }
 }
 
-fn parse_count(text: &str, what: &str) -> Result<u32, String> {
+fn parse_count(text: &str, what: &'static str) -> Result<u32, RateLimitError> {
     text.parse::<u32>()
         .ok()
         .filter(|n| *n > 0)
-        .ok_or_else(|| format!("{what} {text:?}: expected a whole number of at least 1"))
+        .ok_or_else(|| RateLimitError::Count {
+            what,
+            text: text.to_owned(),
+        })
 }
 
 /// `1s`, `30s`, `1m`, `h` (one hour), up to a day.
-fn parse_period(text: &str) -> Result<u64, String> {
+fn parse_period(text: &str) -> Result<u64, RateLimitError> {
     let unit_at = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
@@ -97,22 +117,18 @@ fn parse_period(text: &str) -> Result<u64, String> {
         "" => 1,
         n => n
             .parse()
-            .map_err(|_| format!("period {text:?}: expected a number and s, m or h"))?,
+            .map_err(|_| RateLimitError::Period(text.to_owned()))?,
     };
     let unit_ms = match unit {
         "s" => 1000,
         "m" => 60_000,
         "h" => 3_600_000,
-        _ => {
-            return Err(format!(
-                "period {text:?}: expected a number and s, m or h (1s, 1m, 1h)"
-            ));
-        }
+        _ => return Err(RateLimitError::Period(text.to_owned())),
     };
     let ms = count * unit_ms;
     match ms {
         1..=86_400_000 => Ok(ms),
-        _ => Err(format!("period {text:?}: from 1s to 24h")),
+        _ => Err(RateLimitError::PeriodRange(text.to_owned())),
     }
 }
 

@@ -188,11 +188,22 @@ fn scopeguard(counter: &std::sync::atomic::AtomicUsize) -> QueuedGuard<'_> {
     QueuedGuard(counter)
 }
 
+/// Why an engine could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The workspace folder is missing or cannot be opened.
+    #[error("{0}")]
+    Workspace(String),
+    /// The HTTP client `http` tools and upstreams use could not start.
+    #[error("{0}")]
+    HttpClient(String),
+}
+
 impl Engine {
     /// Fails when the workspace does not exist. Raises this process's open-file limit to its
     /// maximum: each running call holds three pipes.
-    pub fn new(config: EngineConfig) -> Result<Self, String> {
-        let workspace = Workspace::new(&config.workspace)?;
+    pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
+        let workspace = Workspace::new(&config.workspace).map_err(EngineError::Workspace)?;
         raise_nofile();
         let cgroups = match config.use_cgroups {
             true => limits::Cgroups::detect().map(Arc::new),
@@ -245,7 +256,7 @@ impl Engine {
                 config.sessions_unavailable.clone(),
             ),
             upstreams,
-            http: http::HttpClient::new()?,
+            http: http::HttpClient::new().map_err(EngineError::HttpClient)?,
             sandbox,
             rates: rate::RateLimiter::default(),
             queued: std::sync::atomic::AtomicUsize::new(0),

@@ -43,7 +43,9 @@ pub(super) fn read_defaults(v: &Value, inherited: &Defaults, e: &mut Errs) -> De
 pub(super) fn read_rate_limit(v: &Value, at: &str, e: &mut Errs) -> Option<crate::rate::RateLimit> {
     use crate::rate::RateLimit;
     if let Value::String(text) = v {
-        return RateLimit::parse(text).map_err(|m| e.push(at, m)).ok();
+        return RateLimit::parse(text)
+            .map_err(|m| e.push(at, m.to_string()))
+            .ok();
     }
     let f = Fields::new(v, at, &["calls", "per", "burst"], e)?;
     let calls = f.uint("calls", e);
@@ -61,7 +63,7 @@ pub(super) fn read_rate_limit(v: &Value, at: &str, e: &mut Errs) -> Option<crate
         return None;
     }
     RateLimit::new(calls, &per, burst)
-        .map_err(|m| e.push(at, m))
+        .map_err(|m| e.push(at, m.to_string()))
         .ok()
 }
 
