@@ -201,19 +201,12 @@ pub async fn reconcile(
                     problems.push(e);
                 }
             }
-            None if first || def.on_change == OnChange::Accept => {
-                match save(&state.store, &def, said, &author, "listed by the upstream").await {
-                    Ok(()) => {
-                        state
-                            .store
-                            .set_pin(server, tool, Some(said), &author)
-                            .await?
-                    }
-                    Err(e) => problems.push(e),
-                }
-            }
-            Some(_) if def.on_change == OnChange::Accept => {
-                match save(&state.store, &def, said, &author, "changed by the upstream").await {
+            known if first || def.on_change == OnChange::Accept => {
+                let summary = match known {
+                    None => "listed by the upstream",
+                    Some(_) => "changed by the upstream",
+                };
+                match save(&state.store, &def, said, &author, summary).await {
                     Ok(()) => {
                         state
                             .store

@@ -56,7 +56,7 @@ fn repair_one(message: &mut Value) -> bool {
     let Value::Object(p) = params else {
         *params = bad(format!(
             "params must be an object with `name` and `arguments`, not {}",
-            kind(params)
+            toolsmith_core::json_text::type_phrase(params)
         ));
         return true;
     };
@@ -66,7 +66,7 @@ fn repair_one(message: &mut Value) -> bool {
         None => problems.push("params.name is missing: name the tool to call".to_owned()),
         Some(other) => problems.push(format!(
             "params.name must be a string naming the tool, not {}",
-            kind(other)
+            toolsmith_core::json_text::type_phrase(other)
         )),
     }
     let mut text = None;
@@ -75,7 +75,7 @@ fn repair_one(message: &mut Value) -> bool {
         Some(Value::String(s)) => text = Some(s.clone()),
         Some(other) => problems.push(format!(
             "params.arguments must be an object of the tool's parameters (or its JSON text), not {}",
-            kind(other)
+            toolsmith_core::json_text::type_phrase(other)
         )),
     }
     let meta_ok = matches!(p.get("_meta"), None | Some(Value::Object(_)));
@@ -98,17 +98,6 @@ fn repair_one(message: &mut Value) -> bool {
         m.insert(TEXT_KEY.into(), Value::String(text.unwrap_or_default()));
     }
     true
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Stdin as rmcp reads it, each line repaired; ends when stdin does.
