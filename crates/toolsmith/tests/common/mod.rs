@@ -70,7 +70,13 @@ fn start_serve(
         .expect("spawn serve");
     let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
     let (rest, mcp) = read_addresses(&mut lines);
-    std::thread::spawn(move || lines.for_each(drop));
+    // What the server says after start (a panic in a connection's task, a warning) goes to
+    // the test's captured output: shown when the test fails, silent when it passes.
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            eprintln!("serve: {line}");
+        }
+    });
     (Serve(child), rest, mcp)
 }
 
