@@ -114,7 +114,7 @@ async fn plan(
         _ => toolsmith_core::plan::dry_run(&tool, body.arguments),
     };
     // What this server's kernel would enforce of the tool's sandbox, had it run.
-    result.meta.sandbox = s.engine.sandbox().report_for(&tool.tool);
+    result.meta.sandbox = s.sandbox_report(&tool.tool);
     Ok(Json(result))
 }
 

@@ -175,16 +175,14 @@ async fn overview(
         .map(|(outcome, counts)| Series { outcome, counts })
         .collect();
     series.sort_by_key(|s| s.outcome != "ok");
-    let warm = s.engine.warm_calls();
+    let warm = s.warm_calls();
     let scripts = s
         .metrics
         .script_calls
         .load(std::sync::atomic::Ordering::Relaxed);
     let upstreams = match view.is_everything() {
         true => s
-            .engine
-            .upstreams()
-            .status()
+            .upstream_statuses()
             .into_iter()
             .map(|u| UpstreamNow {
                 status: serde_json::to_value(u.status)

@@ -58,11 +58,7 @@ struct Probe {
     responses((status = 200, body = Probe), (status = 422, body = ErrorBody)))]
 async fn check_server(State(s): Shared, Body(body): Body<Value>) -> ApiResult<Json<Probe>> {
     let server = super::servers::parse_server(body, None)?;
-    let (listed, log) = s
-        .engine
-        .upstreams()
-        .probe(server.clone(), PROBE_TIMEOUT)
-        .await;
+    let (listed, log) = s.probe_upstream(server.clone(), PROBE_TIMEOUT).await;
     let (ok, error, tools) = match listed {
         Ok(tools) => (true, None, tools),
         Err(why) => (false, Some(why), Vec::new()),

@@ -87,9 +87,7 @@ async fn server_view(s: &Gateway, r: &ServerRecord, with_tools: bool) -> ApiResu
         updated_by: r.updated_by.clone(),
         definition: r.server.to_catalog_value(Secrets::Redact),
         status: s
-            .engine
-            .upstreams()
-            .status_of(&name)
+            .upstream_status(&name)
             .and_then(|st| serde_json::to_value(st).ok()),
         pending,
         problems: s.federation_problems.of(&name),
@@ -261,7 +259,7 @@ struct Refreshed {
 async fn refresh_server(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<Refreshed>> {
     s.store.get_server(&name).await?;
     Ok(Json(Refreshed {
-        asked: s.engine.upstreams().refresh(&name),
+        asked: s.refresh_upstream(&name),
     }))
 }
 
@@ -279,7 +277,7 @@ struct Restarted {
     responses((status = 200, body = Restarted), (status = 404, body = ErrorBody)))]
 async fn restart_server(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<Restarted>> {
     s.store.get_server(&name).await?;
-    let restarted = s.engine.upstreams().restart(&name);
+    let restarted = s.restart_upstream(&name);
     Ok(Json(Restarted { restarted }))
 }
 
@@ -425,6 +423,6 @@ struct ServerLog {
 async fn server_log(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<ServerLog>> {
     s.store.get_server(&name).await?;
     Ok(Json(ServerLog {
-        log: s.engine.upstreams().log(&name).unwrap_or_default(),
+        log: s.upstream_log(&name).unwrap_or_default(),
     }))
 }

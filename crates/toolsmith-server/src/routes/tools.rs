@@ -248,7 +248,7 @@ async fn create(
 async fn show(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<ToolView>> {
     let r = s.store.get(&name).await?;
     let mut v = view(&r);
-    v.sandbox = s.engine.sandbox().report_for(&r.tool);
+    v.sandbox = s.sandbox_report(&r.tool);
     Ok(Json(v))
 }
 
