@@ -227,32 +227,14 @@ pub async fn reconcile(
         }
     }
     for tool in pins.keys().filter(|t| !now.contains_key(*t)) {
-        match def.on_change {
-            OnChange::Accept => {
-                retire(
-                    &state.store,
-                    &def,
-                    tool,
-                    &author,
-                    "no longer offered by the upstream",
-                    true,
-                )
-                .await?;
-                state.store.set_pin(server, tool, None, &author).await?;
-            }
-            OnChange::Hold => {
-                // Not served any more: its calls could not succeed.
-                retire(
-                    &state.store,
-                    &def,
-                    tool,
-                    &author,
-                    "no longer offered by the upstream",
-                    false,
-                )
-                .await?;
-                hold(state, server, tool, "removed", None, changes.get(tool)).await?;
-            }
+        // Not served any more (its calls could not succeed): deleted at once under
+        // `accept`, disabled while the removal waits for a decision under `hold`.
+        let accept = def.on_change == OnChange::Accept;
+        let summary = "no longer offered by the upstream";
+        retire(&state.store, &def, tool, &author, summary, accept).await?;
+        match accept {
+            true => state.store.set_pin(server, tool, None, &author).await?,
+            false => hold(state, server, tool, "removed", None, changes.get(tool)).await?,
         }
     }
     // A change whose tool the upstream offers as pinned again, or stopped offering before

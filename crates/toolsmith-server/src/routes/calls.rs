@@ -41,15 +41,6 @@ fn integral<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Er
     }
 }
 
-/// The tool a call of `name` runs ([`Gateway::tool_to_call`]).
-async fn compiled_tool(
-    s: &Gateway,
-    name: &str,
-    version: Option<u64>,
-) -> ApiResult<Arc<toolsmith_core::CompiledTool>> {
-    Ok(s.tool_to_call(name, version).await?)
-}
-
 /// The outcome of the argument pipeline.
 #[derive(Serialize, ToSchema)]
 struct Validation {
@@ -75,7 +66,7 @@ async fn validate(
     request: CallRequest<CallBody>,
 ) -> ApiResult<Json<Validation>> {
     let body = request.body;
-    let tool = compiled_tool(&s, &name, body.version).await?;
+    let tool = s.tool_to_call(&name, body.version).await?;
     let prepared = match request.arguments_problem {
         Some(problem) => Err(vec![problem]),
         None => tool.prepare(body.arguments),
@@ -108,7 +99,7 @@ async fn plan(
     request: CallRequest<CallBody>,
 ) -> ApiResult<Json<ToolResult>> {
     let body = request.body;
-    let tool = compiled_tool(&s, &name, body.version).await?;
+    let tool = s.tool_to_call(&name, body.version).await?;
     let mut result = match request.arguments_problem {
         Some(problem) if tool.tool.enabled => tool.invalid_arguments(vec![problem]),
         _ => toolsmith_core::plan::dry_run(&tool, body.arguments),
@@ -132,7 +123,7 @@ async fn call(
     request: CallRequest<CallBody>,
 ) -> ApiResult<Response> {
     let body = request.body;
-    let tool = compiled_tool(&s, &name, body.version).await?;
+    let tool = s.tool_to_call(&name, body.version).await?;
     let door = toolsmith_gateway::call::Door {
         label: "rest".into(),
         log_name: caller.log_name(),
