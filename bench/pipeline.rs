@@ -18,7 +18,7 @@ use toolsmith_core::{CompiledTool, plan};
 struct One(&'static str);
 
 impl CatalogSource for One {
-    fn read(&self, _: &str) -> Result<String, String> {
+    fn read(&self, _: &str) -> Result<String, toolsmith_core::catalog::ReadError> {
         Ok(self.0.to_owned())
     }
     fn var(&self, _: &str) -> Option<String> {

@@ -9,6 +9,8 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
+use crate::model::ArrayStyle;
+
 /// The methods an `http` tool may use.
 pub const METHODS: [&str; 7] = ["GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"];
 
@@ -50,12 +52,96 @@ pub struct HttpCall {
     /// A link-local or metadata address is reached only when named here literally.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allow_hosts: Vec<String>,
+    /// Each parameter's place in the request, by parameter name (the catalog writes it on
+    /// the parameter: see [`crate::model::Tool::to_catalog_value`]). A parameter not named
+    /// here goes where [`HttpCall::default_part`] says.
+    #[serde(skip)]
+    pub places: BTreeMap<String, HttpPlace>,
 }
 
 impl HttpCall {
     pub fn max_response_bytes(&self) -> u64 {
         self.max_response_bytes
             .unwrap_or(DEFAULT_MAX_RESPONSE_BYTES)
+    }
+
+    /// Where a parameter without `inject_as` goes: the body for a method that has one, the
+    /// query otherwise.
+    pub fn default_part(&self) -> RequestPart {
+        if method_has_body(&self.method) {
+            RequestPart::Body
+        } else {
+            RequestPart::Query
+        }
+    }
+
+    /// Where the parameter `name` goes.
+    pub fn place(&self, name: &str) -> HttpPlace {
+        self.places.get(name).cloned().unwrap_or(HttpPlace {
+            inject_as: self.default_part(),
+            ..HttpPlace::default()
+        })
+    }
+
+    /// The parameter's name in the request: its `http_name`, or its own.
+    pub fn wire_name<'a>(&'a self, param: &'a str) -> &'a str {
+        self.places
+            .get(param)
+            .and_then(|p| p.http_name.as_deref())
+            .unwrap_or(param)
+    }
+}
+
+/// How an `http` tool's parameter reaches the request (SPEC §12).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct HttpPlace {
+    pub inject_as: RequestPart,
+    /// The name in the request (query key, header name, body property) when it is not the
+    /// parameter's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_name: Option<String>,
+    /// For arrays in a query or header: repeated (the default in a query) or joined.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub array_style: Option<ArrayStyle>,
+    /// For `array_style: join`; `,` when not given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub separator: Option<String>,
+}
+
+/// The part of the request a parameter goes into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestPart {
+    /// One path segment of the URL template, percent-encoded.
+    Path,
+    /// A query parameter.
+    Query,
+    /// A request header.
+    Header,
+    /// A property of the JSON body (or the whole body with `body: whole`).
+    #[default]
+    Body,
+}
+
+impl RequestPart {
+    /// Its name in the catalog (`inject_as: header`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Path => "path",
+            Self::Query => "query",
+            Self::Header => "header",
+            Self::Body => "body",
+        }
+    }
+
+    /// Its name in messages: `the path`, `the query`, `the headers`, `the body`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Self::Path => "path",
+            Self::Query => "query",
+            Self::Header => "headers",
+            Self::Body => "body",
+        }
     }
 }
 
@@ -126,26 +212,37 @@ pub fn method_has_body(method: &str) -> bool {
 
 /// The `{name}` placeholders of a URL template, in order. An unmatched `{` or `}`, an empty
 /// or nested placeholder is an error.
-pub fn placeholders(template: &str) -> Result<Vec<String>, String> {
+pub fn placeholders(template: &str) -> Result<Vec<String>, TemplateError> {
     let mut out = Vec::new();
     let mut rest = template;
     while let Some(open) = rest.find(['{', '}']) {
         if rest[open..].starts_with('}') {
-            return Err(format!("a `}}` without its `{{` in {template:?}"));
+            return Err(TemplateError::Unopened(template.to_owned()));
         }
         let after = &rest[open + 1..];
         let close = after
             .find(['{', '}'])
             .filter(|&i| after[i..].starts_with('}'))
-            .ok_or_else(|| format!("a `{{` without its `}}` in {template:?}"))?;
+            .ok_or_else(|| TemplateError::Unclosed(template.to_owned()))?;
         let name = &after[..close];
         if name.is_empty() {
-            return Err(format!("an empty `{{}}` in {template:?}"));
+            return Err(TemplateError::Empty(template.to_owned()));
         }
         out.push(name.to_owned());
         rest = &after[close + 1..];
     }
     Ok(out)
+}
+
+/// A URL template whose placeholders do not pair up (the template is in each variant).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    #[error("a `}}` without its `{{` in {0:?}")]
+    Unopened(String),
+    #[error("a `{{` without its `}}` in {0:?}")]
+    Unclosed(String),
+    #[error("an empty `{{}}` in {0:?}")]
+    Empty(String),
 }
 
 /// Whether `name` is an HTTP header name (RFC 9110 token characters).

@@ -28,6 +28,7 @@
 pub mod agent;
 pub mod builtin;
 pub mod catalog;
+pub mod command;
 mod form;
 pub mod http;
 pub mod json_text;

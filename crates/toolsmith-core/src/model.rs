@@ -19,7 +19,7 @@ pub struct ToolName(String);
 
 impl ToolName {
     /// Checks `name` against `rule`; the error says which rule and why.
-    pub fn new(name: &str, rule: NameRule) -> Result<Self, String> {
+    pub fn new(name: &str, rule: NameRule) -> Result<Self, NameError> {
         rule.check(name)?;
         Ok(Self(name.to_owned()))
     }
@@ -57,37 +57,38 @@ impl NameRule {
         }
     }
 
-    pub fn check(self, name: &str) -> Result<(), String> {
-        match self {
+    pub fn check(self, name: &str) -> Result<(), NameError> {
+        let ok = match self {
             Self::Portable => {
-                let ok = name.len() <= 64
+                name.len() <= 64
                     && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-                if ok {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "invalid tool name {name:?}: use a letter, then up to 63 letters, digits or \
-                         underscores (set `defaults.tool_names: mcp` to allow `.` and `-`)"
-                    ))
-                }
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
             }
             Self::Mcp => {
-                let ok = !name.is_empty()
+                !name.is_empty()
                     && name.len() <= 128
                     && name
                         .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-                if ok {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "invalid tool name {name:?}: use 1 to 128 letters, digits, `_`, `.` or `-`"
-                    ))
-                }
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
             }
+        };
+        match (ok, self) {
+            (true, _) => Ok(()),
+            (false, Self::Portable) => Err(NameError::Portable(name.to_owned())),
+            (false, Self::Mcp) => Err(NameError::Mcp(name.to_owned())),
         }
     }
+}
+
+/// A tool name its rule refuses, by rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    #[error(
+        "invalid tool name {0:?}: use a letter, then up to 63 letters, digits or underscores (set `defaults.tool_names: mcp` to allow `.` and `-`)"
+    )]
+    Portable(String),
+    #[error("invalid tool name {0:?}: use 1 to 128 letters, digits, `_`, `.` or `-`")]
+    Mcp(String),
 }
 
 /// A tool as loaded from a catalog or the registry.
@@ -150,6 +151,36 @@ pub struct Tool {
     pub executor: Executor,
 }
 
+/// Writes each parameter's place (its executor's) into its catalog form, where the catalog
+/// declares it: after the parameter's own keys, before `secret` and `workspace_path`.
+fn write_places<P: Serialize>(tool: &mut Value, places: &BTreeMap<String, P>) {
+    let Some(Value::Array(params)) = tool.get_mut("parameters") else {
+        return;
+    };
+    for param in params {
+        let Value::Object(map) = param else { continue };
+        let place = map
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|name| places.get(name))
+            .and_then(|place| serde_json::to_value(place).ok());
+        let Some(Value::Object(place)) = place else {
+            continue;
+        };
+        let old = std::mem::take(map);
+        let mut place = Some(place);
+        for (key, v) in old {
+            if matches!(key.as_str(), "secret" | "workspace_path")
+                && let Some(place) = place.take()
+            {
+                map.extend(place);
+            }
+            map.insert(key, v);
+        }
+        map.extend(place.into_iter().flatten());
+    }
+}
+
 /// The placeholder every secret value is replaced with when shown.
 pub const REDACTED: &str = "***";
 
@@ -158,6 +189,12 @@ impl Tool {
     /// unless `secrets` is [`Secrets::Keep`].
     pub fn to_catalog_value(&self, secrets: Secrets) -> Value {
         let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
+        // Where each parameter goes is the executor's; the catalog writes it on the parameter.
+        match &self.executor {
+            Executor::Command(c) => write_places(&mut value, &c.places),
+            Executor::Http(h) => write_places(&mut value, &h.places),
+            _ => {}
+        }
         if let (Executor::Builtin(_), Value::Object(map)) = (&self.executor, &mut value) {
             // A built-in's interface is toolsmith's own, not part of the definition.
             map.remove("parameters");
@@ -269,7 +306,7 @@ pub enum Secrets {
     Keep,
 }
 
-fn is_false(b: &bool) -> bool {
+pub(crate) fn is_false(b: &bool) -> bool {
     !*b
 }
 
@@ -325,7 +362,7 @@ impl EndOfOptions {
 #[serde(rename_all = "snake_case")]
 pub enum Executor {
     /// `command: [exe, fixed args...]`, run directly, never through a shell.
-    Command(Vec<String>),
+    Command(crate::command::Command),
     /// A script run by an interpreter with the arguments as JSON on stdin.
     Script(Script),
     /// A tool implemented inside toolsmith (see [`crate::builtin`]).
@@ -341,8 +378,17 @@ impl Executor {
     /// interpreter (its first word); `None` for the kinds that start no process.
     pub fn program(&self) -> Option<&str> {
         match self {
-            Self::Command(argv) => argv.first().map(String::as_str),
+            Self::Command(c) => c.argv.first().map(String::as_str),
             Self::Script(s) => s.interpreter.split_whitespace().next(),
+            _ => None,
+        }
+    }
+
+    /// The upstream tool an `mcp` tool calls; `None` for the other kinds. What federation
+    /// needs to know of a tool outside the kind's own modules.
+    pub fn upstream(&self) -> Option<&McpTarget> {
+        match self {
+            Self::Mcp(target) => Some(target),
             _ => None,
         }
     }
@@ -509,8 +555,11 @@ pub struct Parameter {
     pub additional_properties: Option<bool>,
     #[serde(flatten)]
     pub constraints: Constraints,
-    #[serde(flatten)]
-    pub injection: Injection,
+    /// A config field's environment variable (the upper-cased name when not given): how
+    /// its value reaches a command, a script or a stdio server. Where a tool's parameter
+    /// goes is its executor's (`Command::places`, `HttpCall::places`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env_name: Option<String>,
     #[serde(skip_serializing_if = "is_false")]
     pub secret: bool,
     /// A string naming a path inside the workspace: relative, without `..`, and (checked by
@@ -520,11 +569,6 @@ pub struct Parameter {
 }
 
 impl Parameter {
-    /// Its name in an HTTP request: its `http_name`, or its own.
-    pub fn wire_name(&self) -> &str {
-        self.injection.http_name.as_deref().unwrap_or(&self.name)
-    }
-
     /// The enum's values are integers (rather than strings).
     pub fn is_integer_enum(&self) -> bool {
         self.ty == ParamType::Enum && self.values.first().is_some_and(Value::is_i64)
@@ -586,89 +630,6 @@ pub struct Constraints {
     pub max_items: Option<u64>,
     #[serde(skip_serializing_if = "is_false")]
     pub unique_items: bool,
-}
-
-/// How a parameter reaches a command (SPEC §5.2). Only top-level parameters of `command`
-/// tools use it; the loader refuses it elsewhere.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct Injection {
-    #[serde(skip_serializing_if = "InjectAs::is_default")]
-    pub inject_as: InjectAs,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub option_name: Option<String>,
-    #[serde(skip_serializing_if = "OptionStyle::is_default")]
-    pub option_style: OptionStyle,
-    /// `None` means the default for the injection: `flag` for options, `value` otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub boolean_style: Option<BooleanStyle>,
-    /// `None` means the default: `repeat` for options, `separate` for arguments, `join`
-    /// for env.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub array_style: Option<ArrayStyle>,
-    /// For `array_style: join`; `,` when not given.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub separator: Option<String>,
-    /// For `inject_as: env` and config fields; the upper-cased name when not given.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub env_name: Option<String>,
-    /// For `inject_as: env`: the operator accepts that the model's value sets a variable
-    /// that changes how programs load or start (`LD_PRELOAD`, `PYTHONPATH`, …), which the
-    /// catalog otherwise refuses.
-    #[serde(skip_serializing_if = "is_false")]
-    pub allow_dangerous_env: bool,
-    /// For `http` tools: the name in the request (query key, header name, body property)
-    /// when it is not the parameter's name.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub http_name: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InjectAs {
-    #[default]
-    Argument,
-    Option,
-    Stdin,
-    Env,
-    /// `http` tools: one path segment of the URL template, percent-encoded.
-    Path,
-    /// `http` tools: a query parameter.
-    Query,
-    /// `http` tools: a request header.
-    Header,
-    /// `http` tools: a property of the JSON body (or the whole body with `body: whole`).
-    Body,
-}
-
-impl InjectAs {
-    fn is_default(&self) -> bool {
-        *self == Self::default()
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OptionStyle {
-    /// `--name value`
-    #[default]
-    Separate,
-    /// `--name=value`
-    Equals,
-}
-
-impl OptionStyle {
-    fn is_default(&self) -> bool {
-        *self == Self::default()
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BooleanStyle {
-    /// The option alone when true, nothing when false.
-    Flag,
-    /// `true` / `false` as text.
-    Value,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -89,14 +89,17 @@ pub struct Sandbox {
 pub const GATEWAY_VARIABLES: &[&str] = &["TOOLSMITH_SECRET_KEY", "TOOLSMITH_TOKEN", "TOOLSMITH_DB"];
 
 /// Refuses an `env_allowlist` entry naming one of [`GATEWAY_VARIABLES`].
-pub fn check_allowlisted(name: &str) -> Result<(), String> {
+pub fn check_allowlisted(name: &str) -> Result<(), GatewaySecret> {
     match GATEWAY_VARIABLES.contains(&name) {
-        true => Err(format!(
-            "{name} is the gateway's own secret: it never reaches a process toolsmith starts"
-        )),
+        true => Err(GatewaySecret(name.to_owned())),
         false => Ok(()),
     }
 }
+
+/// An `env_allowlist` entry naming one of the gateway's own secrets.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0} is the gateway's own secret: it never reaches a process toolsmith starts")]
+pub struct GatewaySecret(pub String);
 
 /// Variables of the server's environment any tool may pass through (`env_allowlist`)
 /// whoever defines it: they say where and how, never grant anything.
@@ -370,21 +373,26 @@ fn read_ports(v: &Value, at: &str, e: &mut Errs) -> Network {
 }
 
 /// A policy path is absolute or starts with one of [`PLACES`], and has no `..`.
-pub fn check_path(p: &str) -> Result<(), String> {
+pub fn check_path(p: &str) -> Result<(), PolicyPathError> {
     let named = PLACES
         .iter()
         .any(|(name, _)| p == *name || p.starts_with(&format!("{name}/")));
     if !named && !p.starts_with('/') {
-        let names: Vec<&str> = PLACES.iter().map(|(n, _)| *n).collect();
-        return Err(format!(
-            "{p:?} must be absolute or start with one of {}",
-            names.join(", ")
-        ));
+        return Err(PolicyPathError::Relative(p.to_owned()));
     }
     if p.split('/').any(|s| s == "..") {
-        return Err(format!("{p:?} must not contain `..`"));
+        return Err(PolicyPathError::Parent(p.to_owned()));
     }
     Ok(())
+}
+
+/// A policy path [`check_path`] refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyPathError {
+    #[error("{0:?} must be absolute or start with one of {places}", places = PLACES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "))]
+    Relative(String),
+    #[error("{0:?} must not contain `..`")]
+    Parent(String),
 }
 
 #[cfg(test)]

@@ -128,19 +128,38 @@ pub fn json_type(p: &Parameter) -> &'static str {
 
 /// Compiles a JSON Schema with the options the whole crate uses: draft 2020-12, formats
 /// asserted, no remote references.
-pub fn compile_schema(schema: &Value) -> Result<Validator, String> {
+pub fn compile_schema(schema: &Value) -> Result<Validator, SchemaError> {
     jsonschema::options()
         .with_draft(jsonschema::Draft::Draft202012)
         .should_validate_formats(true)
         .build(schema)
-        .map_err(|e| e.to_string())
+        .map_err(SchemaError::from)
 }
 
 /// Compiles a JSON Schema as an upstream gave it: its own `$schema` draft (2020-12 when it
 /// names none), formats asserted, no remote references.
-pub fn compile_upstream_schema(schema: &Value) -> Result<Validator, String> {
+pub fn compile_upstream_schema(schema: &Value) -> Result<Validator, SchemaError> {
     jsonschema::options()
         .should_validate_formats(true)
         .build(schema)
-        .map_err(|e| e.to_string())
+        .map_err(SchemaError::from)
+}
+
+/// A JSON Schema that does not compile: where in the schema, and why (as the validator
+/// library says it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SchemaError {
+    /// The JSON pointer of the part of the schema refused (empty: the whole).
+    pub at: String,
+    pub message: String,
+}
+
+impl From<jsonschema::ValidationError<'_>> for SchemaError {
+    fn from(e: jsonschema::ValidationError<'_>) -> Self {
+        Self {
+            at: e.schema_path().as_str().to_owned(),
+            message: e.to_string(),
+        }
+    }
 }

@@ -10,7 +10,7 @@
 use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use serde_json::{Map, Value, json};
 
-use crate::model::{Danger, Executor, Tool};
+use crate::model::{Danger, Tool};
 
 /// The executor kinds a selector may name.
 pub const KINDS: [&str; 5] = ["command", "script", "builtin", "mcp", "http"];
@@ -81,7 +81,7 @@ impl Selector {
         kinds: Vec<String>,
         servers: Vec<String>,
         danger: Option<Danger>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, GlobError> {
         let matcher = match names.is_empty() {
             true => None,
             false => Some(glob_set(&names)?),
@@ -123,9 +123,7 @@ impl Selector {
             reasons.push(format!("kind {kind}"));
         }
         if !self.servers.is_empty() {
-            let Executor::Mcp(target) = &tool.executor else {
-                return None;
-            };
+            let target = tool.executor.upstream()?;
             self.servers.iter().find(|s| **s == target.server)?;
             reasons.push(format!("server {}", target.server));
         }
@@ -168,25 +166,40 @@ fn danger_name(d: Danger) -> &'static str {
 }
 
 /// Whole-name globs: `*` crosses every character (tool names have no path separators).
-pub fn glob_set(patterns: &[String]) -> Result<GlobSet, String> {
+pub fn glob_set(patterns: &[String]) -> Result<GlobSet, GlobError> {
     let mut set = GlobSetBuilder::new();
     for p in patterns {
         set.add(glob(p)?);
     }
-    set.build().map_err(|e| e.to_string())
+    set.build().map_err(|error| GlobError {
+        pattern: error.glob().unwrap_or_default().to_owned(),
+        error,
+    })
 }
 
-fn glob(pattern: &str) -> Result<Glob, String> {
+fn glob(pattern: &str) -> Result<Glob, GlobError> {
     GlobBuilder::new(pattern)
         .literal_separator(false)
         .backslash_escape(true)
         .build()
-        .map_err(|e| format!("invalid name glob {pattern:?}: {e}"))
+        .map_err(|error| GlobError {
+            pattern: pattern.to_owned(),
+            error,
+        })
 }
 
 /// One compiled glob, for a single pattern.
-pub fn glob_matcher(pattern: &str) -> Result<GlobMatcher, String> {
+pub fn glob_matcher(pattern: &str) -> Result<GlobMatcher, GlobError> {
     glob(pattern).map(|g| g.compile_matcher())
+}
+
+/// A name glob that does not compile.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("invalid name glob {pattern:?}: {error}")]
+pub struct GlobError {
+    pub pattern: String,
+    #[source]
+    pub error: globset::Error,
 }
 
 /// A named subset of the registry.

@@ -72,13 +72,18 @@ impl Response {
     }
 }
 
+/// The HTTP client could not be built (its TLS setup), with the library's reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot start the HTTP client: {0}")]
+pub struct ClientError(pub String);
+
 #[derive(Debug, Clone)]
 pub struct HttpClient {
     client: reqwest::Client,
 }
 
 impl HttpClient {
-    pub fn new() -> Result<Self, String> {
+    pub fn new() -> Result<Self, ClientError> {
         // reqwest 0.13 leaves the crypto provider to the application: ring, as elsewhere.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
@@ -89,7 +94,7 @@ impl HttpClient {
             // A proxy from the environment would resolve names where the guard cannot see.
             .no_proxy()
             .build()
-            .map_err(|e| format!("cannot start the HTTP client: {e}"))?;
+            .map_err(|e| ClientError(e.to_string()))?;
         Ok(Self { client })
     }
 

@@ -48,6 +48,10 @@ use toolsmith_core::result::{ErrorKind, Meta, ToolResult};
 use tracing::Instrument;
 
 pub use capture::{Capture, Captured};
+
+/// The error of a service the engine is given (shared rate buckets, the replicas' session
+/// directory): whatever its implementation fails with.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub use limits::{not_dumpable, set_dumpable};
 pub use workspace::Workspace;
 
@@ -192,11 +196,11 @@ fn scopeguard(counter: &std::sync::atomic::AtomicUsize) -> QueuedGuard<'_> {
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     /// The workspace folder is missing or cannot be opened.
-    #[error("{0}")]
-    Workspace(String),
+    #[error(transparent)]
+    Workspace(#[from] workspace::WorkspaceError),
     /// The HTTP client `http` tools and upstreams use could not start.
-    #[error("{0}")]
-    HttpClient(String),
+    #[error(transparent)]
+    HttpClient(#[from] http::ClientError),
 }
 
 impl Engine {
@@ -552,7 +556,10 @@ impl Engine {
             if let Some(path) = v.as_str()
                 && let Err(message) = self.workspace.check_path(path)
             {
-                problems.push(toolsmith_core::result::Problem::new(pointer, message));
+                problems.push(toolsmith_core::result::Problem::new(
+                    pointer,
+                    message.to_string(),
+                ));
             }
         };
         for p in &t.parameters {

@@ -33,11 +33,11 @@ pub fn defaults() -> Limits {
 
 /// Applies the rlimits to a started process. Failures are returned for the log; the call
 /// still runs (the timeout and the group kill still hold).
-pub fn apply_rlimits(pid: u32, limits: &Limits, niceness: i32) -> Result<(), String> {
+pub fn apply_rlimits(pid: u32, limits: &Limits, niceness: i32) -> Result<(), LimitError> {
     let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
-        return Err(format!("invalid pid {pid}"));
+        return Err(LimitError::Pid(pid));
     };
-    let set = |resource: Resource, value: Option<u64>| -> Result<(), String> {
+    let set = |resource: Resource, value: Option<u64>| -> Result<(), LimitError> {
         if let Some(v) = value {
             prlimit(
                 Some(pid),
@@ -48,7 +48,7 @@ pub fn apply_rlimits(pid: u32, limits: &Limits, niceness: i32) -> Result<(), Str
                 },
             )
             .map(drop)
-            .map_err(|e| format!("prlimit {resource:?}: {e}"))?;
+            .map_err(|e| LimitError::Call(format!("prlimit {resource:?}"), e))?;
         }
         Ok(())
     };
@@ -56,7 +56,7 @@ pub fn apply_rlimits(pid: u32, limits: &Limits, niceness: i32) -> Result<(), Str
     // bomb, a busy loop) must not delay the gateway's timers and kills.
     if niceness != 0 {
         rustix::process::setpriority_process(Some(pid), niceness)
-            .map_err(|e| format!("setpriority: {e}"))?;
+            .map_err(|e| LimitError::Call("setpriority".into(), e))?;
     }
     set(Resource::As, limits.memory_bytes)?;
     set(Resource::Fsize, limits.file_size_bytes)?;
@@ -75,22 +75,32 @@ pub fn kill_group(pgid: u32) {
 /// longer read or write its memory or environment through `/proc`, ptrace or
 /// `process_vm_*`, and it leaves no core dump. A process running as root with
 /// CAP_SYS_PTRACE still can. Programs it executes start dumpable again (execve resets it).
-pub fn not_dumpable() -> Result<(), String> {
+pub fn not_dumpable() -> Result<(), LimitError> {
     set_dumpable(false)
 }
 
 /// Makes this process dumpable (`on`) or not: its own `/proc/self/mem` opens only while it
 /// is, unless it runs as root.
-pub fn set_dumpable(on: bool) -> Result<(), String> {
+pub fn set_dumpable(on: bool) -> Result<(), LimitError> {
     use rustix::process::DumpableBehavior;
     let behaviour = match on {
         true => DumpableBehavior::Dumpable,
         false => DumpableBehavior::NotDumpable,
     };
-    rustix::process::set_dumpable_behavior(behaviour).map_err(|e| match on {
-        true => format!("could not make this process dumpable: {e}"),
-        false => format!("could not make this process non-dumpable: {e}"),
-    })
+    rustix::process::set_dumpable_behavior(behaviour)
+        .map_err(|error| LimitError::Dumpable { on, error })
+}
+
+/// A limit or process setting the kernel refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LimitError {
+    #[error("invalid pid {0}")]
+    Pid(u32),
+    /// The system call (`prlimit AS`, `setpriority`) and its error.
+    #[error("{0}: {1}")]
+    Call(String, rustix::io::Errno),
+    #[error("could not make this process {}dumpable: {error}", if *on { "" } else { "non-" })]
+    Dumpable { on: bool, error: rustix::io::Errno },
 }
 
 /// A folder of per-call cgroups with a `pids` controller.

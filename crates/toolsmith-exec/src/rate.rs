@@ -24,7 +24,9 @@ pub trait SharedBuckets: Send + Sync {
         scope: &'a str,
         limit: RateLimit,
         key: &'a str,
-    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Option<Duration>, String>> + Send + 'a>>;
+    ) -> std::pin::Pin<
+        Box<dyn Future<Output = Result<Option<Duration>, crate::BoxError>> + Send + 'a>,
+    >;
 }
 
 /// One scope's limit and its buckets by caller.

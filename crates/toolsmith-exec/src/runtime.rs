@@ -48,7 +48,7 @@ impl Runtime {
         python: &str,
         extra: &[String],
         progress: &mut dyn FnMut(&str),
-    ) -> Result<(), String> {
+    ) -> Result<(), RuntimeError> {
         progress(&format!(
             "creating a virtual environment in {} with {python}",
             self.dir.display()
@@ -68,29 +68,31 @@ impl Runtime {
     }
 
     /// `(name, version)` of every installed package, or why not.
-    pub fn packages(&self) -> Result<Vec<(String, String)>, String> {
+    pub fn packages(&self) -> Result<Vec<(String, String)>, RuntimeError> {
         let Some(python) = self.python() else {
-            return Err(format!(
-                "no runtime in {} (run `toolsmith runtime setup`)",
-                self.dir.display()
-            ));
+            return Err(RuntimeError::Missing(self.dir.display().to_string()));
         };
-        let out = Command::new(python)
-            .args([
-                "-m",
-                "pip",
-                "list",
-                "--format",
-                "json",
-                "--disable-pip-version-check",
-            ])
-            .output()
-            .map_err(|e| e.to_string())?;
+        let mut pip = Command::new(python);
+        pip.args([
+            "-m",
+            "pip",
+            "list",
+            "--format",
+            "json",
+            "--disable-pip-version-check",
+        ]);
+        let out = pip.output().map_err(|e| RuntimeError::Start {
+            command: format!("{pip:?}"),
+            error: e.to_string(),
+        })?;
         if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+            return Err(RuntimeError::Failed {
+                command: format!("{pip:?}"),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            });
         }
-        let list: serde_json::Value =
-            serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
+        let list: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .map_err(|e| RuntimeError::Listing(e.to_string()))?;
         Ok(list
             .as_array()
             .into_iter()
@@ -109,14 +111,33 @@ impl Runtime {
     }
 }
 
-fn run(cmd: &mut Command) -> Result<(), String> {
-    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+fn run(cmd: &mut Command) -> Result<(), RuntimeError> {
+    let out = cmd.output().map_err(|e| RuntimeError::Start {
+        command: format!("{cmd:?}"),
+        error: e.to_string(),
+    })?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "{cmd:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
+        Err(RuntimeError::Failed {
+            command: format!("{cmd:?}"),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        })
     }
+}
+
+/// What went wrong making or reading the runtime.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("no runtime in {0} (run `toolsmith runtime setup`)")]
+    Missing(String),
+    /// A command (`python -m venv`, `pip install`) that could not start.
+    #[error("{command}: {error}")]
+    Start { command: String, error: String },
+    /// A command that failed, with the end of what it said.
+    #[error("{command} failed: {stderr}")]
+    Failed { command: String, stderr: String },
+    /// `pip list` answered with something other than its JSON.
+    #[error("pip list: {0}")]
+    Listing(String),
 }

@@ -48,18 +48,22 @@ const READ: OFlags = OFlags::RDONLY
 
 impl Workspace {
     /// `root` must be a directory; it is canonicalised and opened once.
-    pub fn new(root: &Path) -> Result<Self, String> {
-        let root = root
-            .canonicalize()
-            .map_err(|e| format!("workspace {}: {e}", root.display()))?;
+    pub fn new(root: &Path) -> Result<Self, WorkspaceError> {
+        let root = root.canonicalize().map_err(|e| WorkspaceError::Root {
+            root: root.display().to_string(),
+            error: e.to_string(),
+        })?;
         let dir = rustix::fs::open(
             &root,
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )
         .map_err(|e| match e {
-            Errno::NOTDIR => format!("workspace {} is not a directory", root.display()),
-            e => format!("workspace {}: {e}", root.display()),
+            Errno::NOTDIR => WorkspaceError::RootNotADirectory(root.display().to_string()),
+            e => WorkspaceError::Root {
+                root: root.display().to_string(),
+                error: e.to_string(),
+            },
         })?;
         Ok(Self {
             root,
@@ -90,24 +94,22 @@ impl Workspace {
     }
 
     /// The rules that need no filesystem: NUL, `..`, absolute paths outside the root.
-    fn inside(&self, path: &str) -> Result<Inside, String> {
+    fn inside(&self, path: &str) -> Result<Inside, WorkspaceError> {
         if path.contains('\0') {
-            return Err(format!("{path:?} refused: paths cannot contain NUL bytes"));
+            return Err(WorkspaceError::Nul(path.to_owned()));
         }
         let p = Path::new(path);
         if p.components().any(|c| c == Component::ParentDir) {
-            return Err(format!(
-                "{path:?} refused: `..` is not allowed in paths (rule: no parent references)"
-            ));
+            return Err(WorkspaceError::Parent(path.to_owned()));
         }
         let rel = if p.is_absolute() {
             match p.strip_prefix(&self.root) {
                 Ok(r) => r.to_path_buf(),
                 Err(_) => {
-                    return Err(format!(
-                        "{path:?} refused: absolute path outside the workspace {} (rule: absolute paths must be inside the workspace)",
-                        self.root.display()
-                    ));
+                    return Err(WorkspaceError::Outside {
+                        path: path.to_owned(),
+                        root: self.root.display().to_string(),
+                    });
                 }
             }
         } else {
@@ -126,25 +128,25 @@ impl Workspace {
         open_beneath(self.dir.as_fd(), rel, flags, mode)
     }
 
-    /// A plain message for a failed open of `at`.
-    fn open_error(&self, at: &Inside, e: Errno) -> String {
-        let path = &at.given;
+    /// Why an open of `at` failed.
+    fn open_error(&self, at: &Inside, e: Errno) -> WorkspaceError {
+        let path = at.given.clone();
         match e {
-            Errno::XDEV | Errno::LOOP => format!(
-                "{path:?} refused: it resolves through a symlink that leaves the workspace, or one that \
-                 cannot be followed safely (rule: symlinks may not leave the workspace)"
-            ),
-            Errno::NOENT => format!("{path:?} does not exist in the workspace"),
-            Errno::NOTDIR => format!("{path:?}: a part of the path is not a directory"),
-            Errno::ISDIR => format!("{path:?} is a directory"),
-            Errno::NXIO => format!("{path:?} is not a regular file (rule: only regular files)"),
-            e => format!("{path:?}: {}", std::io::Error::from(e)),
+            Errno::XDEV | Errno::LOOP => WorkspaceError::Symlink(path),
+            Errno::NOENT => WorkspaceError::Missing(path),
+            Errno::NOTDIR => WorkspaceError::NotADirectoryOnTheWay(path),
+            Errno::ISDIR => WorkspaceError::IsADirectory(format!("{path:?}")),
+            Errno::NXIO => WorkspaceError::NotAFile(path),
+            e => WorkspaceError::Io {
+                path,
+                error: std::io::Error::from(e).to_string(),
+            },
         }
     }
 
     /// Opens a regular file for reading. A directory, FIFO, socket or device is refused
     /// without blocking.
-    pub fn open_read(&self, path: &str) -> Result<(File, String), String> {
+    pub fn open_read(&self, path: &str) -> Result<(File, String), WorkspaceError> {
         let at = self.inside(path)?;
         let fd = self
             .open_beneath(&at.rel, READ, Mode::empty())
@@ -152,21 +154,18 @@ impl Workspace {
         let kind = kind_of(&fd).map_err(|e| self.open_error(&at, e))?;
         match kind {
             FileType::RegularFile => Ok((File::from(fd), Self::shown(&at.rel))),
-            FileType::Directory => Err(format!(
-                "{} is a directory; use list_dir",
-                Self::shown(&at.rel)
-            )),
+            FileType::Directory => Err(WorkspaceError::ReadADirectory(Self::shown(&at.rel))),
             other => Err(not_regular(&at.rel, other)),
         }
     }
 
     /// Opens a directory for listing.
-    pub fn open_dir(&self, path: &str) -> Result<(OwnedFd, String), String> {
+    pub fn open_dir(&self, path: &str) -> Result<(OwnedFd, String), WorkspaceError> {
         let at = self.inside(path)?;
         let fd = self
             .open_beneath(&at.rel, READ | OFlags::DIRECTORY, Mode::empty())
             .map_err(|e| match e {
-                Errno::NOTDIR => format!("{} is not a directory", Self::shown(&at.rel)),
+                Errno::NOTDIR => WorkspaceError::NotADirectory(Self::shown(&at.rel)),
                 e => self.open_error(&at, e),
             })?;
         Ok((fd, Self::shown(&at.rel)))
@@ -175,11 +174,15 @@ impl Workspace {
     /// Opens (creating it, and its folders, when missing) a regular file for writing:
     /// truncated, or for appending. Returns the file, its shown path and whether it was
     /// created.
-    pub fn open_write(&self, path: &str, append: bool) -> Result<(File, String, bool), String> {
+    pub fn open_write(
+        &self,
+        path: &str,
+        append: bool,
+    ) -> Result<(File, String, bool), WorkspaceError> {
         let at = self.inside(path)?;
         let shown = Self::shown(&at.rel);
         let Some(parent) = at.rel.parent().filter(|_| !at.rel.as_os_str().is_empty()) else {
-            return Err(format!("{shown} is a directory"));
+            return Err(WorkspaceError::IsADirectory(shown));
         };
         self.make_dirs(parent, &at)?;
         let write = OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
@@ -200,15 +203,14 @@ impl Workspace {
         let stat = rustix::fs::fstat(&fd).map_err(|e| self.open_error(&at, e))?;
         match FileType::from_raw_mode(stat.st_mode) {
             FileType::RegularFile => {}
-            FileType::Directory => return Err(format!("{shown} is a directory")),
+            FileType::Directory => return Err(WorkspaceError::IsADirectory(shown)),
             other => return Err(not_regular(&at.rel, other)),
         }
         if stat.st_nlink > 1 {
-            return Err(format!(
-                "{shown} refused: the file has {} hard links, so writing it would also change a file \
-                 elsewhere (rule: no writes through hard links)",
-                stat.st_nlink
-            ));
+            return Err(WorkspaceError::HardLinks {
+                path: shown,
+                links: stat.st_nlink,
+            });
         }
         if append {
             rustix::fs::seek(&fd, rustix::fs::SeekFrom::End(0))
@@ -221,7 +223,7 @@ impl Workspace {
 
     /// Creates the folders of `dir` (relative to the root) that are missing, each beneath
     /// the one before.
-    fn make_dirs(&self, dir: &Path, at: &Inside) -> Result<(), String> {
+    fn make_dirs(&self, dir: &Path, at: &Inside) -> Result<(), WorkspaceError> {
         let mut so_far = PathBuf::new();
         for part in dir.components() {
             so_far.push(part);
@@ -245,7 +247,7 @@ impl Workspace {
     /// Checks that `path` (for a command tool's argument) stays inside the workspace: the
     /// longest part of it that exists resolves beneath the root. The command opens the path
     /// itself later; this refuses what already leads out, it cannot stop a swap made after.
-    pub fn check_path(&self, path: &str) -> Result<(), String> {
+    pub fn check_path(&self, path: &str) -> Result<(), WorkspaceError> {
         let at = self.inside(path)?;
         let parts: Vec<_> = at.rel.components().collect();
         for n in (0..=parts.len()).rev() {
@@ -262,7 +264,7 @@ impl Workspace {
     /// Resolves `path` (relative to the root, or absolute inside it) to a canonical path
     /// inside the workspace, for a tool's `working_dir` (set by the catalog, not by a
     /// model). `must_exist: false` allows a path whose last components do not exist yet.
-    pub fn resolve(&self, path: &str, must_exist: bool) -> Result<PathBuf, String> {
+    pub fn resolve(&self, path: &str, must_exist: bool) -> Result<PathBuf, WorkspaceError> {
         let at = self.inside(path)?;
         let joined = self.root.join(&at.rel);
         // Canonicalise the longest existing prefix; the rest must not exist yet.
@@ -273,24 +275,29 @@ impl Workspace {
                 Ok(c) => break c,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     if must_exist {
-                        return Err(format!("{path:?} does not exist in the workspace"));
+                        return Err(WorkspaceError::Missing(path.to_owned()));
                     }
                     match (existing.parent(), existing.file_name()) {
                         (Some(parent), Some(name)) => {
                             rest.push(name.to_owned());
                             existing = parent;
                         }
-                        _ => return Err(format!("{path:?} does not exist in the workspace")),
+                        _ => return Err(WorkspaceError::Missing(path.to_owned())),
                     }
                 }
-                Err(e) => return Err(format!("{path:?}: {e}")),
+                Err(e) => {
+                    return Err(WorkspaceError::Io {
+                        path: path.to_owned(),
+                        error: e.to_string(),
+                    });
+                }
             }
         };
         if !canonical.starts_with(&self.root) {
-            return Err(format!(
-                "{path:?} refused: it resolves through a symlink to {}, outside the workspace (rule: symlinks may not leave the workspace)",
-                canonical.display()
-            ));
+            return Err(WorkspaceError::SymlinkTo {
+                path: path.to_owned(),
+                target: canonical.display().to_string(),
+            });
         }
         let mut full = canonical;
         for name in rest.into_iter().rev() {
@@ -304,7 +311,7 @@ fn kind_of(fd: &OwnedFd) -> Result<FileType, Errno> {
     rustix::fs::fstat(fd).map(|s| FileType::from_raw_mode(s.st_mode))
 }
 
-fn not_regular(rel: &Path, kind: FileType) -> String {
+fn not_regular(rel: &Path, kind: FileType) -> WorkspaceError {
     let what = match kind {
         FileType::Fifo => "a FIFO",
         FileType::Socket => "a socket",
@@ -312,10 +319,56 @@ fn not_regular(rel: &Path, kind: FileType) -> String {
         FileType::Symlink => "a symlink",
         _ => "not a regular file",
     };
-    format!(
-        "{} is {what}; only regular files are read or written (rule: only regular files)",
-        Workspace::shown(rel)
-    )
+    WorkspaceError::NotRegular {
+        path: Workspace::shown(rel),
+        what,
+    }
+}
+
+/// Why a path is refused or cannot be opened. A path is as the caller wrote it (quoted) or
+/// relative to the workspace; a refusal names its rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error("workspace {root}: {error}")]
+    Root { root: String, error: String },
+    #[error("workspace {0} is not a directory")]
+    RootNotADirectory(String),
+    #[error("{0:?} refused: paths cannot contain NUL bytes")]
+    Nul(String),
+    #[error("{0:?} refused: `..` is not allowed in paths (rule: no parent references)")]
+    Parent(String),
+    #[error(
+        "{path:?} refused: absolute path outside the workspace {root} (rule: absolute paths must be inside the workspace)"
+    )]
+    Outside { path: String, root: String },
+    #[error(
+        "{0:?} refused: it resolves through a symlink that leaves the workspace, or one that cannot be followed safely (rule: symlinks may not leave the workspace)"
+    )]
+    Symlink(String),
+    #[error(
+        "{path:?} refused: it resolves through a symlink to {target}, outside the workspace (rule: symlinks may not leave the workspace)"
+    )]
+    SymlinkTo { path: String, target: String },
+    #[error("{0:?} does not exist in the workspace")]
+    Missing(String),
+    #[error("{0:?}: a part of the path is not a directory")]
+    NotADirectoryOnTheWay(String),
+    #[error("{0} is not a directory")]
+    NotADirectory(String),
+    #[error("{0} is a directory")]
+    IsADirectory(String),
+    #[error("{0} is a directory; use list_dir")]
+    ReadADirectory(String),
+    #[error("{0:?} is not a regular file (rule: only regular files)")]
+    NotAFile(String),
+    #[error("{path} is {what}; only regular files are read or written (rule: only regular files)")]
+    NotRegular { path: String, what: &'static str },
+    #[error(
+        "{path} refused: the file has {links} hard links, so writing it would also change a file elsewhere (rule: no writes through hard links)"
+    )]
+    HardLinks { path: String, links: u64 },
+    #[error("{path:?}: {error}")]
+    Io { path: String, error: String },
 }
 
 /// Opens `rel` beneath `dir`: `openat2` with `RESOLVE_BENEATH`, or, where the kernel has no

@@ -50,7 +50,10 @@ impl Gateway {
         &self,
         def: McpServer,
         timeout: Duration,
-    ) -> (Result<Vec<Value>, String>, String) {
+    ) -> (
+        Result<Vec<Value>, toolsmith_exec::upstream::ProbeError>,
+        String,
+    ) {
         self.engine.upstreams().probe(def, timeout).await
     }
 

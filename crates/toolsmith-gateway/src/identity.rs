@@ -29,8 +29,11 @@ pub struct Token {
 /// Why a token's line was refused; never shows its secret.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum TokenError {
-    #[error("token {0:?}: expected NAME[:ROLE][@TOOLSET,...]=SECRET [rate_limit=N/PER]")]
-    Shape(String),
+    /// Never quoted: a line without `=` may be the secret alone.
+    #[error(
+        "a token with no `=`: expected NAME[:ROLE][@TOOLSET,...]=SECRET [rate_limit=N/PER] (not shown: it may be the secret)"
+    )]
+    Shape,
     #[error("rate_limit: {0}")]
     RateLimit(String),
     #[error("token {0:?}: an unknown option after the secret (the only one is rate_limit=N/PER)")]
@@ -60,9 +63,7 @@ impl Token {
             Some((s, o)) => (s, o.trim()),
             None => (line, ""),
         };
-        let (who, secret) = spec
-            .split_once('=')
-            .ok_or_else(|| TokenError::Shape(line.to_owned()))?;
+        let (who, secret) = spec.split_once('=').ok_or(TokenError::Shape)?;
         let mut rate_limit = None;
         for option in options.split_whitespace() {
             match option.split_once('=') {

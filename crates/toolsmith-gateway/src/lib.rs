@@ -92,7 +92,7 @@ pub enum GatewayError {
     Store(#[from] toolsmith_store::StoreError),
     /// A stored definition that does not compile (a registry written by a newer version).
     #[error("tool {0:?}: {1}")]
-    Compile(String, String),
+    Compile(String, toolsmith_core::schema::SchemaError),
     /// A forwarded call of a tool that is not a session call.
     #[error("{0:?} is not a session call a replica forwards")]
     NotForwarded(String),

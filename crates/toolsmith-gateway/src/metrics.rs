@@ -311,9 +311,7 @@ impl Metrics {
                 })
                 .inc_by(result.meta.coerced.len() as u64);
         }
-        if let (Some(ms), toolsmith_core::model::Executor::Mcp(target)) =
-            (result.meta.duration_ms, &tool.executor)
-        {
+        if let (Some(ms), Some(target)) = (result.meta.duration_ms, tool.executor.upstream()) {
             self.upstream_durations
                 .get_or_create(&ServerLabel {
                     server: target.server.clone(),

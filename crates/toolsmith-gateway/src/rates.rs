@@ -30,13 +30,20 @@ impl toolsmith_exec::rate::SharedBuckets for RegistryBuckets {
         scope: &'a str,
         limit: toolsmith_core::rate::RateLimit,
         key: &'a str,
-    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Option<Duration>, String>> + Send + 'a>> {
+    ) -> std::pin::Pin<
+        Box<dyn Future<Output = Result<Option<Duration>, toolsmith_exec::BoxError>> + Send + 'a>,
+    > {
         Box::pin(async move {
             match self.0.take_rate(scope, key, limit).await {
                 Some(Ok(wait)) => Ok(wait.map(Duration::from_millis)),
-                Some(Err(e)) => Err(e.to_string()),
-                None => Err("this registry keeps no rate limits".into()),
+                Some(Err(e)) => Err(e.into()),
+                None => Err(NoSharedRates.into()),
             }
         })
     }
 }
+
+/// A registry that keeps no rate buckets (SQLite: one process, whose own buckets hold).
+#[derive(Debug, thiserror::Error)]
+#[error("this registry keeps no rate limits")]
+struct NoSharedRates;

@@ -161,7 +161,7 @@ impl RegistryDirectory {
         self.url.get().map(String::as_str)
     }
 
-    fn client(&self) -> Result<&reqwest::Client, String> {
+    fn client(&self) -> Result<&reqwest::Client, ForwardError> {
         if let Some(c) = self.http.get() {
             return Ok(c);
         }
@@ -171,7 +171,7 @@ impl RegistryDirectory {
             .timeout(FORWARD_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| format!("the HTTP client could not start: {e}"))?;
+            .map_err(ForwardError::Client)?;
         Ok(self.http.get_or_init(|| client))
     }
 }
@@ -251,37 +251,63 @@ impl Directory for RegistryDirectory {
         &'a self,
         url: &'a str,
         call: Forward<'a>,
-    ) -> Pin<Box<dyn Future<Output = Result<ToolResult, String>> + Send + 'a>> {
-        Box::pin(async move {
-            let body = serde_json::to_vec(&PeerCall {
-                tool: call.tool.to_owned(),
-                arguments: call.arguments.clone(),
-                caller: call.caller.to_owned(),
-                admin: call.admin,
-            })
-            .map_err(|e| format!("{e}"))?;
-            let (at_ms, nonce) = (now_ms(), toolsmith_store::secrets::peer_nonce());
-            let proof =
-                toolsmith_store::secrets::peer_proof("POST", PEER_PATH, at_ms, &nonce, &body)
-                    .ok_or("this replica has no registry key to show the holder")?;
-            let answer = self
-                .client()?
-                .post(format!("{url}{PEER_PATH}"))
-                .header(PEER_HEADER, format!("t={at_ms};n={nonce};s={proof}"))
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body)
-                .send()
-                .await
-                .map_err(|e| format!("{e}"))?;
-            let status = answer.status();
-            let text = answer.text().await.map_err(|e| format!("{e}"))?;
-            if !status.is_success() {
-                return Err(format!(
-                    "HTTP {status}: {}",
-                    text.chars().take(300).collect::<String>()
-                ));
-            }
-            serde_json::from_str(&text).map_err(|e| format!("its answer was not a result: {e}"))
+    ) -> Pin<Box<dyn Future<Output = Result<ToolResult, toolsmith_exec::BoxError>> + Send + 'a>>
+    {
+        Box::pin(async move { Ok(self.send(url, call).await?) })
+    }
+}
+
+/// Why a session call could not be sent to the replica holding its session.
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    #[error("the call could not be encoded: {0}")]
+    Encode(serde_json::Error),
+    #[error("this replica has no registry key to show the holder")]
+    NoKey,
+    #[error("the HTTP client could not start: {0}")]
+    Client(reqwest::Error),
+    #[error("{0}")]
+    Send(reqwest::Error),
+    /// The holder answered with an error status; the start of its body.
+    #[error("HTTP {status}: {body}")]
+    Status {
+        status: reqwest::StatusCode,
+        body: String,
+    },
+    #[error("its answer was not a result: {0}")]
+    Answer(serde_json::Error),
+}
+
+impl RegistryDirectory {
+    /// Sends `call` to the replica at `url`, signed with the registry's key.
+    async fn send(&self, url: &str, call: Forward<'_>) -> Result<ToolResult, ForwardError> {
+        let body = serde_json::to_vec(&PeerCall {
+            tool: call.tool.to_owned(),
+            arguments: call.arguments.clone(),
+            caller: call.caller.to_owned(),
+            admin: call.admin,
         })
+        .map_err(ForwardError::Encode)?;
+        let (at_ms, nonce) = (now_ms(), toolsmith_store::secrets::peer_nonce());
+        let proof = toolsmith_store::secrets::peer_proof("POST", PEER_PATH, at_ms, &nonce, &body)
+            .ok_or(ForwardError::NoKey)?;
+        let answer = self
+            .client()?
+            .post(format!("{url}{PEER_PATH}"))
+            .header(PEER_HEADER, format!("t={at_ms};n={nonce};s={proof}"))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(ForwardError::Send)?;
+        let status = answer.status();
+        let text = answer.text().await.map_err(ForwardError::Send)?;
+        if !status.is_success() {
+            return Err(ForwardError::Status {
+                status,
+                body: text.chars().take(300).collect(),
+            });
+        }
+        serde_json::from_str(&text).map_err(ForwardError::Answer)
     }
 }

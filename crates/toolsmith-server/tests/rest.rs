@@ -512,13 +512,15 @@ fn tokens_files_name_the_bad_line() {
             ("ops".to_string(), Role::Admin)
         ]
     );
-    let err = toolsmith_gateway::identity::parse_tokens_file("a=long-enough-1\nbroken line\n")
+    // A line without `=` may be a secret written alone: the error names the line, not its text.
+    let err = toolsmith_gateway::identity::parse_tokens_file("a=long-enough-1\ns3cret-alone\n")
         .expect_err("bad line")
         .to_string();
     assert!(
-        err.starts_with("line 2: token \"broken line\": expected NAME[:ROLE][@TOOLSET,...]=SECRET [rate_limit=N/PER]"),
+        err.starts_with("line 2: a token with no `=`: expected NAME[:ROLE][@TOOLSET,...]=SECRET [rate_limit=N/PER]"),
         "{err}"
     );
+    assert!(!err.contains("s3cret"), "{err}");
 }
 
 /// Checks `body` against the response schema the served OpenAPI document gives for

@@ -34,7 +34,7 @@ pub mod upstreams;
 pub use diff::{Difference, diff, diff_definitions};
 pub use registry::Registry;
 pub(crate) use sync::{SyncAction, sync_action};
-pub use toolsets::{ToolsetRecord, ToolsetStore, ToolsetVersion, import_toolsets};
+pub use toolsets::{ToolsetRecord, ToolsetStore, import_toolsets};
 pub use upstreams::{Pin, ServerRecord, UpstreamChange, UpstreamStore, import_servers};
 
 use serde::Serialize;
@@ -174,9 +174,7 @@ impl RunRecord {
         caller: &str,
     ) -> Self {
         let mut run = Self::of(result, arguments, caller);
-        if let toolsmith_core::model::Executor::Mcp(target) = &tool.executor {
-            run.upstream = Some(target.server.clone());
-        }
+        run.upstream = tool.executor.upstream().map(|t| t.server.clone());
         run
     }
 
@@ -513,10 +511,7 @@ pub trait StoreExt: Store {
             };
             let mut deleted = Vec::new();
             for record in self.search_all(everything).await? {
-                let upstream = matches!(
-                    record.tool.executor,
-                    toolsmith_core::model::Executor::Mcp(_)
-                );
+                let upstream = record.tool.executor.upstream().is_some();
                 if !upstream && !keep.iter().any(|t| t.name == record.tool.name) {
                     let name = record.tool.name.to_string();
                     self.delete(
@@ -551,8 +546,11 @@ pub fn definition_to_tool(definition: &Value) -> Result<Tool> {
 pub(crate) struct NoFiles;
 
 impl CatalogSource for NoFiles {
-    fn read(&self, path: &str) -> std::result::Result<String, String> {
-        Err(format!("stored definitions cannot read files ({path})"))
+    fn read(&self, path: &str) -> std::result::Result<String, toolsmith_core::catalog::ReadError> {
+        Err(toolsmith_core::catalog::ReadError::NoFiles {
+            path: path.to_owned(),
+            why: "stored definitions cannot read files",
+        })
     }
     fn var(&self, _: &str) -> Option<String> {
         None

@@ -9,7 +9,7 @@ use serde_json::Value;
 use toolsmith_core::toolset::Toolset;
 
 use crate::documents::{Documents, Meta};
-use crate::{Change, Result, StoreError};
+use crate::{Change, Result, StoreError, VersionRecord};
 
 /// A toolset as the registry holds it.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,46 +20,23 @@ pub struct ToolsetRecord {
     pub updated_by: String,
 }
 
-/// One kept version of a toolset.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolsetVersion {
-    pub version: u64,
-    /// The catalog form.
-    pub definition: Value,
-    pub created_at_ms: i64,
-    pub author: String,
-    pub summary: String,
-}
-
-/// The registry's operations on toolsets.
-pub trait ToolsetStore: Send + Sync {
-    /// Creates `toolset` at version 1 (a deleted name continues its history).
-    fn create_toolset(
-        &self,
-        toolset: &Toolset,
-        change: Change<'_>,
-    ) -> impl Future<Output = Result<ToolsetRecord>> + Send;
-    /// Saves `toolset` as its next version, if the current one is `base_version`.
-    fn update_toolset(
-        &self,
-        toolset: &Toolset,
-        base_version: u64,
-        change: Change<'_>,
-    ) -> impl Future<Output = Result<ToolsetRecord>> + Send;
-    fn get_toolset(&self, name: &str) -> impl Future<Output = Result<ToolsetRecord>> + Send;
+/// The registry's operations on toolsets (versioned documents: writes are [`Documents`]'
+/// own).
+pub trait ToolsetStore: Documents {
+    fn get_toolset(&self, name: &str) -> impl Future<Output = Result<ToolsetRecord>> + Send {
+        self.get_doc::<Toolset>(name)
+    }
     /// Every live toolset, by name.
-    fn toolsets(&self) -> impl Future<Output = Result<Vec<ToolsetRecord>>> + Send;
-    /// Soft delete; its versions are kept.
-    fn delete_toolset(
-        &self,
-        name: &str,
-        change: Change<'_>,
-    ) -> impl Future<Output = Result<()>> + Send;
+    fn toolsets(&self) -> impl Future<Output = Result<Vec<ToolsetRecord>>> + Send {
+        self.docs::<Toolset>()
+    }
     /// Every version of `name`, oldest first.
     fn toolset_history(
         &self,
         name: &str,
-    ) -> impl Future<Output = Result<Vec<ToolsetVersion>>> + Send;
+    ) -> impl Future<Output = Result<Vec<VersionRecord>>> + Send {
+        self.doc_history::<Toolset>(name)
+    }
 }
 
 impl crate::documents::Document for Toolset {
@@ -92,47 +69,7 @@ impl crate::documents::Document for Toolset {
 }
 
 /// Toolsets are versioned documents: every store of them has these operations.
-impl<S: Documents> ToolsetStore for S {
-    async fn create_toolset(&self, toolset: &Toolset, change: Change<'_>) -> Result<ToolsetRecord> {
-        self.create_doc(toolset, change).await
-    }
-
-    async fn update_toolset(
-        &self,
-        toolset: &Toolset,
-        base_version: u64,
-        change: Change<'_>,
-    ) -> Result<ToolsetRecord> {
-        self.update_doc(toolset, base_version, change).await
-    }
-
-    async fn get_toolset(&self, name: &str) -> Result<ToolsetRecord> {
-        self.get_doc::<Toolset>(name).await
-    }
-
-    async fn toolsets(&self) -> Result<Vec<ToolsetRecord>> {
-        self.docs::<Toolset>().await
-    }
-
-    async fn delete_toolset(&self, name: &str, change: Change<'_>) -> Result<()> {
-        self.delete_doc::<Toolset>(name, change).await
-    }
-
-    async fn toolset_history(&self, name: &str) -> Result<Vec<ToolsetVersion>> {
-        Ok(self
-            .doc_history::<Toolset>(name)
-            .await?
-            .into_iter()
-            .map(|v| ToolsetVersion {
-                version: v.version,
-                definition: v.definition,
-                created_at_ms: v.created_at_ms,
-                author: v.author,
-                summary: v.summary,
-            })
-            .collect())
-    }
-}
+impl<S: Documents> ToolsetStore for S {}
 
 /// Catalog import of toolsets: new ones are created, changed ones saved as their next
 /// version, unchanged ones keep theirs. The report names which was which.
@@ -149,12 +86,12 @@ pub async fn import_toolsets<S: ToolsetStore>(
     for set in toolsets {
         match store.get_toolset(&set.name).await {
             Err(StoreError::NotFound(_)) => {
-                store.create_toolset(set, change()).await?;
+                store.create_doc(set, change()).await?;
                 report.created.push(set.name.clone());
             }
             Ok(current) if current.toolset == *set => report.unchanged.push(set.name.clone()),
             Ok(current) => {
-                store.update_toolset(set, current.version, change()).await?;
+                store.update_doc(set, current.version, change()).await?;
                 report.updated.push(set.name.clone());
             }
             Err(e) => return Err(e),

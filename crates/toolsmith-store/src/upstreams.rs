@@ -50,23 +50,6 @@ pub struct UpstreamChange {
 /// The registry's operations on upstream servers (versioned documents: [`Documents`]), their
 /// pins and changes.
 pub trait UpstreamStore: Documents {
-    /// Creates `server` at version 1 (a deleted name continues its history).
-    fn create_server(
-        &self,
-        server: &McpServer,
-        change: Change<'_>,
-    ) -> impl Future<Output = Result<ServerRecord>> + Send {
-        self.create_doc(server, change)
-    }
-    /// Saves `server` as its next version, if the current one is `base_version`.
-    fn update_server(
-        &self,
-        server: &McpServer,
-        base_version: u64,
-        change: Change<'_>,
-    ) -> impl Future<Output = Result<ServerRecord>> + Send {
-        self.update_doc(server, base_version, change)
-    }
     fn get_server(&self, name: &str) -> impl Future<Output = Result<ServerRecord>> + Send {
         self.get_doc::<McpServer>(name)
     }
@@ -87,14 +70,6 @@ pub trait UpstreamStore: Documents {
     /// Every live server, by name.
     fn servers(&self) -> impl Future<Output = Result<Vec<ServerRecord>>> + Send {
         self.docs::<McpServer>()
-    }
-    /// Soft delete; its pins and changes go with it.
-    fn delete_server(
-        &self,
-        name: &str,
-        change: Change<'_>,
-    ) -> impl Future<Output = Result<()>> + Send {
-        self.delete_doc::<McpServer>(name, change)
     }
     /// Every pin of `server`.
     fn pins(&self, server: &str) -> impl Future<Output = Result<Vec<Pin>>> + Send;
@@ -285,7 +260,7 @@ pub async fn import_servers<S: UpstreamStore>(
     for server in servers {
         match store.get_server(&server.name).await {
             Err(crate::StoreError::NotFound(_)) => {
-                store.create_server(server, change()).await?;
+                store.create_doc(server, change()).await?;
                 report.created.push(server.name.clone());
             }
             Ok(current) if current.server == *server => {
@@ -316,9 +291,7 @@ pub async fn import_servers<S: UpstreamStore>(
                         current.version, current.updated_by
                     ));
                 } else {
-                    store
-                        .update_server(server, current.version, change())
-                        .await?;
+                    store.update_doc(server, current.version, change()).await?;
                     report.updated.push(server.name.clone());
                 }
             }

@@ -12,12 +12,17 @@ use toolsmith_store::{Change, Query, Store, StoreError, StoreExt, same_definitio
 struct Text(String);
 
 impl CatalogSource for Text {
-    fn read(&self, path: &str) -> Result<String, String> {
+    fn read(&self, path: &str) -> Result<String, toolsmith_core::catalog::ReadError> {
         let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
         if path == "c.yaml" {
             Ok(self.0.clone())
         } else {
-            std::fs::read_to_string(examples.join(path)).map_err(|e| e.to_string())
+            std::fs::read_to_string(examples.join(path)).map_err(|e| {
+                toolsmith_core::catalog::ReadError::Io {
+                    path: path.to_owned(),
+                    error: e.to_string(),
+                }
+            })
         }
     }
     fn var(&self, _: &str) -> Option<String> {
@@ -878,8 +883,11 @@ async fn registry_opens_postgres_by_address() {
 struct Plain;
 
 impl CatalogSource for Plain {
-    fn read(&self, path: &str) -> Result<String, String> {
-        Err(format!("no files ({path})"))
+    fn read(&self, path: &str) -> Result<String, toolsmith_core::catalog::ReadError> {
+        Err(toolsmith_core::catalog::ReadError::NoFiles {
+            path: path.to_owned(),
+            why: "no files",
+        })
     }
     fn var(&self, _: &str) -> Option<String> {
         None
@@ -891,11 +899,12 @@ impl CatalogSource for Plain {
 /// catalog gives a URL, is skipped with why.
 #[tokio::test]
 async fn an_import_replaces_only_the_servers_imports_wrote() {
+    use toolsmith_store::documents::Documents;
     use toolsmith_store::{UpstreamStore, import_servers};
     let (_d, s) = sqlite().await;
     let server = |v: serde_json::Value| catalog::parse_server(&v, &Plain).expect("server");
     let by_hand = server(json!({"name": "made", "command": ["node", "a.js"]}));
-    s.create_server(
+    s.create_doc(
         &by_hand,
         Change {
             author: "ui",

@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use toolsmith_core::model::{InjectAs, Parameter, Secrets};
+use toolsmith_core::command::InjectAs;
+use toolsmith_core::model::{Executor, Parameter, Secrets};
 use toolsmith_core::schema::tool_schema;
 use toolsmith_core::{Catalog, Tool, ToolResult};
 
@@ -153,7 +154,7 @@ pub fn show(tool: &Tool, json: bool) {
     }
     outln!("{}\n", tool.description.trim_end());
     let executor = match &tool.executor {
-        toolsmith_core::model::Executor::Command(argv) => format!("command: {}", argv.join(" ")),
+        toolsmith_core::model::Executor::Command(c) => format!("command: {}", c.argv.join(" ")),
         toolsmith_core::model::Executor::Script(s) => format!(
             "script: {} ({} lines)",
             s.interpreter,
@@ -219,19 +220,21 @@ fn parameter_line(p: &Parameter, tool: &Tool) -> String {
         (None, true) => "required".into(),
         (None, false) => "optional".into(),
     };
-    let how = match (&tool.executor, p.injection.inject_as) {
-        (toolsmith_core::model::Executor::Command(_), InjectAs::Option) => {
-            format!(
-                "  [option {}]",
-                p.injection.option_name.as_deref().unwrap_or("?")
-            )
+    let how = match &tool.executor {
+        Executor::Command(c) => {
+            let place = c.place(&p.name);
+            match place.inject_as {
+                InjectAs::Option => {
+                    format!("  [option {}]", place.option_name.as_deref().unwrap_or("?"))
+                }
+                InjectAs::Stdin => "  [stdin]".into(),
+                InjectAs::Env => "  [env]".into(),
+                InjectAs::Argument => String::new(),
+            }
         }
-        (toolsmith_core::model::Executor::Command(_), InjectAs::Stdin) => "  [stdin]".into(),
-        (toolsmith_core::model::Executor::Command(_), InjectAs::Env) => "  [env]".into(),
-        (toolsmith_core::model::Executor::Http(_), place) => {
-            let wire = p.wire_name();
-            let place = serde_json::to_value(place).unwrap_or_default();
-            format!("  [{} {wire}]", place.as_str().unwrap_or("?"))
+        Executor::Http(call) => {
+            let part = call.place(&p.name).inject_as;
+            format!("  [{} {}]", part.as_str(), call.wire_name(&p.name))
         }
         _ => String::new(),
     };

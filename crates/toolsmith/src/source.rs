@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use toolsmith_core::catalog::ReadError;
 use toolsmith_core::{Catalog, CatalogSource, catalog};
 
 /// Files under one folder (the entry catalog's), and the process environment.
@@ -11,21 +12,22 @@ pub struct FsSource {
 }
 
 impl CatalogSource for FsSource {
-    fn read(&self, path: &str) -> Result<String, String> {
+    fn read(&self, path: &str) -> Result<String, ReadError> {
         let full = self.root.join(path);
+        let io = |e: std::io::Error| ReadError::Io {
+            path: full.display().to_string(),
+            error: e.to_string(),
+        };
         // The loader refuses `..` and absolute paths; a symlink could still point outside.
-        let real = full
-            .canonicalize()
-            .map_err(|e| format!("{}: {e}", full.display()))?;
+        let real = full.canonicalize().map_err(io)?;
         if !real.starts_with(&self.root) {
-            return Err(format!(
-                "{} resolves to {}, outside the catalog's folder {}",
-                full.display(),
-                real.display(),
-                self.root.display()
-            ));
+            return Err(ReadError::Outside {
+                path: full.display().to_string(),
+                real: real.display().to_string(),
+                root: self.root.display().to_string(),
+            });
         }
-        std::fs::read_to_string(&real).map_err(|e| format!("{}: {e}", full.display()))
+        std::fs::read_to_string(&real).map_err(io)
     }
 
     fn var(&self, name: &str) -> Option<String> {
@@ -62,8 +64,11 @@ pub fn load_catalog(path: &Path) -> Result<Catalog> {
 pub struct EnvSource;
 
 impl CatalogSource for EnvSource {
-    fn read(&self, path: &str) -> Result<String, String> {
-        Err(format!("this definition reads no files ({path})"))
+    fn read(&self, path: &str) -> Result<String, toolsmith_core::catalog::ReadError> {
+        Err(ReadError::NoFiles {
+            path: path.to_owned(),
+            why: "this definition reads no files",
+        })
     }
 
     fn var(&self, name: &str) -> Option<String> {

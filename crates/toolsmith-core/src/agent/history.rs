@@ -39,9 +39,20 @@ pub enum Item {
     },
 }
 
+/// A history whose calls and results do not pair up: the first call or result at fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unanswered {
+    #[error("item {item}: a result for {call_id:?}, which no open call made")]
+    NoCall { item: usize, call_id: String },
+    #[error("item {item}: call {call_id:?} is not answered before it")]
+    Before { item: usize, call_id: String },
+    #[error("call {0:?} is not answered")]
+    AtEnd(String),
+}
+
 /// Checks that every call is answered exactly once, right after the message that made it,
 /// and that every result answers a call. The error names the first call or result at fault.
-pub fn answered(items: &[Item]) -> Result<(), String> {
+pub fn answered(items: &[Item]) -> Result<(), Unanswered> {
     let mut open: Vec<&str> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         match item {
@@ -50,14 +61,18 @@ pub fn answered(items: &[Item]) -> Result<(), String> {
                     open.remove(p);
                 }
                 None => {
-                    return Err(format!(
-                        "item {i}: a result for {call_id:?}, which no open call made"
-                    ));
+                    return Err(Unanswered::NoCall {
+                        item: i,
+                        call_id: call_id.clone(),
+                    });
                 }
             },
             other => {
                 if let Some(c) = open.first() {
-                    return Err(format!("item {i}: call {c:?} is not answered before it"));
+                    return Err(Unanswered::Before {
+                        item: i,
+                        call_id: (*c).to_owned(),
+                    });
                 }
                 if let Item::Assistant { calls, .. } = other {
                     open = calls.iter().map(|c| c.id.as_str()).collect();
@@ -66,7 +81,7 @@ pub fn answered(items: &[Item]) -> Result<(), String> {
         }
     }
     match open.first() {
-        Some(c) => Err(format!("call {c:?} is not answered")),
+        Some(c) => Err(Unanswered::AtEnd((*c).to_owned())),
         None => Ok(()),
     }
 }

@@ -12,8 +12,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::command::{Command, InjectAs};
 use crate::form::{Errs, Fields};
-use crate::model::{InjectAs, Parameter, default_env_name};
+use crate::model::{Parameter, default_env_name};
 
 /// A mapping's `env_allowlist`, each entry naming one of the gateway's own secrets refused
 /// ([`crate::sandbox::GATEWAY_VARIABLES`]).
@@ -113,26 +114,28 @@ pub fn dangerous(name: &str) -> Option<&'static str> {
 /// Checks the variables a tool's parameters set (see the module's rules).
 pub(super) fn check_targets(
     params: &[Parameter],
+    command: &Command,
     config_schema: &[Parameter],
     env: &BTreeMap<String, String>,
     allowlist: &[String],
     f: &Fields<'_>,
     e: &mut Errs,
 ) {
-    let env_name = |p: &Parameter| {
-        p.injection
-            .env_name
-            .clone()
-            .unwrap_or_else(|| default_env_name(&p.name))
+    let env_name = |name: &str, given: &Option<String>| {
+        given.clone().unwrap_or_else(|| default_env_name(name))
     };
     for (i, p) in params
         .iter()
         .enumerate()
-        .filter(|(_, p)| p.injection.inject_as == InjectAs::Env)
+        .filter(|(_, p)| command.place(&p.name).inject_as == InjectAs::Env)
     {
-        let name = env_name(p);
+        let place = command.place(&p.name);
+        let name = env_name(&p.name, &place.env_name);
         let at = format!("{}[{i}].env_name", f.at("parameters"));
-        let clash = if let Some(c) = config_schema.iter().find(|c| env_name(c) == name) {
+        let clash = if let Some(c) = config_schema
+            .iter()
+            .find(|c| env_name(&c.name, &c.env_name) == name)
+        {
             Some(format!(
                 "{}config field {:?}",
                 if c.secret { "the secret " } else { "" },
@@ -154,7 +157,7 @@ pub(super) fn check_targets(
                 ),
             );
         } else if let Some(why) = dangerous(&name)
-            && !p.injection.allow_dangerous_env
+            && !place.allow_dangerous_env
         {
             e.push(
                 &at,

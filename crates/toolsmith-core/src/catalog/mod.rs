@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde_json::{Map, Value};
 
 pub use crate::form::param::FORMATS;
-use crate::form::param::{Place, parse_list};
+use crate::form::param::{Place, Placement, parse_list, parse_list_placed};
 pub use crate::form::{CatalogError, CatalogErrors};
 use crate::form::{Errs, Fields, join};
 pub use servers::parse_server;
@@ -33,8 +33,8 @@ pub use toolsets::parse_toolset;
 
 use crate::builtin;
 use crate::model::{
-    Annotations, Danger, EndOfOptions, Executor, Format, FormatOverride, InjectAs, Limits,
-    McpTarget, NameRule, OutputMode, Parameter, Script, Tool, ToolName,
+    Annotations, Danger, EndOfOptions, Executor, Format, FormatOverride, Limits, McpTarget,
+    NameRule, OutputMode, Parameter, Script, Tool, ToolName,
 };
 use crate::pipeline::ParamSet;
 use crate::render::portable_name;
@@ -50,9 +50,27 @@ pub const MAX_TIMEOUT_MS: u64 = 86_400_000;
 pub trait CatalogSource {
     /// The text of a file. `path` is relative to the entry catalog's folder, uses `/`, and
     /// has no `..` or leading `/` (the loader refuses those before asking).
-    fn read(&self, path: &str) -> Result<String, String>;
+    fn read(&self, path: &str) -> Result<String, ReadError>;
     /// An environment variable, for `config` values written as `"${NAME}"`.
     fn var(&self, name: &str) -> Option<String>;
+}
+
+/// Why a [`CatalogSource`] did not give a file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    /// The source reads no files: a definition sent to the API, a stored one, an imported
+    /// document. `why` says what such a definition does instead.
+    #[error("{path}: {why}")]
+    NoFiles { path: String, why: &'static str },
+    /// A file whose real path (its symlinks followed) leaves the catalog's folder.
+    #[error("{path} resolves to {real}, outside the catalog's folder {root}")]
+    Outside {
+        path: String,
+        real: String,
+        root: String,
+    },
+    #[error("{path}: {error}")]
+    Io { path: String, error: String },
 }
 
 /// A catalog given as text (benches, tests, a definition made in memory): every file the
@@ -60,7 +78,7 @@ pub trait CatalogSource {
 pub struct TextSource(pub String);
 
 impl CatalogSource for TextSource {
-    fn read(&self, _: &str) -> Result<String, String> {
+    fn read(&self, _: &str) -> Result<String, ReadError> {
         Ok(self.0.clone())
     }
     fn var(&self, _: &str) -> Option<String> {
@@ -280,7 +298,7 @@ impl Loader<'_> {
             self.names
                 .push((n.to_string(), file.to_owned(), at.to_owned()));
         }
-        let executor = self.executor(&f, file, e);
+        let mut executor = self.executor(&f, file, e);
         let spec = match &executor {
             Some(Executor::Builtin(b)) => builtin::spec(b),
             _ => None,
@@ -364,24 +382,35 @@ impl Loader<'_> {
             .get("parameters")
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
-        let mut parameters = match (f.list("parameters", e), spec) {
-            (Some(_), Some(s)) => {
-                e.push(
-                    &f.at("parameters"),
-                    format!(
-                        "the built-in `{}` defines its own parameters; remove `parameters`",
-                        s.name
-                    ),
-                );
-                Vec::new()
+        let (parameters, placements): (Vec<Parameter>, Vec<Placement>) =
+            match (f.list("parameters", e), spec) {
+                (Some(_), Some(s)) => {
+                    e.push(
+                        &f.at("parameters"),
+                        format!(
+                            "the built-in `{}` defines its own parameters; remove `parameters`",
+                            s.name
+                        ),
+                    );
+                    Vec::new()
+                }
+                (Some(list), None) => parse_list_placed(list, &f.at("parameters"), place, e),
+                (None, Some(s)) => s
+                    .parameters
+                    .iter()
+                    .map(|p| (p.clone(), Placement::None))
+                    .collect(),
+                (None, None) => Vec::new(),
             }
-            (Some(list), None) => parse_list(list, &f.at("parameters"), place, e),
-            (None, Some(s)) => s.parameters.clone(),
-            (None, None) => Vec::new(),
-        };
-        // Layout rules name parameters by index, which only holds when all of them parsed.
-        if parameters.len() == declared {
-            check_injection_layout(&parameters, end_of_options, &f, e);
+            .into_iter()
+            .unzip();
+        // Where each parameter goes belongs to the executor. Layout rules name parameters by
+        // index, which only holds when all of them parsed.
+        if let Some(Executor::Command(command)) = &mut executor {
+            command.places = executor::command_places(&parameters, &placements);
+            if parameters.len() == declared {
+                check_injection_layout(&parameters, command, end_of_options, &f, e);
+            }
         }
         if let Some(reserved) = kind.reserved_parameter
             && let Some(i) = parameters.iter().position(|p| p.name == reserved)
@@ -411,10 +440,11 @@ impl Loader<'_> {
             (None, None) => Vec::new(),
         };
         let config = self.config(&f, &config_schema, e);
-        if let Some(Executor::Http(call)) = &executor
-            && parameters.len() == declared
-        {
-            executor::settle_http(call, &mut parameters, &config_schema, &f, e);
+        if let Some(Executor::Http(call)) = &mut executor {
+            call.places = executor::http_places(call, &parameters, &placements);
+            if parameters.len() == declared {
+                executor::settle_http(call, &parameters, &config_schema, &f, e);
+            }
         }
 
         let output_schema = f.get("output_schema").cloned();
@@ -466,18 +496,20 @@ impl Loader<'_> {
             }
         }
         let env = read_env(&f, e);
-        if parameters.len() == declared {
-            env::check_targets(&parameters, &config_schema, &env, &env_allowlist, &f, e);
-        }
-        let working_dir = f.string("working_dir", e);
-        if let Some(dir) = &working_dir
-            && (dir.starts_with('/') || dir.split('/').any(|s| s == ".."))
+        if parameters.len() == declared
+            && let Some(Executor::Command(command)) = &executor
         {
-            e.push(
-                &f.at("working_dir"),
-                format!("{dir:?} must be relative to the workspace, without `..`"),
+            env::check_targets(
+                &parameters,
+                command,
+                &config_schema,
+                &env,
+                &env_allowlist,
+                &f,
+                e,
             );
         }
+        let working_dir = settings::read_working_dir(&f, e);
         let max_concurrency = f.uint("max_concurrency", e);
         if max_concurrency == Some(0) || max_concurrency.is_some_and(|m| m > u64::from(u32::MAX)) {
             e.push(&f.at("max_concurrency"), "must be at least 1");

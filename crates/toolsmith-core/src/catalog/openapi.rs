@@ -54,14 +54,14 @@ impl Loader<'_> {
                     continue;
                 }
             };
-            let doc = match self
-                .src
-                .read(&path)
-                .and_then(|t| openapi::parse_document(&t))
-            {
+            let parsed = match self.src.read(&path) {
+                Ok(text) => openapi::parse_document(&text).map_err(|m| format!("{path}: {m}")),
+                Err(m) => Err(m.to_string()),
+            };
+            let doc = match parsed {
                 Ok(d) => d,
                 Err(m) => {
-                    e.push(&f.at("spec"), format!("{path}: {m}"));
+                    e.push(&f.at("spec"), m);
                     continue;
                 }
             };

@@ -196,17 +196,9 @@ impl Loader<'_> {
         else {
             return None;
         };
-        let working_dir = f.string("working_dir", e);
-        if let Some(dir) = &working_dir
-            && (dir.starts_with('/') || dir.split('/').any(|s| s == ".."))
-        {
-            e.push(
-                &f.at("working_dir"),
-                format!("{dir:?} must be relative to the workspace, without `..`"),
-            );
-        }
+        let working_dir = super::settings::read_working_dir(f, e);
         Some(Transport::Stdio {
-            command,
+            command: command.argv,
             env: read_env(f, e),
             env_allowlist: super::env::read_allowlist(f, e).unwrap_or_default(),
             working_dir,

@@ -1,4 +1,4 @@
-//! A tool's other keys: its fixed `env`, `annotations` and per-provider `formats`.
+//! A tool's other keys: its fixed `env`, `working_dir`, `annotations` and per-provider `formats`.
 
 use super::*;
 
@@ -84,4 +84,16 @@ pub(super) fn read_formats(f: &Fields<'_>, e: &mut Errs) -> BTreeMap<Format, For
         out.insert(format, over);
     }
     out
+}
+
+/// `working_dir`: a folder relative to the workspace, without `..`.
+pub(super) fn read_working_dir(f: &Fields<'_>, e: &mut Errs) -> Option<String> {
+    let dir = f.string("working_dir", e)?;
+    if dir.starts_with('/') || dir.split('/').any(|s| s == "..") {
+        e.push(
+            &f.at("working_dir"),
+            format!("{dir:?} must be relative to the workspace, without `..`"),
+        );
+    }
+    Some(dir)
 }

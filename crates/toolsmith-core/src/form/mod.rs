@@ -25,11 +25,11 @@ impl Errs {
         }
     }
 
-    pub fn push(&mut self, path: &str, message: impl Into<String>) {
+    pub fn push(&mut self, path: &str, message: impl std::fmt::Display) {
         self.list.push(CatalogError {
             file: self.file.clone(),
             path: path.to_owned(),
-            message: message.into(),
+            message: message.to_string(),
         });
     }
 }

@@ -6,9 +6,9 @@ use std::collections::HashSet;
 use serde_json::{Number, Value};
 
 use super::{Errs, Fields};
-use crate::model::{
-    ArrayStyle, BooleanStyle, Constraints, InjectAs, Injection, OptionStyle, ParamType, Parameter,
-};
+use crate::command::{BooleanStyle, CommandPlace, InjectAs, OptionStyle};
+use crate::http::HttpPlace;
+use crate::model::{ArrayStyle, Constraints, ParamType, Parameter};
 use crate::schema;
 use crate::schema::compile_schema;
 
@@ -99,20 +99,47 @@ pub(crate) enum Place {
     Items,
 }
 
+/// Where a top-level parameter goes, as its entry says: the tool's reader hands it to the
+/// executor, which owns the places (see [`crate::command`], [`crate::http`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Placement {
+    /// A script's, built-in's or upstream tool's parameter, a config field, a nested one.
+    None,
+    Command(CommandPlace),
+    /// `given`: the entry says `inject_as`; otherwise the tool's method decides.
+    Http {
+        place: HttpPlace,
+        given: bool,
+    },
+}
+
 /// Reads a list of parameters, checking names are unique.
 pub(crate) fn parse_list(list: &[Value], path: &str, place: Place, e: &mut Errs) -> Vec<Parameter> {
+    parse_list_placed(list, path, place, e)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect()
+}
+
+/// [`parse_list`], each parameter with where it goes.
+pub(crate) fn parse_list_placed(
+    list: &[Value],
+    path: &str,
+    place: Place,
+    e: &mut Errs,
+) -> Vec<(Parameter, Placement)> {
     let mut out = Vec::with_capacity(list.len());
     let mut seen = HashSet::new();
     for (i, v) in list.iter().enumerate() {
         let at = format!("{path}[{i}]");
-        if let Some(p) = parse(v, &at, place, e) {
+        if let Some((p, placement)) = parse_placed(v, &at, place, e) {
             if !seen.insert(p.name.clone()) {
                 e.push(
                     &format!("{at}.name"),
                     format!("duplicate parameter name {:?}", p.name),
                 );
             }
-            out.push(p);
+            out.push((p, placement));
         }
     }
     out
@@ -141,6 +168,15 @@ fn check_name(name: &str) -> Result<(), String> {
 }
 
 pub(crate) fn parse(v: &Value, path: &str, place: Place, e: &mut Errs) -> Option<Parameter> {
+    parse_placed(v, path, place, e).map(|(p, _)| p)
+}
+
+fn parse_placed(
+    v: &Value,
+    path: &str,
+    place: Place,
+    e: &mut Errs,
+) -> Option<(Parameter, Placement)> {
     // `items: string` is shorthand for `items: {type: string}`.
     let expanded;
     let v = match (place, v) {
@@ -190,7 +226,7 @@ pub(crate) fn parse(v: &Value, path: &str, place: Place, e: &mut Errs) -> Option
 
     parse_type_specific(&f, &mut p, e);
     parse_constraints(&f, &mut p, e);
-    parse_injection(&f, &mut p, place, e);
+    let placement = parse_injection(&f, &mut p, place, e);
 
     if let Some(w) = f.boolean("workspace_path", e) {
         if p.ty != ParamType::String {
@@ -236,7 +272,7 @@ pub(crate) fn parse(v: &Value, path: &str, place: Place, e: &mut Errs) -> Option
             ),
         }
     }
-    Some(p)
+    Some((p, placement))
 }
 
 fn parse_type_specific(f: &Fields<'_>, p: &mut Parameter, e: &mut Errs) {
@@ -449,7 +485,9 @@ fn parse_constraints(f: &Fields<'_>, p: &mut Parameter, e: &mut Errs) {
 
 mod http;
 
-fn parse_injection(f: &Fields<'_>, p: &mut Parameter, place: Place, e: &mut Errs) {
+/// Reads where the parameter goes (a command's or an http tool's top-level parameter), a
+/// config field's `env_name`, and refuses injection keys anywhere else.
+fn parse_injection(f: &Fields<'_>, p: &mut Parameter, place: Place, e: &mut Errs) -> Placement {
     if place == Place::HttpArgument {
         return http::parse_http_injection(f, p, e);
     }
@@ -479,9 +517,9 @@ fn parse_injection(f: &Fields<'_>, p: &mut Parameter, place: Place, e: &mut Errs
             );
         }
         if place == Place::Config {
-            p.injection.env_name = env_name(f, e);
+            p.env_name = env_name(f, e);
         }
-        return;
+        return Placement::None;
     }
     if f.has("http_name") {
         e.push(
@@ -489,7 +527,7 @@ fn parse_injection(f: &Fields<'_>, p: &mut Parameter, place: Place, e: &mut Errs
             "`http_name` applies to parameters of http tools",
         );
     }
-    let mut inj = Injection::default();
+    let mut inj = CommandPlace::default();
     let names = ["argument", "option", "stdin", "env"];
     inj.inject_as = f
         .choice(
@@ -642,7 +680,7 @@ fn parse_injection(f: &Fields<'_>, p: &mut Parameter, place: Place, e: &mut Errs
             "`allow_dangerous_env` applies with `inject_as: env`",
         );
     }
-    p.injection = inj;
+    Placement::Command(inj)
 }
 
 fn env_name(f: &Fields<'_>, e: &mut Errs) -> Option<String> {

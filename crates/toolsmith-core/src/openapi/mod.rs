@@ -132,35 +132,72 @@ pub fn source_for(given: Option<&str>, prefix: &str, title: &str) -> String {
 }
 
 /// Reads a document given as JSON or YAML text.
-pub fn parse_document(text: &str) -> Result<Value, String> {
+pub fn parse_document(text: &str) -> Result<Value, OpenApiError> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') {
-        return serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"));
+        return serde_json::from_str(text).map_err(|e| OpenApiError::Json(e.to_string()));
     }
-    serde_yaml_ng::from_str(text).map_err(|e| format!("neither JSON nor YAML: {e}"))
+    serde_yaml_ng::from_str(text).map_err(|e| OpenApiError::Yaml(e.to_string()))
+}
+
+/// A document that cannot be imported, or an import whose tools do not load.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OpenApiError {
+    #[error("not JSON: {0}")]
+    Json(String),
+    #[error("neither JSON nor YAML: {0}")]
+    Yaml(String),
+    #[error(
+        "this is a Swagger 2.0 document; toolsmith reads OpenAPI 3.0 and 3.1 (convert it first, e.g. with swagger2openapi)"
+    )]
+    Swagger,
+    #[error("not an OpenAPI 3.0 or 3.1 document (`openapi: {0:?}`)")]
+    Version(String),
+    #[error("the document has no `paths`")]
+    NoPaths,
+    #[error("the document names no server: give the base URL (--base-url)")]
+    NoServer,
+    #[error("the document's server URL {0:?} is relative: give the base URL (--base-url)")]
+    RelativeServer(String),
+    /// The document's own address (`source_url`) is not a URL.
+    #[error("{url}: {error}")]
+    SourceUrl { url: String, error: url::ParseError },
+    #[error("cannot place {raw:?} against {source_url}: {error}")]
+    Join {
+        raw: String,
+        source_url: String,
+        error: url::ParseError,
+    },
+    #[error("base URL {url:?}: {error}")]
+    BaseUrl { url: String, error: url::ParseError },
+    #[error("base URL {0:?}: only http and https")]
+    Scheme(String),
+    /// A tool of the import that the catalog's rules refuse.
+    #[error("{0}")]
+    Tool(String),
 }
 
 /// Imports every operation of `doc` that `opts` selects; `src` gives environment variables
 /// to the check each tool passes (`${VAR}` config values).
-pub fn import(doc: &Value, opts: &Options, src: &dyn CatalogSource) -> Result<Imported, String> {
+pub fn import(
+    doc: &Value,
+    opts: &Options,
+    src: &dyn CatalogSource,
+) -> Result<Imported, OpenApiError> {
     let version = doc
         .get("openapi")
         .and_then(Value::as_str)
         .unwrap_or_default();
     if doc.get("swagger").is_some() {
-        return Err(
-            "this is a Swagger 2.0 document; toolsmith reads OpenAPI 3.0 and 3.1 (convert it first, e.g. with swagger2openapi)".into(),
-        );
+        return Err(OpenApiError::Swagger);
     }
     if !(version.starts_with("3.0") || version.starts_with("3.1")) {
-        return Err(format!(
-            "not an OpenAPI 3.0 or 3.1 document (`openapi: {version:?}`)"
-        ));
+        return Err(OpenApiError::Version(version.to_owned()));
     }
     let paths = doc
         .get("paths")
         .and_then(Value::as_object)
-        .ok_or("the document has no `paths`")?;
+        .ok_or(OpenApiError::NoPaths)?;
     let base = base_url(doc, opts)?;
     let mut out = Imported {
         title: doc["info"]["title"].as_str().unwrap_or_default().to_owned(),
@@ -240,11 +277,11 @@ pub fn import(doc: &Value, opts: &Options, src: &dyn CatalogSource) -> Result<Im
 }
 
 /// The loaded tools of an import, for callers that store them.
-pub fn tools(imported: &Imported, src: &dyn CatalogSource) -> Result<Vec<Tool>, String> {
+pub fn tools(imported: &Imported, src: &dyn CatalogSource) -> Result<Vec<Tool>, OpenApiError> {
     imported
         .tools
         .iter()
-        .map(|v| parse_tool(v, src).map_err(|e| e.to_string()))
+        .map(|v| parse_tool(v, src).map_err(|e| OpenApiError::Tool(e.to_string())))
         .collect()
 }
 
@@ -302,7 +339,7 @@ fn deref_item<'a>(doc: &'a Value, item: &'a Value) -> Option<&'a Value> {
 
 /// The base URL: the option, else the first server's (its variables at their defaults),
 /// made absolute against where the document came from.
-fn base_url(doc: &Value, opts: &Options) -> Result<String, String> {
+fn base_url(doc: &Value, opts: &Options) -> Result<String, OpenApiError> {
     let raw = match &opts.base_url {
         Some(u) => u.clone(),
         None => {
@@ -313,9 +350,7 @@ fn base_url(doc: &Value, opts: &Options) -> Result<String, String> {
             let Some(server) = server else {
                 return match &opts.source_url {
                     Some(src) => origin(src),
-                    None => {
-                        Err("the document names no server: give the base URL (--base-url)".into())
-                    }
+                    None => Err(OpenApiError::NoServer),
                 };
             };
             let mut url = server["url"].as_str().unwrap_or("/").to_owned();
@@ -335,24 +370,32 @@ fn base_url(doc: &Value, opts: &Options) -> Result<String, String> {
         raw
     } else {
         let Some(src) = &opts.source_url else {
-            return Err(format!(
-                "the document's server URL {raw:?} is relative: give the base URL (--base-url)"
-            ));
+            return Err(OpenApiError::RelativeServer(raw));
         };
         url::Url::parse(src)
             .and_then(|u| u.join(&raw))
-            .map_err(|e| format!("cannot place {raw:?} against {src}: {e}"))?
+            .map_err(|error| OpenApiError::Join {
+                raw: raw.clone(),
+                source_url: src.clone(),
+                error,
+            })?
             .to_string()
     };
-    let parsed = url::Url::parse(&absolute).map_err(|e| format!("base URL {absolute:?}: {e}"))?;
+    let parsed = url::Url::parse(&absolute).map_err(|error| OpenApiError::BaseUrl {
+        url: absolute.clone(),
+        error,
+    })?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(format!("base URL {absolute:?}: only http and https"));
+        return Err(OpenApiError::Scheme(absolute));
     }
     Ok(absolute.trim_end_matches('/').to_owned())
 }
 
-fn origin(src: &str) -> Result<String, String> {
-    let u = url::Url::parse(src).map_err(|e| format!("{src}: {e}"))?;
+fn origin(src: &str) -> Result<String, OpenApiError> {
+    let u = url::Url::parse(src).map_err(|error| OpenApiError::SourceUrl {
+        url: src.to_owned(),
+        error,
+    })?;
     Ok(u.origin().ascii_serialization())
 }
 

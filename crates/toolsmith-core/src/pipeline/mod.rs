@@ -13,6 +13,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::model::{ParamType, Parameter, REDACTED, Tool};
 use crate::result::{ErrorKind, Meta, Problem, ToolResult};
+use crate::schema::SchemaError;
 use crate::{json_text, schema};
 
 mod coerce;
@@ -64,7 +65,7 @@ pub struct Prepared {
 }
 
 impl ParamSet {
-    pub fn new(params: &[Parameter]) -> Result<Self, String> {
+    pub fn new(params: &[Parameter]) -> Result<Self, SchemaError> {
         let validator = schema::compile_schema(&schema::object_schema(params, false))?;
         Ok(Self {
             validator,
@@ -151,7 +152,7 @@ impl std::fmt::Debug for CompiledTool {
 
 impl CompiledTool {
     /// Compiles the tool's argument schema. Fails only for schemas the loader would refuse.
-    pub fn new(tool: Tool, version: u64) -> Result<Self, String> {
+    pub fn new(tool: Tool, version: u64) -> Result<Self, SchemaError> {
         let input_schema = schema::tool_schema(&tool);
         let checker = match &tool.input_schema {
             Some(given) => Checker::Raw(raw::RawSchema::new(given.clone())?),

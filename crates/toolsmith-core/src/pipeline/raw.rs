@@ -25,7 +25,7 @@ pub(super) struct RawSchema {
 }
 
 impl RawSchema {
-    pub(super) fn new(schema: Value) -> Result<Self, String> {
+    pub(super) fn new(schema: Value) -> Result<Self, crate::schema::SchemaError> {
         let validator = crate::schema::compile_upstream_schema(&schema)?;
         Ok(Self { schema, validator })
     }

@@ -3,13 +3,14 @@
 //! refused before anything runs.
 
 use super::*;
+use crate::command::{BooleanStyle, Command, InjectAs, OptionStyle};
 
 pub(super) fn plan(
     tool: &Tool,
-    base: &[String],
+    command: &Command,
     args: &Map<String, Value>,
 ) -> Result<Process, Vec<Problem>> {
-    let mut argv = base.to_vec();
+    let mut argv = command.argv.clone();
     let mut stdin = None;
     let mut env = config_env(tool);
     let mut problems = Vec::new();
@@ -30,10 +31,8 @@ pub(super) fn plan(
         };
         let at = format!("/{}", p.name);
         let first_new_arg = argv.len();
-        let inj = &p.injection;
+        let inj = command.place(&p.name);
         match inj.inject_as {
-            // The catalog keeps these to http tools.
-            InjectAs::Path | InjectAs::Query | InjectAs::Header | InjectAs::Body => continue,
             InjectAs::Argument => {
                 let values = match value {
                     Value::Array(items) => match inj.array_style {
@@ -159,12 +158,11 @@ fn config_env(tool: &Tool) -> Vec<EnvVar> {
             let value = tool.config.get(&p.name).filter(|v| !v.is_null())?;
             Some(EnvVar {
                 name: p
-                    .injection
                     .env_name
                     .clone()
                     .unwrap_or_else(|| default_env_name(&p.name)),
                 value: match value {
-                    Value::Array(items) => join(items, p.injection.separator.as_deref()),
+                    Value::Array(items) => join(items, None),
                     v => text(v),
                 },
                 secret: p.secret,

@@ -10,7 +10,7 @@ use base64::Engine as _;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use super::*;
-use crate::http::{BodyMode, HttpAuth, HttpCall, is_header_value};
+use crate::http::{BodyMode, HttpAuth, HttpCall, RequestPart, is_header_value};
 
 /// Everything but RFC 3986's unreserved characters is encoded in a path segment.
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -83,16 +83,16 @@ pub(super) fn plan(
     let mut has_body = false;
     for p in &tool.parameters {
         let at = format!("/{}", p.name);
-        let wire = p.wire_name();
-        let inj = &p.injection;
-        if inj.inject_as == InjectAs::Body {
+        let wire = call.wire_name(&p.name);
+        let inj = call.place(&p.name);
+        if inj.inject_as == RequestPart::Body {
             has_body = true;
         }
         let Some(value) = args.get(&p.name) else {
             continue;
         };
         match inj.inject_as {
-            InjectAs::Path => {
+            RequestPart::Path => {
                 let segment = text(value);
                 if matches!(segment.as_str(), "" | "." | "..") {
                     problems.push(Problem::new(
@@ -104,7 +104,7 @@ pub(super) fn plan(
                 let encoded = utf8_percent_encode(&segment, SEGMENT).to_string();
                 url = url.replace(&format!("{{{wire}}}"), &encoded);
             }
-            InjectAs::Query => match value {
+            RequestPart::Query => match value {
                 Value::Null => {}
                 Value::Array(items) => match inj.array_style {
                     Some(ArrayStyle::Join) => {
@@ -114,7 +114,7 @@ pub(super) fn plan(
                 },
                 v => query.push((wire.to_owned(), text(v))),
             },
-            InjectAs::Header => {
+            RequestPart::Header => {
                 let value = match value {
                     Value::Null => continue,
                     Value::Array(items) => {
@@ -135,11 +135,10 @@ pub(super) fn plan(
                     secret: false,
                 });
             }
-            InjectAs::Body if call.body == Some(BodyMode::Whole) => whole = Some(value.clone()),
-            InjectAs::Body => {
+            RequestPart::Body if call.body == Some(BodyMode::Whole) => whole = Some(value.clone()),
+            RequestPart::Body => {
                 body.insert(wire.to_owned(), value.clone());
             }
-            _ => {}
         }
     }
     if problems.is_empty()

@@ -8,10 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::model::{
-    ArrayStyle, BooleanStyle, Executor, InjectAs, OptionStyle, Parameter, REDACTED, Tool,
-    default_env_name,
-};
+use crate::model::{ArrayStyle, Executor, Parameter, REDACTED, Tool, default_env_name};
 use crate::pipeline::CompiledTool;
 use crate::result::{Problem, ToolResult};
 
@@ -93,7 +90,7 @@ impl Process {
 /// the arguments (and `config`) as JSON on stdin; built-ins receive the arguments directly.
 pub fn plan(tool: &Tool, args: &Map<String, Value>) -> Result<Invocation, Vec<Problem>> {
     match &tool.executor {
-        Executor::Command(base) => command::plan(tool, base, args).map(Invocation::Process),
+        Executor::Command(command) => command::plan(tool, command, args).map(Invocation::Process),
         Executor::Script(script) => Ok(Invocation::Process(script::plan(tool, script, args))),
         Executor::Http(call) => http::plan(tool, call, args).map(Invocation::Http),
         // Built-ins and upstream tools receive the arguments as they are.

@@ -121,16 +121,16 @@ fn make_nullable(node: &mut Value) {
 /// A schema as given (an upstream's) with every local `$ref` replaced by what it points to and
 /// `$defs`/`definitions`/`$schema` dropped: what providers without references need. Fails on
 /// a recursive reference (a tree would be infinite), naming it.
-pub fn inline_refs(schema: &Value) -> Result<Value, String> {
-    fn go(node: &Value, root: &Value, stack: &mut Vec<String>) -> Result<Value, String> {
+pub fn inline_refs(schema: &Value) -> Result<Value, GivenSchemaError> {
+    fn go(node: &Value, root: &Value, stack: &mut Vec<String>) -> Result<Value, GivenSchemaError> {
         match node {
             Value::Object(map) => {
                 if let Some(r) = map.get("$ref").and_then(Value::as_str) {
                     let Some(target) = r.strip_prefix('#').and_then(|p| root.pointer(p)) else {
-                        return Err(format!("a reference toolsmith cannot follow: {r}"));
+                        return Err(GivenSchemaError::Unfollowable(r.to_owned()));
                     };
                     if stack.iter().any(|s| s == r) {
-                        return Err(format!("a recursive reference: {r}"));
+                        return Err(GivenSchemaError::Recursive(r.to_owned()));
                     }
                     stack.push(r.to_owned());
                     let mut resolved = go(target, root, stack)?;
@@ -197,22 +197,34 @@ pub fn fold_nullable_unions(node: &mut Value) {
 /// OpenAI strict mode for a schema as given: references inlined, nullable unions folded,
 /// then [`openai_strict`]. Fails, saying why, where strict mode cannot describe it (a
 /// recursive reference, or a union of several types).
-pub fn openai_strict_given(schema: &Value) -> Result<Value, String> {
+pub fn openai_strict_given(schema: &Value) -> Result<Value, GivenSchemaError> {
     let mut node = inline_refs(schema)?;
     fold_nullable_unions(&mut node);
-    if let Some(why) = union_left(&node) {
-        return Err(why);
+    if let Some(key) = union_left(&node) {
+        return Err(GivenSchemaError::Union(key));
     }
     Ok(openai_strict(node))
 }
 
-/// A union strict mode cannot take, if any is left.
-fn union_left(node: &Value) -> Option<String> {
+/// What a provider's form cannot take of a schema as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GivenSchemaError {
+    #[error("a reference toolsmith cannot follow: {0}")]
+    Unfollowable(String),
+    #[error("a recursive reference: {0}")]
+    Recursive(String),
+    /// A union of several schemas (the keyword) that strict mode cannot describe.
+    #[error("it uses `{0}` with several schemas")]
+    Union(&'static str),
+}
+
+/// The keyword of a union strict mode cannot take, if any is left.
+fn union_left(node: &Value) -> Option<&'static str> {
     match node {
         Value::Object(map) => {
             for key in ["anyOf", "oneOf", "allOf"] {
                 if map.contains_key(key) {
-                    return Some(format!("it uses `{key}` with several schemas"));
+                    return Some(key);
                 }
             }
             map.values().find_map(union_left)

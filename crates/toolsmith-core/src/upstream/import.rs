@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::{DEFAULT_TIMEOUT_MS, McpServer, OnChange, Transport};
-use crate::model::{Injection, Parameter};
+use crate::model::Parameter;
 
 /// What a configuration file gave.
 #[derive(Debug, Default)]
@@ -34,12 +34,12 @@ const HTTP_KEYS: &[&str] = &["type", "url", "headers", "disabled"];
 pub fn from_mcp_config(
     doc: &Value,
     var: &dyn Fn(&str) -> Option<String>,
-) -> Result<Imported, String> {
+) -> Result<Imported, NotAClientConfig> {
     let entries = doc
         .get("mcpServers")
         .or_else(|| doc.get("servers"))
         .and_then(Value::as_object)
-        .ok_or("no `mcpServers` (Claude Desktop, .mcp.json) or `servers` (VS Code) mapping in the file")?;
+        .ok_or(NotAClientConfig)?;
     let mut out = Imported::default();
     for (entry, v) in entries {
         let name = server_name(entry);
@@ -53,6 +53,12 @@ pub fn from_mcp_config(
     }
     Ok(out)
 }
+
+/// A file with no servers mapping a client's configuration has (each entry's own problem is
+/// in [`Imported::skipped`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no `mcpServers` (Claude Desktop, .mcp.json) or `servers` (VS Code) mapping in the file")]
+pub struct NotAClientConfig;
 
 /// A valid server name for an entry (`[A-Za-z0-9_-]{1,64}`): other characters become `-`.
 fn server_name(entry: &str) -> String {
@@ -147,10 +153,7 @@ fn server(
         config_schema.push(Parameter {
             name: field.clone(),
             secret: true,
-            injection: Injection {
-                env_name,
-                ..Injection::default()
-            },
+            env_name,
             ..Parameter::default()
         });
         config.insert(field, json!(value));

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-pub use import::{Imported, from_mcp_config, looks_secret};
+pub use import::{Imported, NotAClientConfig, from_mcp_config, looks_secret};
 
 use crate::model::{
     Annotations, Danger, Executor, Limits, McpTarget, NameRule, OutputMode, Parameter, Secrets,
@@ -129,25 +129,29 @@ impl McpServer {
 
     /// The toolsmith name of the upstream tool `upstream`: the override's, else the prefix,
     /// [`SEPARATOR`] and the upstream name mapped to the portable rule ([`portable`]).
-    pub fn tool_name(&self, upstream: &str) -> Result<ToolName, String> {
+    pub fn tool_name(&self, upstream: &str) -> Result<ToolName, UpstreamToolError> {
         if let Some(name) = self.tools.get(upstream).and_then(|o| o.name.as_deref()) {
-            return ToolName::new(name, NameRule::Portable)
-                .map_err(|e| format!("tools.{upstream}.name: {e}"));
+            return ToolName::new(name, NameRule::Portable).map_err(|error| {
+                UpstreamToolError::OverrideName {
+                    tool: upstream.to_owned(),
+                    error,
+                }
+            });
         }
         let full = match self.prefix() {
             "" => upstream.to_owned(),
             p => format!("{p}{SEPARATOR}{upstream}"),
         };
-        ToolName::new(&portable(&full), NameRule::Portable)
+        Ok(ToolName::new(&portable(&full), NameRule::Portable)?)
     }
 
     /// The toolsmith tool an upstream tool (its MCP `Tool` object) becomes, the overrides
     /// applied. The definition passes the catalog loader's rules.
-    pub fn tool_from(&self, upstream: &Value) -> Result<Tool, String> {
+    pub fn tool_from(&self, upstream: &Value) -> Result<Tool, UpstreamToolError> {
         let upstream_name = upstream
             .get("name")
             .and_then(Value::as_str)
-            .ok_or("an upstream tool without a name")?;
+            .ok_or(UpstreamToolError::NoName)?;
         let name = self.tool_name(upstream_name)?;
         let over = self.tools.get(upstream_name).cloned().unwrap_or_default();
         let hints = upstream.get("annotations").cloned().unwrap_or(Value::Null);
@@ -329,6 +333,23 @@ impl McpServer {
         }
         out
     }
+}
+
+/// An upstream tool that cannot become a toolsmith tool.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UpstreamToolError {
+    #[error("an upstream tool without a name")]
+    NoName,
+    /// The server's `tools.<tool>.name` override is not a portable name.
+    #[error("tools.{tool}.name: {error}")]
+    OverrideName {
+        tool: String,
+        error: crate::model::NameError,
+    },
+    /// The name made of the prefix and the upstream's (mapped to the portable rule) is not
+    /// one: only a name too long to shorten.
+    #[error(transparent)]
+    Name(#[from] crate::model::NameError),
 }
 
 fn override_value(o: &ToolOverride) -> Value {

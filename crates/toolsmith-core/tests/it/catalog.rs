@@ -4,7 +4,25 @@
 use expect_test::{Expect, expect};
 use serde_json::json;
 use toolsmith_core::catalog;
-use toolsmith_core::model::{Executor, InjectAs, ParamType, Secrets};
+use toolsmith_core::command::{CommandPlace, InjectAs};
+use toolsmith_core::http::{HttpPlace, RequestPart};
+use toolsmith_core::model::{Executor, ParamType, Secrets, Tool};
+
+/// Where a command tool's parameter goes.
+fn command_place<'a>(tool: &'a Tool, param: &str) -> &'a CommandPlace {
+    match &tool.executor {
+        Executor::Command(c) => c.place(param),
+        other => panic!("{} is a {} tool", tool.name, other.kind()),
+    }
+}
+
+/// Where an http tool's parameter goes.
+fn http_place(tool: &Tool, param: &str) -> HttpPlace {
+    match &tool.executor {
+        Executor::Http(h) => h.place(param),
+        other => panic!("{} is a {} tool", tool.name, other.kind()),
+    }
+}
 
 use super::support::{MemSource, errors, example_catalogs, load, tool};
 
@@ -597,22 +615,22 @@ fn the_delta_form_loads_unchanged() {
         .expect("examples/delta.yaml")
         .1;
     let read = c.get("shell_read").expect("shell_read");
-    assert_eq!(
-        read.executor,
-        Executor::Command(vec!["delta-sessions".into(), "read".into()])
-    );
+    let Executor::Command(command) = &read.executor else {
+        panic!("shell_read is a {} tool", read.executor.kind());
+    };
+    assert_eq!(command.argv, ["delta-sessions", "read"]);
     let p = &read.parameters[1];
+    let place = command_place(read, &p.name);
     assert_eq!(
-        (
-            p.ty,
-            p.injection.inject_as,
-            p.injection.option_name.as_deref()
-        ),
+        (p.ty, place.inject_as, place.option_name.as_deref()),
         (ParamType::String, InjectAs::Option, Some("--timeout"))
     );
     assert!(p.required, "Delta parameters are required");
     let write = c.get("shell_write").expect("shell_write");
-    assert_eq!(write.parameters[1].injection.inject_as, InjectAs::Stdin);
+    assert_eq!(
+        command_place(write, &write.parameters[1].name).inject_as,
+        InjectAs::Stdin
+    );
 }
 
 #[test]
@@ -873,7 +891,7 @@ fn an_openapi_entry_imports_its_document_and_notes_what_it_left_out() {
     assert!(
         add.parameters
             .iter()
-            .all(|p| p.injection.inject_as == InjectAs::Body)
+            .all(|p| http_place(add, &p.name).inject_as == RequestPart::Body)
     );
 
     let get = c.get("pet_getPet").expect("pet_getPet");
@@ -886,8 +904,11 @@ fn an_openapi_entry_imports_its_document_and_notes_what_it_left_out() {
     );
     let pet_id = &get.parameters[0];
     assert_eq!(
-        (pet_id.name.as_str(), pet_id.injection.inject_as),
-        ("petId", InjectAs::Path)
+        (
+            pet_id.name.as_str(),
+            http_place(get, &pet_id.name).inject_as
+        ),
+        ("petId", RequestPart::Path)
     );
     assert_eq!(
         pet_id.constraints.minimum.as_ref().and_then(|n| n.as_i64()),
@@ -901,7 +922,7 @@ fn an_openapi_entry_imports_its_document_and_notes_what_it_left_out() {
         .find(|p| p.name == "tags")
         .expect("tags");
     assert_eq!(
-        tags.injection.array_style,
+        http_place(list, &tags.name).array_style,
         Some(toolsmith_core::model::ArrayStyle::Join)
     );
     let status = list

@@ -32,11 +32,14 @@ impl MemSource {
 }
 
 impl CatalogSource for MemSource {
-    fn read(&self, path: &str) -> Result<String, String> {
+    fn read(&self, path: &str) -> Result<String, toolsmith_core::catalog::ReadError> {
         self.files
             .get(path)
             .cloned()
-            .ok_or_else(|| format!("no such file {path:?}"))
+            .ok_or_else(|| toolsmith_core::catalog::ReadError::Io {
+                path: path.to_owned(),
+                error: "no such file".into(),
+            })
     }
     fn var(&self, name: &str) -> Option<String> {
         self.env.get(name).cloned()
@@ -47,8 +50,13 @@ impl CatalogSource for MemSource {
 pub struct DirSource(pub PathBuf);
 
 impl CatalogSource for DirSource {
-    fn read(&self, path: &str) -> Result<String, String> {
-        std::fs::read_to_string(self.0.join(path)).map_err(|e| e.to_string())
+    fn read(&self, path: &str) -> Result<String, toolsmith_core::catalog::ReadError> {
+        std::fs::read_to_string(self.0.join(path)).map_err(|e| {
+            toolsmith_core::catalog::ReadError::Io {
+                path: path.to_owned(),
+                error: e.to_string(),
+            }
+        })
     }
     fn var(&self, name: &str) -> Option<String> {
         std::env::var(name).ok()

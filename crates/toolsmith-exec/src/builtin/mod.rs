@@ -17,10 +17,10 @@ pub struct BuiltinError {
     pub message: String,
 }
 
-impl<T: Into<String>> From<T> for BuiltinError {
+impl<T: std::fmt::Display> From<T> for BuiltinError {
     fn from(message: T) -> Self {
         Self {
-            message: message.into(),
+            message: message.to_string(),
         }
     }
 }

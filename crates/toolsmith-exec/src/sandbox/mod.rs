@@ -375,7 +375,7 @@ impl Sandboxes {
     /// The confinement of one process under `own` (or the default), or why it may not run:
     /// a policy saying `enforce: required` that this kernel cannot enforce, or a protected
     /// file with a second name.
-    pub fn confine(&self, own: Option<&Sandbox>, cx: &Context) -> Result<Confined, String> {
+    pub fn confine(&self, own: Option<&Sandbox>, cx: &Context) -> Result<Confined, Refused> {
         self.confine_as(self.policy(own), cx)
     }
 
@@ -394,7 +394,7 @@ impl Sandboxes {
     }
 
     /// [`Sandboxes::confine`] with the policy given.
-    pub fn confine_as(&self, policy: &Sandbox, cx: &Context) -> Result<Confined, String> {
+    pub fn confine_as(&self, policy: &Sandbox, cx: &Context) -> Result<Confined, Refused> {
         let assessed = self.assessed(policy);
         let (report, missing) = (assessed.0.clone(), &assessed.1);
         if !self.config.enabled || policy.is_none() {
@@ -404,16 +404,10 @@ impl Sandboxes {
             });
         }
         if policy.enforce() == Enforce::Required && !missing.is_empty() {
-            return Err(format!(
-                "the sandbox policy says `enforce: required`, and this kernel cannot enforce: {}",
-                missing.join("; ")
-            ));
+            return Err(Refused::Unenforceable(missing.join("; ")));
         }
         if let Some(file) = rules::linked(&self.protected, &self.exempt, &self.listings) {
-            return Err(format!(
-                "{} has another name (a hard link): a sandboxed process could reach it through that name; remove the link",
-                file.display()
-            ));
+            return Err(Refused::LinkedProtected(file.display().to_string()));
         }
         let abi = self.kernel.abi();
         let (statics, call, handled_fs) = if self.kernel.landlock_abi > 0 {
@@ -472,6 +466,19 @@ impl Sandboxes {
             report,
         })
     }
+}
+
+/// Why a process may not start under its policy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// The policy says `enforce: required`; what this kernel lacks.
+    #[error("the sandbox policy says `enforce: required`, and this kernel cannot enforce: {0}")]
+    Unenforceable(String),
+    /// A protected file has a second name a sandboxed process could reach.
+    #[error(
+        "{0} has another name (a hard link): a sandboxed process could reach it through that name; remove the link"
+    )]
+    LinkedProtected(String),
 }
 
 /// The sockets `policy`'s seccomp program allows.

@@ -197,7 +197,7 @@ impl Sessions {
         };
         let until = until_arg(args)?;
         let from = match str_arg(args, "cursor") {
-            Some(c) => Cursor::parse(c).map_err(SessionError::Invalid)?,
+            Some(c) => Cursor::parse(c).map_err(|e| SessionError::Invalid(e.to_string()))?,
             None => lock(&s.state).read,
         };
         let tail = args.get("tail").and_then(Value::as_bool).unwrap_or(false);

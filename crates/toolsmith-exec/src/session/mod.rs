@@ -102,7 +102,7 @@ pub trait Directory: Send + Sync + 'static {
         &'a self,
         url: &'a str,
         call: Forward<'a>,
-    ) -> Pin<Box<dyn Future<Output = std::result::Result<ToolResult, String>> + Send + 'a>>;
+    ) -> Pin<Box<dyn Future<Output = std::result::Result<ToolResult, crate::BoxError>> + Send + 'a>>;
 }
 
 /// A session call for the replica that holds its session, made as its caller.

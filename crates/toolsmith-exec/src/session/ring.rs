@@ -129,18 +129,21 @@ pub struct Cursor {
     pub err: u64,
 }
 
+/// A cursor no session tool returned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "cursor {0:?} is not one a session tool returned (they look like \"o1024.e0\"); copy it verbatim, or omit it to read what came since the last call"
+)]
+pub struct BadCursor(pub String);
+
 impl Cursor {
     /// The opaque text form models copy verbatim: `o<stdout offset>.e<stderr offset>`.
     pub fn render(self) -> String {
         format!("o{}.e{}", self.out, self.err)
     }
 
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let bad = || {
-            format!(
-                "cursor {text:?} is not one a session tool returned (they look like \"o1024.e0\"); copy it verbatim, or omit it to read what came since the last call"
-            )
-        };
+    pub fn parse(text: &str) -> Result<Self, BadCursor> {
+        let bad = || BadCursor(text.to_owned());
         let (o, e) = text.trim().split_once('.').ok_or_else(bad)?;
         Ok(Self {
             out: o
@@ -196,6 +199,6 @@ mod tests {
         let c = Cursor { out: 90210, err: 7 };
         assert_eq!(Cursor::parse(&c.render()), Ok(c));
         let e = Cursor::parse("90210").expect_err("bad");
-        assert!(e.contains("o1024.e0"), "{e}");
+        assert!(e.to_string().contains("o1024.e0"), "{e}");
     }
 }

@@ -426,7 +426,6 @@ fn environment(def: &McpServer) -> BTreeMap<String, String> {
     for p in &def.config_schema {
         if let Some(v) = def.config.get(&p.name) {
             let name = p
-                .injection
                 .env_name
                 .clone()
                 .unwrap_or_else(|| toolsmith_core::model::default_env_name(&p.name));

@@ -313,7 +313,7 @@ impl Upstreams {
         &self,
         def: McpServer,
         timeout: Duration,
-    ) -> (Result<Vec<Value>, String>, String) {
+    ) -> (Result<Vec<Value>, ProbeError>, String) {
         let secrets = def.secret_values();
         // Its own event channel: the registry side never hears of it.
         let up = supervise::spawn(def, self.inner.spawning.clone(), broadcast::channel(16).0);
@@ -325,9 +325,11 @@ impl Upstreams {
                 match (&st.status, &st.tools) {
                     (Status::Ready, Some(tools)) => break Ok(tools.clone()),
                     (Status::Failed, _) => {
-                        break Err(st.last_error.clone().unwrap_or_else(|| "it failed".into()));
+                        break Err(ProbeError::Failed(
+                            st.last_error.clone().unwrap_or_else(|| "it failed".into()),
+                        ));
                     }
-                    (Status::Stopped, _) => break Err("it is disabled (enabled: false)".into()),
+                    (Status::Stopped, _) => break Err(ProbeError::Disabled),
                     _ => {}
                 }
             }
@@ -335,7 +337,7 @@ impl Upstreams {
                 .await
                 .is_err()
             {
-                break Err(format!("no tools listed within {} s", timeout.as_secs()));
+                break Err(ProbeError::Timeout(timeout.as_secs()));
             }
         };
         let _ = up.control.send(Control::Stop);
@@ -345,7 +347,10 @@ impl Upstreams {
         let scrub = |text: &str| toolsmith_core::secrets::scrub(text, &secrets);
         // A failure's reason may quote what the server printed: no secret value in it either.
         (
-            outcome.map_err(|why| scrub(&why)),
+            outcome.map_err(|why| match why {
+                ProbeError::Failed(why) => ProbeError::Failed(scrub(&why)),
+                other => other,
+            }),
             scrub(&String::from_utf8_lossy(&bytes)),
         )
     }
@@ -646,4 +651,16 @@ impl Upstream {
             },
         }
     }
+}
+
+/// Why a server tried apart did not list its tools.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProbeError {
+    /// It failed to start or to answer; its last error (secret values as `***`).
+    #[error("{0}")]
+    Failed(String),
+    #[error("it is disabled (enabled: false)")]
+    Disabled,
+    #[error("no tools listed within {0} s")]
+    Timeout(u64),
 }

@@ -10,7 +10,7 @@ use toolsmith_core::catalog::CatalogSource;
 pub struct Text(pub String);
 
 impl CatalogSource for Text {
-    fn read(&self, _: &str) -> Result<String, String> {
+    fn read(&self, _: &str) -> Result<String, toolsmith_core::catalog::ReadError> {
         Ok(self.0.clone())
     }
     fn var(&self, name: &str) -> Option<String> {

@@ -35,7 +35,6 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
-use toolsmith_core::model::Executor;
 use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
 use toolsmith_gateway::CallOptions;
 use toolsmith_store::{decode_cursor, encode_cursor};
@@ -206,7 +205,7 @@ impl McpServer {
         let token = ctx.meta.get_progress_token();
         let mut options = self.call_options(confirmed, ctx);
         // An upstream tool's own progress goes to the client under the client's token.
-        let upstream = matches!(tool.tool.executor, Executor::Mcp(_));
+        let upstream = tool.tool.executor.upstream().is_some();
         let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
         if upstream && token.is_some() {
             options.downstream.progress = Some(progress_tx);
@@ -586,7 +585,7 @@ impl McpServer {
             Ok(admitted) => admitted,
             Err(refused) => return Ok(self.finish(&tool, refused, false)),
         };
-        let upstream = matches!(tool.tool.executor, Executor::Mcp(_));
+        let upstream = tool.tool.executor.upstream().is_some();
         // The answer to an upstream's question asked of this client (protocol 2026-07-28):
         // the parked call goes on.
         if let Some(state) = request

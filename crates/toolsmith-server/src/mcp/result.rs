@@ -12,7 +12,7 @@ use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
 pub fn to_mcp(tool: &CompiledTool, result: &ToolResult) -> CallToolResult {
     // An upstream tool's result is the upstream's own: passed through unchanged (content
     // blocks, images and resources included, `structuredContent`, `isError`).
-    if matches!(tool.tool.executor, Executor::Mcp(_)) {
+    if tool.tool.executor.upstream().is_some() {
         let given = match &result.error {
             None => result.data.as_ref(),
             Some(e) if e.kind == ErrorKind::ToolError => e.output.as_ref(),

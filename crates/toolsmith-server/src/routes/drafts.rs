@@ -37,10 +37,11 @@ fn nul_at(v: &Value, at: String) -> Option<String> {
 pub(super) struct Closed;
 
 impl CatalogSource for Closed {
-    fn read(&self, path: &str) -> Result<String, String> {
-        Err(format!(
-            "{path}: definitions sent to the API carry scripts inline (`source`), not `path`"
-        ))
+    fn read(&self, path: &str) -> Result<String, ReadError> {
+        Err(ReadError::NoFiles {
+            path: path.to_owned(),
+            why: "definitions sent to the API carry scripts inline (`source`), not `path`",
+        })
     }
     fn var(&self, _: &str) -> Option<String> {
         None
@@ -67,18 +68,8 @@ pub(super) fn parse_definition(
     current: Option<&Tool>,
     purpose: Draft,
 ) -> ApiResult<Tool> {
-    if let (Some(name), Value::Object(map)) = (name, &mut value) {
-        match map.get("name") {
-            None => {
-                map.insert("name".into(), json!(name));
-            }
-            Some(n) if n == name => {}
-            Some(n) => {
-                return Err(ApiError::bad_request(format!(
-                    "the body names tool {n}, the path {name:?}; rename by creating a new tool"
-                )));
-            }
-        }
+    if let Some(name) = name {
+        super::documents::name_from_path("tool", &mut value, name)?;
     }
     if let Some(at) = nul_at(&value, String::new()) {
         return Err(ApiError::new(

@@ -112,8 +112,11 @@ struct ImportAnswer {
 struct Credentials(HashMap<String, String>);
 
 impl CatalogSource for Credentials {
-    fn read(&self, path: &str) -> Result<String, String> {
-        Err(format!("an imported document reads no files ({path})"))
+    fn read(&self, path: &str) -> Result<String, ReadError> {
+        Err(ReadError::NoFiles {
+            path: path.to_owned(),
+            why: "an imported document reads no files",
+        })
     }
     fn var(&self, name: &str) -> Option<String> {
         self.0.get(name).cloned()
@@ -129,16 +132,18 @@ async fn import_openapi(
     Extension(caller): Extension<Caller>,
     Body(body): Body<ImportBody>,
 ) -> ApiResult<Json<ImportAnswer>> {
-    let unprocessable = |m: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", m);
+    fn unprocessable(m: impl std::fmt::Display) -> ApiError {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", m.to_string())
+    }
     let spec = match (body.spec, &body.spec_url) {
         (Value::Null, Some(url)) => Value::String(fetch_document(&s, url).await?),
         (Value::Null, None) => {
             return Err(unprocessable(
-                "give the document (`spec`) or where to fetch it (`spec_url`)".into(),
+                "give the document (`spec`) or where to fetch it (`spec_url`)",
             ));
         }
         (_, Some(_)) => {
-            return Err(unprocessable("give `spec` or `spec_url`, not both".into()));
+            return Err(unprocessable("give `spec` or `spec_url`, not both"));
         }
         (spec, None) => spec,
     };

@@ -5,9 +5,10 @@
 //! [`servers`] (upstream MCP servers, their changes and logs), [`server_checks`] (a server
 //! tried before it is saved, a client's configuration read), [`imports`] (OpenAPI import),
 //! [`toolsets`] (named subsets and their members), [`overview`] (the run log aggregated for
-//! the UI's charts).
+//! the UI's charts); [`documents`] is what the routes of versioned documents share.
 
 mod calls;
+mod documents;
 mod drafts;
 mod export;
 mod imports;
@@ -28,7 +29,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use toolsmith_core::catalog::{self, CatalogSource};
+use toolsmith_core::catalog::{self, CatalogSource, ReadError};
 use toolsmith_core::model::{Format, REDACTED, Secrets};
 use toolsmith_core::render::{RenderOptions, Rendered, render};
 use toolsmith_core::schema::tool_schema;

@@ -61,7 +61,7 @@ async fn check_server(State(s): Shared, Body(body): Body<Value>) -> ApiResult<Js
     let (listed, log) = s.probe_upstream(server.clone(), PROBE_TIMEOUT).await;
     let (ok, error, tools) = match listed {
         Ok(tools) => (true, None, tools),
-        Err(why) => (false, Some(why), Vec::new()),
+        Err(why) => (false, Some(why.to_string()), Vec::new()),
     };
     let tools = tools
         .iter()
@@ -80,7 +80,7 @@ async fn check_server(State(s): Shared, Body(body): Body<Value>) -> ApiResult<Js
                     Err(_) => "unknown".into(),
                 },
                 excluded: !server.serves(&upstream),
-                problem: made.err(),
+                problem: made.err().map(|e| e.to_string()),
                 upstream,
             }
         })
@@ -124,7 +124,7 @@ async fn read_mcp_config(Body(body): Body<Value>) -> ApiResult<Json<ConfigRead>>
     // A secret stays a reference to the variable it names: the server's own environment is
     // never read for a browser.
     let mut imported = from_mcp_config(&body, &|name: &str| Some(format!("${{{name}}}")))
-        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e))?;
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e.to_string()))?;
     // Folders a server is started to work in become writable in its sandbox.
     for server in &mut imported.servers {
         toolsmith_gateway::propose_writes(server);

@@ -6,7 +6,7 @@
 use toolsmith_core::upstream::McpServer;
 use toolsmith_store::{ServerRecord, UpstreamStore};
 
-use super::tools::{ChangeParams, base_version};
+use super::documents::{self, ChangeParams, base_version};
 use super::*;
 use toolsmith_gateway::federation;
 
@@ -72,9 +72,7 @@ async fn server_view(s: &Gateway, r: &ServerRecord, with_tools: bool) -> ApiResu
                 })
                 .await?
                 .into_iter()
-                .filter(|t| {
-                    matches!(&t.tool.executor, toolsmith_core::model::Executor::Mcp(m) if m.server == name)
-                })
+                .filter(|t| t.tool.executor.upstream().is_some_and(|m| m.server == name))
                 .map(|t| t.tool.name.to_string())
                 .collect(),
         ),
@@ -155,16 +153,7 @@ async fn create_server(
     Body(body): Body<Value>,
 ) -> ApiResult<Response> {
     let server = parse_server(body, None)?;
-    let r = s
-        .store
-        .create_server(
-            &server,
-            Change {
-                author: &caller.name,
-                summary: "created",
-            },
-        )
-        .await?;
+    let r = documents::create(&s, &caller, &server, None).await?;
     s.changed();
     Ok((StatusCode::CREATED, Json(server_view(&s, &r, false).await?)).into_response())
 }
@@ -194,32 +183,9 @@ async fn update_server(
 ) -> ApiResult<Json<ServerView>> {
     let base = base_version(&headers, &p)?;
     let current = s.store.get_server(&name).await?;
-    if let Value::Object(map) = &mut body {
-        match map.get("name") {
-            None => {
-                map.insert("name".into(), json!(name));
-            }
-            Some(n) if n == name.as_str() => {}
-            Some(n) => {
-                return Err(ApiError::bad_request(format!(
-                    "the body names server {n}, the path {name:?}; rename by creating a new server"
-                )));
-            }
-        }
-    }
+    documents::name_from_path("server", &mut body, &name)?;
     let server = parse_server(body, Some(&current.server))?;
-    let summary = p.summary.unwrap_or_else(|| "edited".into());
-    let r = s
-        .store
-        .update_server(
-            &server,
-            base,
-            Change {
-                author: &caller.name,
-                summary: &summary,
-            },
-        )
-        .await?;
+    let r = documents::update(&s, &caller, &server, base, p.summary.as_deref()).await?;
     s.changed();
     Ok(Json(server_view(&s, &r, false).await?))
 }
@@ -232,15 +198,7 @@ async fn delete_server(
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
-    s.store
-        .delete_server(
-            &name,
-            Change {
-                author: &caller.name,
-                summary: "deleted",
-            },
-        )
-        .await?;
+    documents::delete::<McpServer>(&s, &caller, &name).await?;
     s.changed();
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,5 +1,6 @@
 //! Tools: list, create, show, update, delete, enable and disable.
 
+use super::documents::{self, ChangeParams, base_version};
 use super::drafts::{Draft, parse_definition};
 use super::*;
 
@@ -198,15 +199,6 @@ async fn list(
     }))
 }
 
-#[derive(Deserialize, Default, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub(super) struct ChangeParams {
-    /// A one-line summary of the change for the history.
-    pub(super) summary: Option<String>,
-    /// The version the change is based on (or send `If-Match`).
-    pub(super) base_version: Option<u64>,
-}
-
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct CreateParams {
@@ -228,17 +220,7 @@ async fn create(
 ) -> ApiResult<Response> {
     let tool = parse_definition(body, None, None, Draft::Save)?;
     check_member(&v, &caller, &tool)?;
-    let summary = p.summary.unwrap_or_else(|| "created".into());
-    let r = s
-        .store
-        .create(
-            &tool,
-            Change {
-                author: &caller.name,
-                summary: &summary,
-            },
-        )
-        .await?;
+    let r = documents::create(&s, &caller, &tool, p.summary.as_deref()).await?;
     Ok((StatusCode::CREATED, Json(view(&r))).into_response())
 }
 
@@ -250,25 +232,6 @@ async fn show(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<Tool
     let mut v = view(&r);
     v.sandbox = s.sandbox_report(&r.tool);
     Ok(Json(v))
-}
-
-/// The version an update was based on: `If-Match: 3` (quotes allowed) or `?base_version=3`.
-pub(super) fn base_version(headers: &HeaderMap, p: &ChangeParams) -> ApiResult<u64> {
-    let header_value = headers
-        .get(header::IF_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().trim_matches('"').to_owned());
-    match (header_value, p.base_version) {
-        (Some(v), _) => v
-            .parse()
-            .map_err(|_| ApiError::bad_request(format!("If-Match: {v:?} is not a version number"))),
-        (None, Some(v)) => Ok(v),
-        (None, None) => Err(ApiError::new(
-            StatusCode::PRECONDITION_REQUIRED,
-            "base_version_required",
-            "say which version your change is based on: an If-Match header or ?base_version=N",
-        )),
-    }
 }
 
 /// Replaces a tool's definition, creating a new version. Name the version the change is
@@ -292,18 +255,7 @@ async fn update(
     let current = s.store.get(&name).await?;
     let tool = parse_definition(body, Some(&name), Some(&current.tool), Draft::Save)?;
     check_member(&v, &caller, &tool)?;
-    let summary = p.summary.unwrap_or_else(|| "edited".into());
-    let r = s
-        .store
-        .update(
-            &tool,
-            base,
-            Change {
-                author: &caller.name,
-                summary: &summary,
-            },
-        )
-        .await?;
+    let r = documents::update(&s, &caller, &tool, base, p.summary.as_deref()).await?;
     Ok(Json(view(&r)))
 }
 
@@ -315,15 +267,7 @@ async fn remove(
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
-    s.store
-        .delete(
-            &name,
-            Change {
-                author: &caller.name,
-                summary: "deleted",
-            },
-        )
-        .await?;
+    documents::delete::<Tool>(&s, &caller, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -334,10 +278,7 @@ async fn toggle(
     name: &str,
     enabled: bool,
 ) -> ApiResult<Json<ToolView>> {
-    let change = Change {
-        author: &caller.name,
-        summary: "",
-    };
+    let change = documents::change(caller, "");
     Ok(Json(view(
         &s.store.set_enabled(name, enabled, change).await?,
     )))

@@ -4,7 +4,7 @@
 use toolsmith_core::toolset::Toolset;
 use toolsmith_store::{ToolsetRecord, ToolsetStore};
 
-use super::tools::{ChangeParams, base_version};
+use super::documents::{self, ChangeParams, base_version};
 use super::*;
 
 /// Registers this file's handlers.
@@ -111,15 +111,11 @@ fn view_of(r: &ToolsetRecord, tools: &[Tool]) -> ToolsetView {
 }
 
 /// A definition from a request body; `name` is the path's, when given.
-fn parse(body: Value, name: Option<&str>) -> ApiResult<Toolset> {
-    let set = toolsmith_core::catalog::parse_toolset(&body).map_err(ApiError::from_catalog)?;
-    match name {
-        Some(n) if n != set.name => Err(ApiError::bad_request(format!(
-            "the definition is named {:?} but the path names {n:?}; rename by creating a new toolset",
-            set.name
-        ))),
-        _ => Ok(set),
+fn parse(mut body: Value, name: Option<&str>) -> ApiResult<Toolset> {
+    if let Some(name) = name {
+        documents::name_from_path("toolset", &mut body, name)?;
     }
+    toolsmith_core::catalog::parse_toolset(&body).map_err(ApiError::from_catalog)
 }
 
 /// Every toolset the caller may see, with its member count.
@@ -166,11 +162,7 @@ async fn create_toolset(
             ),
         ));
     }
-    let change = Change {
-        author: &caller.name,
-        summary: "created",
-    };
-    let r = s.store.create_toolset(&set, change).await?;
+    let r = documents::create(&s, &caller, &set, None).await?;
     let tools = all_tools(&s).await?;
     Ok((StatusCode::CREATED, Json(view_of(&r, &tools))).into_response())
 }
@@ -206,12 +198,7 @@ async fn update_toolset(
     let base = base_version(&headers, &p)?;
     get(&s, &caller, &name).await?;
     let set = parse(body, Some(&name))?;
-    let summary = p.summary.unwrap_or_else(|| "edited".into());
-    let change = Change {
-        author: &caller.name,
-        summary: &summary,
-    };
-    let r = s.store.update_toolset(&set, base, change).await?;
+    let r = documents::update(&s, &caller, &set, base, p.summary.as_deref()).await?;
     let tools = all_tools(&s).await?;
     Ok(Json(view_of(&r, &tools)))
 }
@@ -225,11 +212,7 @@ async fn remove_toolset(
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
     get(&s, &caller, &name).await?;
-    let change = Change {
-        author: &caller.name,
-        summary: "deleted",
-    };
-    s.store.delete_toolset(&name, change).await?;
+    documents::delete::<Toolset>(&s, &caller, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

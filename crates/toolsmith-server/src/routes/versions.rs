@@ -91,14 +91,7 @@ async fn restore(
     }
     Ok(Json(view(
         &s.store
-            .restore(
-                &name,
-                version,
-                Change {
-                    author: &caller.name,
-                    summary: "",
-                },
-            )
+            .restore(&name, version, super::documents::change(&caller, ""))
             .await?,
     )))
 }

@@ -118,8 +118,11 @@ pub(super) fn fetch(spec: &str) -> Result<(String, Option<String>)> {
 struct Placeholders;
 
 impl toolsmith_core::CatalogSource for Placeholders {
-    fn read(&self, path: &str) -> std::result::Result<String, String> {
-        Err(format!("an imported document reads no files ({path})"))
+    fn read(&self, path: &str) -> std::result::Result<String, toolsmith_core::catalog::ReadError> {
+        Err(toolsmith_core::catalog::ReadError::NoFiles {
+            path: path.to_owned(),
+            why: "an imported document reads no files",
+        })
     }
     fn var(&self, name: &str) -> Option<String> {
         Some(format!("${{{name}}}"))

@@ -236,7 +236,7 @@ fn show(name: String, args: ServersArgs) -> Result<ExitCode> {
             })
             .await?
             .into_iter()
-            .filter(|t| matches!(&t.tool.executor, toolsmith_core::model::Executor::Mcp(m) if m.server == name))
+            .filter(|t| t.tool.executor.upstream().is_some_and(|m| m.server == name))
             .map(|t| t.tool.name.to_string())
             .collect();
         let pending = store
@@ -461,7 +461,7 @@ fn printable(s: &McpServer) -> Value {
             if reference {
                 continue;
             }
-            let var = match (&s.transport, &p.injection.env_name) {
+            let var = match (&s.transport, &p.env_name) {
                 (Transport::Stdio { .. }, Some(env)) => env.clone(),
                 _ => format!("{}_{}", s.name, p.name)
                     .to_ascii_uppercase()

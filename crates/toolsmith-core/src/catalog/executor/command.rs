@@ -1,6 +1,8 @@
 //! Command tools: the argv, and the layout of injected parameters.
 
 use super::*;
+use crate::command::{Command, CommandPlace, InjectAs};
+use crate::form::param::Placement;
 
 pub(super) const RULES: Rules = Rules {
     name: "command",
@@ -38,20 +40,40 @@ pub(crate) fn read(v: &Value, at: &str, e: &mut Errs) -> Option<Executor> {
             ),
         }
     }
-    (argv.len() == items.len()).then_some(Executor::Command(argv))
+    (argv.len() == items.len()).then(|| Executor::Command(Command::new(argv)))
+}
+
+/// Each parameter's place on the command line, as its entry declares it (the default, a
+/// positional argument, is left out).
+pub(crate) fn places(
+    params: &[Parameter],
+    placements: &[Placement],
+) -> BTreeMap<String, CommandPlace> {
+    params
+        .iter()
+        .zip(placements)
+        .filter_map(|(p, placement)| match placement {
+            Placement::Command(place) if *place != CommandPlace::default() => {
+                Some((p.name.clone(), place.clone()))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// Tool-level injection rules: one stdin parameter at most, unique env names, and with an
 /// end-of-options marker all options declared before the first argument.
 pub(crate) fn check_injection_layout(
     params: &[Parameter],
+    command: &Command,
     eoo: Option<EndOfOptions>,
     f: &Fields<'_>,
     e: &mut Errs,
 ) {
     let at = |i: usize| format!("{}[{i}]", f.at("parameters"));
+    let place = |p: &Parameter| command.place(&p.name);
     let stdin: Vec<usize> = (0..params.len())
-        .filter(|&i| params[i].injection.inject_as == InjectAs::Stdin)
+        .filter(|&i| place(&params[i]).inject_as == InjectAs::Stdin)
         .collect();
     if stdin.len() > 1 {
         e.push(
@@ -66,10 +88,9 @@ pub(crate) fn check_injection_layout(
     for (i, p) in params
         .iter()
         .enumerate()
-        .filter(|(_, p)| p.injection.inject_as == InjectAs::Env)
+        .filter(|(_, p)| place(p).inject_as == InjectAs::Env)
     {
-        let name = p
-            .injection
+        let name = place(p)
             .env_name
             .clone()
             .unwrap_or_else(|| crate::model::default_env_name(&p.name));
@@ -83,10 +104,10 @@ pub(crate) fn check_injection_layout(
     if eoo.is_some() {
         let first_arg = params
             .iter()
-            .position(|p| p.injection.inject_as == InjectAs::Argument);
+            .position(|p| place(p).inject_as == InjectAs::Argument);
         if let Some(first) = first_arg {
             for (i, p) in params.iter().enumerate().skip(first) {
-                if p.injection.inject_as == InjectAs::Option {
+                if place(p).inject_as == InjectAs::Option {
                     e.push(&format!("{}.inject_as", at(i)), format!(
                         "with `end_of_options`, options come before arguments: move {:?} above {:?}",
                         p.name, params[first].name

@@ -2,9 +2,10 @@
 //! allow_hosts}`, and the rules that tie it to the parameters (every `{name}` of the URL is a
 //! `path` parameter and back, one parameter for `body: whole`, auth naming config fields).
 
+use crate::form::param::Placement;
 use crate::http::{
-    BodyMode, HttpAuth, HttpCall, METHODS, RESERVED_HEADERS, is_header_name, is_header_value,
-    method_has_body, placeholders,
+    BodyMode, HttpAuth, HttpCall, HttpPlace, METHODS, RESERVED_HEADERS, RequestPart,
+    is_header_name, is_header_value, method_has_body, placeholders,
 };
 use crate::model::ParamType;
 
@@ -121,6 +122,7 @@ pub(super) fn read(v: &Value, at: &str, e: &mut Errs) -> Option<Executor> {
         body,
         max_response_bytes,
         allow_hosts,
+        places: BTreeMap::new(),
     }))
 }
 
@@ -232,45 +234,62 @@ fn read_auth(v: &Value, at: &str, e: &mut Errs) -> Option<HttpAuth> {
     }
 }
 
-/// The rules between the request and the parameters, once both are read; parameters with no
-/// `inject_as` go to the query (GET, HEAD, OPTIONS) or the body (the other methods).
+/// Each parameter's place in the request: as its entry declares it, or (no `inject_as`) the
+/// query for GET, HEAD and OPTIONS and the body for the other methods. Every parameter has
+/// one, so the catalog form says where each goes.
+pub(in crate::catalog) fn places(
+    call: &HttpCall,
+    params: &[Parameter],
+    placements: &[Placement],
+) -> BTreeMap<String, HttpPlace> {
+    params
+        .iter()
+        .zip(placements)
+        .map(|(p, placement)| {
+            let place = match placement {
+                Placement::Http { place, given: true } => place.clone(),
+                Placement::Http {
+                    place,
+                    given: false,
+                } => HttpPlace {
+                    inject_as: call.default_part(),
+                    ..place.clone()
+                },
+                _ => call.place(&p.name),
+            };
+            (p.name.clone(), place)
+        })
+        .collect()
+}
+
+/// The rules between the request and the parameters, once both are read.
 pub(in crate::catalog) fn settle(
     call: &HttpCall,
-    params: &mut [Parameter],
+    params: &[Parameter],
     config_schema: &[Parameter],
     f: &Fields<'_>,
     e: &mut Errs,
 ) {
     let at = |i: usize, key: &str| format!("{}[{i}].{key}", f.at("parameters"));
-    let default_place = if method_has_body(&call.method) {
-        InjectAs::Body
-    } else {
-        InjectAs::Query
-    };
-    for p in params.iter_mut() {
-        if p.injection.inject_as == InjectAs::Argument {
-            p.injection.inject_as = default_place;
-        }
-    }
     let in_path = placeholders(&call.url).unwrap_or_default();
-    let mut wire_seen: HashSet<(InjectAs, String)> = HashSet::new();
+    let mut wire_seen: HashSet<(RequestPart, String)> = HashSet::new();
     let mut body = Vec::new();
     for (i, p) in params.iter().enumerate() {
-        let place = p.injection.inject_as;
-        let wire = p.wire_name().to_owned();
+        let place = call.place(&p.name).inject_as;
+        let wire = call.wire_name(&p.name).to_owned();
         let key = match place {
-            InjectAs::Header => wire.to_ascii_lowercase(),
+            RequestPart::Header => wire.to_ascii_lowercase(),
             _ => wire.clone(),
         };
         if !wire_seen.insert((place, key)) {
             e.push(
                 &at(i, "name"),
-                format!("two parameters send {wire:?} in the {}", place_name(place)),
+                format!("two parameters send {wire:?} in the {}", place.noun()),
             );
         }
         let scalar = !matches!(p.ty, ParamType::Array | ParamType::Object);
         match place {
-            InjectAs::Path => {
+            RequestPart::Path => {
                 if !in_path.contains(&wire) {
                     e.push(
                         &at(i, "inject_as"),
@@ -290,28 +309,27 @@ pub(in crate::catalog) fn settle(
                     );
                 }
             }
-            InjectAs::Query | InjectAs::Header => {
+            RequestPart::Query | RequestPart::Header => {
                 if p.ty == ParamType::Object {
                     e.push(
                         &at(i, "type"),
                         format!(
                             "an object cannot go in the {}; send it in the body",
-                            place_name(place)
+                            place.noun()
                         ),
                     );
                 }
-                if place == InjectAs::Header {
+                if place == RequestPart::Header {
                     check_header(&wire, "", &at(i, "http_name"), e);
                 }
             }
-            InjectAs::Body => body.push(i),
-            _ => {}
+            RequestPart::Body => body.push(i),
         }
     }
     for name in &in_path {
-        let declared = params
-            .iter()
-            .any(|p| p.injection.inject_as == InjectAs::Path && p.wire_name() == name);
+        let declared = params.iter().any(|p| {
+            call.place(&p.name).inject_as == RequestPart::Path && call.wire_name(&p.name) == name
+        });
         if !declared {
             e.push(
                 &f.at("http"),
@@ -353,14 +371,5 @@ pub(in crate::catalog) fn settle(
                 Some(_) => {}
             }
         }
-    }
-}
-
-fn place_name(place: InjectAs) -> &'static str {
-    match place {
-        InjectAs::Path => "path",
-        InjectAs::Query => "query",
-        InjectAs::Header => "headers",
-        _ => "body",
     }
 }

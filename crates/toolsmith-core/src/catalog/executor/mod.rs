@@ -7,8 +7,8 @@ mod http;
 mod mcp;
 mod script;
 
-pub(super) use command::{check_injection_layout, read as read_command};
-pub(super) use http::settle as settle_http;
+pub(super) use command::{check_injection_layout, places as command_places, read as read_command};
+pub(super) use http::{places as http_places, settle as settle_http};
 
 use super::*;
 

@@ -2,11 +2,12 @@
 //! `array_style`, `separator`).
 
 use super::*;
+use crate::http::RequestPart;
 
 /// An `http` tool's parameter: where it goes in the request (`inject_as` path, query, header
 /// or body; not given: decided by the tool's method once the tool is read), its name there,
 /// and for arrays in a query or header, repeated or joined.
-pub(super) fn parse_http_injection(f: &Fields<'_>, p: &mut Parameter, e: &mut Errs) {
+pub(super) fn parse_http_injection(f: &Fields<'_>, p: &Parameter, e: &mut Errs) -> Placement {
     for key in [
         "option_name",
         "option_style",
@@ -21,21 +22,23 @@ pub(super) fn parse_http_injection(f: &Fields<'_>, p: &mut Parameter, e: &mut Er
             );
         }
     }
-    let mut inj = Injection::default();
+    let mut inj = HttpPlace::default();
+    let mut given = false;
     if let Some(place) = f.choice(
         "inject_as",
         "place in the request",
         &["path", "query", "header", "body"],
         |s| match s {
-            "path" => Some(InjectAs::Path),
-            "query" => Some(InjectAs::Query),
-            "header" => Some(InjectAs::Header),
-            "body" => Some(InjectAs::Body),
+            "path" => Some(RequestPart::Path),
+            "query" => Some(RequestPart::Query),
+            "header" => Some(RequestPart::Header),
+            "body" => Some(RequestPart::Body),
             _ => None,
         },
         e,
     ) {
         inj.inject_as = place;
+        given = true;
     }
     inj.http_name = f.string("http_name", e);
     if let Some(name) = &inj.http_name
@@ -75,5 +78,5 @@ pub(super) fn parse_http_injection(f: &Fields<'_>, p: &mut Parameter, e: &mut Er
             "`separator` applies with `array_style: join`",
         );
     }
-    p.injection = inj;
+    Placement::Http { place: inj, given }
 }
