@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 
 use serde::Serialize;
 
-use crate::model::{ArrayStyle, is_false};
+use crate::place::ArrayStyle;
 
 /// `command: [exe, fixed args...]`, run directly, never through a shell.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -73,7 +73,7 @@ pub struct CommandPlace {
     /// For `inject_as: env`: the operator accepts that the model's value sets a variable
     /// that changes how programs load or start (`LD_PRELOAD`, `PYTHONPATH`, …), which the
     /// catalog otherwise refuses.
-    #[serde(skip_serializing_if = "is_false")]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub allow_dangerous_env: bool,
 }
 

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-use crate::model::ArrayStyle;
+use crate::place::ArrayStyle;
 
 /// The methods an `http` tool may use.
 pub const METHODS: [&str; 7] = ["GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"];

@@ -35,6 +35,7 @@ pub mod json_text;
 pub mod model;
 pub mod openapi;
 pub mod pipeline;
+pub mod place;
 pub mod plan;
 pub mod rate;
 pub mod render;

@@ -306,7 +306,7 @@ pub enum Secrets {
     Keep,
 }
 
-pub(crate) fn is_false(b: &bool) -> bool {
+fn is_false(b: &bool) -> bool {
     !*b
 }
 
@@ -632,16 +632,7 @@ pub struct Constraints {
     pub unique_items: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ArrayStyle {
-    /// `--file a --file b`
-    Repeat,
-    /// `a b c` as separate arguments (after the option name for options)
-    Separate,
-    /// `a,b,c` as one value
-    Join,
-}
+pub use crate::place::ArrayStyle;
 
 /// Upper-cases a parameter name into an environment variable name.
 pub fn default_env_name(name: &str) -> String {

@@ -195,8 +195,38 @@ fn toolsets_are_versioned_narrow_requests_and_limit_tokens() {
         root,
     );
     assert_eq!(status, 409, "a stale edit is refused");
+    // The path names the toolset: a body without a name is that one's, one naming another is
+    // refused (renaming is creating), as for tools and servers.
+    let (status, v3) = request_as(
+        "PUT",
+        &format!("{base}/toolsets/ops?base_version=2&summary=tags"),
+        Some(json!({"include": {"tags": ["git"]}})),
+        root,
+    );
+    assert_eq!(
+        (status, v3["version"].as_u64(), v3["name"].as_str()),
+        (200, Some(3), Some("ops")),
+        "{v3}"
+    );
+    let (status, renamed) = request_as(
+        "PUT",
+        &format!("{base}/toolsets/ops?base_version=3"),
+        Some(json!({"name": "other", "include": {"tags": ["git"]}})),
+        root,
+    );
+    assert_eq!(status, 400, "{renamed}");
+    assert_eq!(
+        renamed["error"]["message"],
+        "the body names toolset \"other\", the path \"ops\"; rename by creating a new toolset"
+    );
     let (_, versions) = request_as("GET", &format!("{base}/toolsets/ops/versions"), None, root);
-    assert_eq!(versions.as_array().map(Vec::len), Some(2), "{versions}");
+    let summaries: Vec<&str> = versions
+        .as_array()
+        .expect("versions")
+        .iter()
+        .map(|v| v["summary"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(summaries, ["created", "edited", "tags"], "{versions}");
     let (status, _) = request_as("DELETE", &format!("{base}/toolsets/ops"), None, root);
     assert_eq!(status, 204);
     let (status, _) = request_as("GET", &format!("{base}/toolsets/ops"), None, root);

@@ -1025,3 +1025,59 @@ mcp_servers:
         assert!(errors.contains(needle), "{needle} not in:\n{errors}");
     }
 }
+
+/// Each kind reads its own places: a request's place on a command's parameter, or a command
+/// line's on an http tool's, is an unknown value naming the kind's own; a place not given is
+/// the kind's default, and the catalog form writes every http place out.
+#[test]
+fn a_kind_reads_only_its_own_parameter_places() {
+    check(
+        r#"
+tools:
+  - name: c
+    description: d
+    command: [echo]
+    parameters: [{name: a, inject_as: header}]
+  - name: h
+    description: d
+    http: {url: "https://api.example.com/x"}
+    parameters: [{name: b, inject_as: env}]
+"#,
+        expect![[r#"
+            tools[0].parameters[0].inject_as: unknown injection "header" (expected one of argument, option, stdin, env)
+            tools[1].parameters[0].inject_as: unknown place in the request "env" (expected one of path, query, header, body)
+        "#]],
+    );
+    let c = load(
+        r#"
+tools:
+  - name: c
+    description: d
+    command: [echo]
+    parameters: [{name: a}, {name: o, inject_as: option, option_name: --o}]
+  - name: h
+    description: d
+    http: {url: "https://api.example.com/x"}
+    parameters: [{name: q}, {name: k, inject_as: header, http_name: X-Key}]
+"#,
+    );
+    let (cmd, http) = (&c.tools[0], &c.tools[1]);
+    assert_eq!(command_place(cmd, "a").inject_as, InjectAs::Argument);
+    assert_eq!(command_place(cmd, "o").option_name.as_deref(), Some("--o"));
+    assert_eq!(http_place(http, "q").inject_as, RequestPart::Query);
+    let form = http.to_catalog_value(Secrets::Keep);
+    assert_eq!(
+        form["parameters"],
+        json!([
+            {"name": "q", "type": "string", "inject_as": "query"},
+            {"name": "k", "type": "string", "inject_as": "header", "http_name": "X-Key"}
+        ])
+    );
+    assert_eq!(
+        cmd.to_catalog_value(Secrets::Keep)["parameters"],
+        json!([
+            {"name": "a", "type": "string"},
+            {"name": "o", "type": "string", "inject_as": "option", "option_name": "--o"}
+        ])
+    );
+}
