@@ -234,6 +234,22 @@ impl Toolset {
         self.why(tool).is_some()
     }
 
+    /// Whether the toolset holds what upstream server `server` offers besides tools (its
+    /// resources and prompts): an `include` selector names the server (`servers:`) or gives
+    /// no key (every tool, so every server), and no `exclude` selector that gives only
+    /// `servers:` names it (nor one that gives no key).
+    pub fn admits_server(&self, server: &str) -> bool {
+        let names = |s: &Selector| s.servers.iter().any(|n| n == server);
+        let only_servers = |s: &Selector| {
+            s.names.is_empty() && s.tags.is_empty() && s.kinds.is_empty() && s.danger.is_none()
+        };
+        self.include.iter().any(|s| s.is_empty() || names(s))
+            && !self
+                .exclude
+                .iter()
+                .any(|s| s.is_empty() || (only_servers(s) && names(s)))
+    }
+
     /// The catalog form (what the registry stores and `GET /v1/toolsets/{name}` shows).
     pub fn to_catalog_value(&self) -> Value {
         let list = |v: &[Selector]| match v {
@@ -290,6 +306,33 @@ tools:
             .iter()
             .filter_map(|t| set.why(t).map(|w| (t.name.to_string(), w)))
             .collect()
+    }
+
+    #[test]
+    fn a_toolset_holds_the_resources_and_prompts_of_the_servers_it_names() {
+        let admits = |def: Value, server: &str| {
+            parse_toolset(&def)
+                .expect("a valid toolset")
+                .admits_server(server)
+        };
+        let named = json!({"name": "s", "include": {"servers": ["gh"], "tags": ["read"]}});
+        assert!(admits(named.clone(), "gh"));
+        assert!(!admits(named, "jira"), "a server not named is not held");
+        assert!(
+            !admits(json!({"name": "s", "include": {"tags": ["read"]}}), "gh"),
+            "selectors of tools alone hold no server's resources"
+        );
+        let all = json!({"name": "s", "include": {}, "exclude": {"servers": ["jira"]}});
+        assert!(
+            admits(all.clone(), "gh"),
+            "an empty selector holds every server"
+        );
+        assert!(!admits(all, "jira"), "unless an exclude names it alone");
+        let narrow_exclude = json!({"name": "s", "include": {"servers": ["gh"]}, "exclude": {"servers": ["gh"], "danger": "dangerous"}});
+        assert!(
+            admits(narrow_exclude, "gh"),
+            "excluding some of a server's tools keeps its resources"
+        );
     }
 
     #[test]

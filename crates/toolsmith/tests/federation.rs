@@ -178,7 +178,7 @@ fn everything_and_fastmcp(dir: &Path, mark: &Path) -> String {
                 "    env: {{TS_MARK: {}}}\n    tools:\n      hang: {{danger: safe}}\n",
                 mark.display()
             ),
-        )),
+        ) + "toolsets:\n  - {name: fm_only, include: {servers: [fm]}}\n  - {name: everything_only, include: {servers: [everything]}}\n"),
     )
 }
 

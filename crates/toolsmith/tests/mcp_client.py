@@ -416,6 +416,40 @@ async def federation_checks(client, mark):
     else:
         raise AssertionError("the upstream never heard of the cancellation")
     print("federation: listed, coerced, refused, structured, image, progress, cancelled")
+    await offer_checks(client)
+
+
+async def offer_checks(client):
+    """server-everything's resources, templates, prompts and completions through toolsmith:
+    listed (prompts under the server's prefix), read and got from the upstream, a missing
+    prompt refused as one."""
+    deadline = time.monotonic() + 30
+    while True:
+        resources = (await client.list_resources(cache_mode="refresh")).resources
+        if resources or time.monotonic() > deadline:
+            break
+        await anyio.sleep(0.2)
+    docs = [r for r in resources if str(r.uri).startswith("demo://resource/static/document/")]
+    assert docs, [str(r.uri) for r in resources]
+    read = await client.read_resource(str(docs[0].uri))
+    assert read.contents and read.contents[0].text, read
+    templates = (await client.list_resource_templates()).resource_templates
+    uris = sorted(t.uri_template for t in templates)
+    assert "demo://resource/dynamic/text/{resourceId}" in uris, uris
+    read = await client.read_resource("demo://resource/dynamic/text/3")
+    assert read.contents[0].text.startswith("Resource 3:"), read
+    read = await client.read_resource("demo://resource/dynamic/blob/4")
+    assert read.contents[0].blob, read
+    prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+    assert {"everything__simple-prompt", "everything__args-prompt"} <= set(prompts), sorted(prompts)
+    assert [a.name for a in prompts["everything__args-prompt"].arguments] == ["city", "state"], prompts
+    got = await client.get_prompt("everything__args-prompt", {"city": "Paris"})
+    assert got.messages[0].content.text == "What's weather in Paris?", got
+    await expect_protocol_error("an unknown prompt", client.get_prompt("everything__nope", {}))
+    done = await client.complete(types.PromptReference(type="ref/prompt", name="everything__completable-prompt"),
+                                 {"name": "department", "value": "S"})
+    assert done.completion.values == ["Sales", "Support"], done
+    print("federation: resources, templates, prompts and completions of an upstream")
 
 
 async def wait_for_tool(client, name):
@@ -470,6 +504,21 @@ async def federation_http(url, mark):
         assert not r.is_error and text(r) == "hello Grace", f"{client.protocol_version}: {text(r)}"
     assert asked == ["What is your name?"], asked
     print("federation over HTTP: an upstream's question answered by this client's user")
+    # A view holds the resources and prompts of the servers its toolsets name: outside it
+    # they answer as missing ones.
+    async with Client(with_headers(url, {"X-Toolsmith-Toolset": "fm_only"})) as client:
+        assert (await client.list_resources()).resources == [], "resources outside the view"
+        assert (await client.list_resource_templates()).resource_templates == []
+        names = [p.name for p in (await client.list_prompts()).prompts]
+        assert not [n for n in names if n.startswith("everything__")], names
+        await expect_protocol_error("a resource outside the view",
+                                    client.read_resource("demo://resource/dynamic/text/3"))
+        await expect_protocol_error("a prompt outside the view",
+                                    client.get_prompt("everything__simple-prompt", {}))
+    async with Client(with_headers(url, {"X-Toolsmith-Toolset": "everything_only"})) as client:
+        read = await client.read_resource("demo://resource/dynamic/text/5")
+        assert read.contents[0].text.startswith("Resource 5:"), read
+    print("federation over HTTP: resources and prompts follow the caller's view")
 
 
 async def http_api(url):

@@ -142,7 +142,7 @@ pub(crate) async fn answer_inputs(
 pub(crate) struct Handler {
     pub routes: ProgressRoutes,
     pub elicit: ElicitRoutes,
-    /// Told when the upstream says its tool list changed.
+    /// Told when the upstream says its tools, resources or prompts changed.
     pub list_changed: mpsc::UnboundedSender<()>,
 }
 
@@ -163,6 +163,22 @@ impl ClientHandler for Handler {
     }
 
     fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        let _ = self.list_changed.send(());
+        std::future::ready(())
+    }
+
+    fn on_resource_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        let _ = self.list_changed.send(());
+        std::future::ready(())
+    }
+
+    fn on_prompt_list_changed(
         &self,
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {

@@ -15,10 +15,14 @@
 //! A call runs on the shared connection (concurrent calls multiplexed), forwards the
 //! upstream's progress to the caller's channel, and — dropped before its answer — sends
 //! `notifications/cancelled` upstream. While an upstream is down a call answers at once with
-//! its last error.
+//! its last error. What a server offers besides tools — resources, templates, prompts — is
+//! listed with its tools and reached through [`offer`].
 
 mod conn;
+mod offer;
 mod supervise;
+
+pub use offer::{Offer, ServerOffer};
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -193,6 +197,8 @@ pub(crate) struct State {
     pub restarts: u32,
     pub last_error: Option<String>,
     pub tools: Option<Vec<Value>>,
+    /// Its resources, templates and prompts as last listed.
+    pub offer: Arc<Offer>,
     pub listed_at_ms: Option<u64>,
     pub up_since: Option<Instant>,
     pub peer: Option<rmcp::Peer<RoleClient>>,

@@ -33,6 +33,7 @@ pub(crate) fn spawn(
             restarts: 0,
             last_error: (!enabled).then(|| "the server is disabled".to_owned()),
             tools: None,
+            offer: Default::default(),
             listed_at_ms: None,
             up_since: None,
             peer: None,
@@ -167,8 +168,10 @@ async fn list(up: &Upstream, conn: &Conn) -> Result<(), String> {
         .into_iter()
         .filter_map(|t| serde_json::to_value(t).ok())
         .collect();
+    let offer = Arc::new(super::offer::list(&up.def.name, conn.service.peer()).await);
     up.update(|st| {
         st.tools = Some(tools.clone());
+        st.offer = offer;
         st.listed_at_ms = Some(now_ms());
     });
     let _ = up.events.send(Event::Listed {

@@ -13,10 +13,11 @@
 //! subscription that sends `list_changed`), [`params`] (repairing `tools/call` params before
 //! rmcp reads them), [`snapshot`] (the tools as MCP serves them), [`view`] (which of them a
 //! request sees), [`search`] (search mode), [`ask`] (questions an upstream asks a 2026-07-28
-//! client), [`result`] (a result in MCP's form). Resources, prompts, completions and logging
-//! are files of their own here.
+//! client), [`result`] (a result in MCP's form), [`offers`] (the upstreams' resources,
+//! prompts and completions). Logging will be a file of its own here.
 
 mod ask;
+mod offers;
 pub mod params;
 mod result;
 pub mod search;
@@ -27,9 +28,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InputRequest, InputRequiredResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
-    ServerCapabilities, ServerConfig, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InputRequest, InputRequiredResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -343,6 +346,9 @@ impl ServerHandler for McpServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_resources()
+                .enable_prompts()
+                .enable_completions()
                 .build(),
         );
         info.server_info = Implementation::new("toolsmith", env!("CARGO_PKG_VERSION"));
@@ -391,6 +397,50 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let span = crate::traces::mcp_call(request.name.as_ref(), &ctx);
         tracing::Instrument::instrument(self.answer_call(request, ctx), span).await
+    }
+
+    // Resources, prompts and completions of the upstreams: `offers`.
+    async fn list_resources(
+        &self,
+        r: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.resources_page(r, &ctx).await
+    }
+    async fn list_resource_templates(
+        &self,
+        r: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.templates_page(r, &ctx).await
+    }
+    async fn read_resource(
+        &self,
+        r: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.read(r, &ctx).await
+    }
+    async fn list_prompts(
+        &self,
+        r: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.prompts_page(r, &ctx).await
+    }
+    async fn get_prompt(
+        &self,
+        r: GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.prompt(r, &ctx).await
+    }
+    async fn complete(
+        &self,
+        r: CompleteRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.completion(r, &ctx).await
     }
 
     /// Protocol 2026-07-28 clients follow changes with `subscriptions/listen`.

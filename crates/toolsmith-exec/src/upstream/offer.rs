@@ -1,0 +1,161 @@
+//! What an upstream offers besides tools (SPEC §11): its resources, resource templates and
+//! prompts — listed with its tools when its capabilities declare them (and again on its
+//! `list_changed`), kept as the MCP objects it sent — and the requests that reach them:
+//! `resources/read`, `prompts/get` and `completion/complete`, each on the shared connection
+//! within the server's timeout.
+//!
+//! A listing that fails leaves that part empty and is logged: the tools still serve.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{CompleteRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
+use rmcp::service::{RoleClient, ServiceError};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::{START_TIMEOUT, Upstream, UpstreamError, Upstreams, lock};
+
+/// An upstream's resources, resource templates and prompts as it listed them (MCP
+/// `Resource`, `ResourceTemplate` and `Prompt` objects).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Offer {
+    pub resources: Vec<Value>,
+    pub templates: Vec<Value>,
+    pub prompts: Vec<Value>,
+}
+
+/// One upstream's offer, with what the gateway names its prompts by.
+#[derive(Debug, Clone)]
+pub struct ServerOffer {
+    pub server: String,
+    /// The server's prefix for the names it serves (empty for none).
+    pub prefix: String,
+    pub offer: Arc<Offer>,
+}
+
+/// Lists what `peer` offers, as far as its capabilities say it has any.
+pub(crate) async fn list(server: &str, peer: &rmcp::Peer<RoleClient>) -> Offer {
+    let caps = peer.peer_info().map(|info| info.capabilities.clone());
+    let (has_resources, has_prompts) = caps.as_ref().map_or((false, false), |c| {
+        (c.resources.is_some(), c.prompts.is_some())
+    });
+    let mut offer = Offer::default();
+    if has_resources {
+        offer.resources = listed(server, "resources/list", peer.list_all_resources()).await;
+        offer.templates = listed(
+            server,
+            "resources/templates/list",
+            peer.list_all_resource_templates(),
+        )
+        .await;
+    }
+    if has_prompts {
+        offer.prompts = listed(server, "prompts/list", peer.list_all_prompts()).await;
+    }
+    offer
+}
+
+/// Every item of one listing as JSON, or none (logged) when it fails.
+async fn listed<T: serde::Serialize>(
+    server: &str,
+    what: &str,
+    listing: impl Future<Output = Result<Vec<T>, ServiceError>>,
+) -> Vec<Value> {
+    match tokio::time::timeout(START_TIMEOUT, listing).await {
+        Ok(Ok(items)) => items
+            .iter()
+            .filter_map(|i| serde_json::to_value(i).ok())
+            .collect(),
+        Ok(Err(e)) => {
+            tracing::warn!(server, "{what} failed: {e}");
+            Vec::new()
+        }
+        Err(_) => {
+            tracing::warn!(
+                server,
+                "no answer to {what} within {} s",
+                START_TIMEOUT.as_secs()
+            );
+            Vec::new()
+        }
+    }
+}
+
+/// Request params from JSON (rmcp's params types are built by serde, so a field added in a
+/// later version needs nothing here).
+fn params<T: DeserializeOwned>(v: Value) -> Result<T, UpstreamError> {
+    serde_json::from_value(v).map_err(|e| UpstreamError::Failed(format!("bad request: {e}")))
+}
+
+impl Upstreams {
+    /// What each upstream offers besides tools, by server name.
+    pub fn offers(&self) -> Vec<ServerOffer> {
+        lock(&self.inner.servers)
+            .iter()
+            .map(|(name, up)| ServerOffer {
+                server: name.clone(),
+                prefix: up.def.prefix().to_owned(),
+                offer: lock(&up.state).offer.clone(),
+            })
+            .collect()
+    }
+
+    /// `resources/read` of `uri` at `server`: its `ReadResourceResult` as JSON.
+    pub async fn read_resource(&self, server: &str, uri: &str) -> Result<Value, UpstreamError> {
+        let up = self.upstream(server)?;
+        let request: ReadResourceRequestParams = params(json!({ "uri": uri }))?;
+        up.ask(|peer| async move { peer.read_resource(request).await })
+            .await
+    }
+
+    /// `prompts/get` of `name` (the upstream's name) at `server` with `arguments`.
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<Value, UpstreamError> {
+        let up = self.upstream(server)?;
+        let request: GetPromptRequestParams =
+            params(json!({ "name": name, "arguments": arguments }))?;
+        up.ask(|peer| async move { peer.get_prompt(request).await })
+            .await
+    }
+
+    /// `completion/complete` at `server`, its params as the client sent them (the reference
+    /// already in the upstream's names).
+    pub async fn complete(&self, server: &str, request: Value) -> Result<Value, UpstreamError> {
+        let up = self.upstream(server)?;
+        let request: CompleteRequestParams = params(request)?;
+        up.ask(|peer| async move { peer.complete(request).await })
+            .await
+    }
+
+    fn upstream(&self, server: &str) -> Result<Arc<Upstream>, UpstreamError> {
+        self.get(server)
+            .ok_or_else(|| UpstreamError::Unknown(server.to_owned()))
+    }
+}
+
+impl Upstream {
+    /// One request on the ready connection, within the server's timeout; its result as JSON.
+    async fn ask<T, F>(
+        &self,
+        send: impl FnOnce(rmcp::Peer<RoleClient>) -> F,
+    ) -> Result<Value, UpstreamError>
+    where
+        T: serde::Serialize,
+        F: Future<Output = Result<T, ServiceError>>,
+    {
+        let timeout = Duration::from_millis(self.def.timeout_ms);
+        let peer = self.ready_peer(timeout).await?;
+        match tokio::time::timeout(timeout, send(peer)).await {
+            Ok(Ok(result)) => {
+                serde_json::to_value(result).map_err(|e| UpstreamError::Failed(e.to_string()))
+            }
+            Ok(Err(e)) => Err(self.failure(e)),
+            Err(_) => Err(UpstreamError::Timeout(timeout)),
+        }
+    }
+}

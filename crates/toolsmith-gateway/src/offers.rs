@@ -1,0 +1,320 @@
+//! What upstreams offer besides tools, through the gateway (SPEC §11): their resources,
+//! resource templates and prompts merged in the caller's view, and `resources/read`,
+//! `prompts/get` and `completion/complete` routed to the server that owns what they name.
+//!
+//! Resources keep the URIs their server gave; prompts are named like the server's tools
+//! (its prefix, [`SEPARATOR`], the upstream's name; no prefix, the name as is). Servers are
+//! merged in name order: a URI, template or prompt name a second server also offers is served
+//! from the first, and the clash is logged naming both. A view holds a server's resources and
+//! prompts when its toolsets name the server (see [`View::admits_server`]); outside the view
+//! they answer exactly as missing ones. A URI no server lists but one template matches goes to
+//! that template's server; with none, to the one visible server offering resources, if there
+//! is exactly one (servers may serve URIs they do not list).
+
+use serde_json::{Map, Value};
+use toolsmith_core::upstream::SEPARATOR;
+use toolsmith_exec::upstream::{ServerOffer, UpstreamError};
+
+use crate::Gateway;
+use crate::view::View;
+
+/// Why an offer's request got no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum OfferError {
+    /// No visible server offers it (or the caller may not see it).
+    #[error("unknown {what} {name:?}")]
+    NotFound { what: &'static str, name: String },
+    #[error("{0}")]
+    Upstream(String),
+    /// The upstream answered with a JSON-RPC error, passed on.
+    #[error("{message}")]
+    Rpc { code: i32, message: String },
+}
+
+impl From<UpstreamError> for OfferError {
+    fn from(e: UpstreamError) -> Self {
+        match e {
+            UpstreamError::Rpc { code, message } => Self::Rpc { code, message },
+            UpstreamError::Unknown(s) => Self::Upstream(format!("no MCP server {s:?} here")),
+            UpstreamError::Down(why) | UpstreamError::Failed(why) => Self::Upstream(why),
+            UpstreamError::Timeout(t) => {
+                Self::Upstream(format!("no answer within {} s", t.as_secs()))
+            }
+        }
+    }
+}
+
+/// A prompt's served name: the server's prefix, [`SEPARATOR`] and its own.
+fn prompt_name(prefix: &str, name: &str) -> String {
+    match prefix {
+        "" => name.to_owned(),
+        p => format!("{p}{SEPARATOR}{name}"),
+    }
+}
+
+/// Items of every visible server by key, first server first, clashes dropped (logged):
+/// `(server, item)`.
+fn merged<T>(
+    offers: &[ServerOffer],
+    view: &View,
+    pick: impl Fn(&ServerOffer) -> Vec<(String, T)>,
+    what: &str,
+) -> Vec<(String, T)> {
+    let mut owner = std::collections::HashMap::<String, String>::new();
+    let mut out = Vec::new();
+    for o in offers.iter().filter(|o| view.admits_server(&o.server)) {
+        for (key, item) in pick(o) {
+            match owner.get(&key) {
+                None => {
+                    owner.insert(key, o.server.clone());
+                    out.push((o.server.clone(), item));
+                }
+                Some(first) => tracing::warn!(
+                    "{what} {key:?} is offered by MCP servers `{first}` and `{}`; `{first}`'s is served",
+                    o.server
+                ),
+            }
+        }
+    }
+    out
+}
+
+fn key_of(item: &Value, field: &str) -> String {
+    item.get(field)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Whether `uri` is one `template` (RFC 6570) expands to: its literal parts in order, each
+/// expression standing for at least one character — no `/` but for `{+…}` and `{#…}`.
+pub fn template_matches(template: &str, uri: &str) -> bool {
+    fn go(t: &str, u: &str) -> bool {
+        let Some(open) = t.find('{') else {
+            return t == u;
+        };
+        let (literal, rest) = t.split_at(open);
+        let Some(u) = u.strip_prefix(literal) else {
+            return false;
+        };
+        let Some(close) = rest.find('}') else {
+            return false;
+        };
+        let reserved = matches!(rest.as_bytes().get(1), Some(b'+' | b'#'));
+        let after = &rest[close + 1..];
+        (1..=u.len())
+            .filter(|&n| u.is_char_boundary(n))
+            .take_while(|&n| reserved || !u[..n].contains('/'))
+            .any(|n| go(after, &u[n..]))
+    }
+    go(template, uri)
+}
+
+impl Gateway {
+    fn offers(&self) -> Vec<ServerOffer> {
+        self.engine.upstreams().offers()
+    }
+
+    /// The resources `view` holds (MCP `Resource` objects), servers in name order.
+    pub fn resources(&self, view: &View) -> Vec<Value> {
+        let offers = self.offers();
+        merged(
+            &offers,
+            view,
+            |o| {
+                o.offer
+                    .resources
+                    .iter()
+                    .map(|r| (key_of(r, "uri"), r.clone()))
+                    .collect()
+            },
+            "resource",
+        )
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect()
+    }
+
+    /// The resource templates `view` holds.
+    pub fn resource_templates(&self, view: &View) -> Vec<Value> {
+        let offers = self.offers();
+        merged(
+            &offers,
+            view,
+            |o| {
+                o.offer
+                    .templates
+                    .iter()
+                    .map(|t| (key_of(t, "uriTemplate"), t.clone()))
+                    .collect()
+            },
+            "resource template",
+        )
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect()
+    }
+
+    /// The prompts `view` holds, each under its served name.
+    pub fn prompts(&self, view: &View) -> Vec<Value> {
+        self.served_prompts(view)
+            .into_iter()
+            .map(|(_, _, p)| p)
+            .collect()
+    }
+
+    /// `(server, upstream name, prompt as served)` of every prompt in `view`.
+    fn served_prompts(&self, view: &View) -> Vec<(String, String, Value)> {
+        let offers = self.offers();
+        merged(
+            &offers,
+            view,
+            |o| {
+                o.offer
+                    .prompts
+                    .iter()
+                    .map(|p| {
+                        let own = key_of(p, "name");
+                        let served = prompt_name(&o.prefix, &own);
+                        let mut p = p.clone();
+                        if let Some(map) = p.as_object_mut() {
+                            map.insert("name".into(), Value::String(served.clone()));
+                        }
+                        (served, (own, p))
+                    })
+                    .collect()
+            },
+            "prompt",
+        )
+        .into_iter()
+        .filter(|(server, (_, p))| view.admits_prompt(server, &key_of(p, "name")))
+        .map(|(server, (own, p))| (server, own, p))
+        .collect()
+    }
+
+    /// The server that serves `uri` in `view`: one listing it, else one whose template
+    /// matches it, else the only visible server offering resources.
+    fn resource_owner(&self, view: &View, uri: &str) -> Option<String> {
+        let offers: Vec<ServerOffer> = self
+            .offers()
+            .into_iter()
+            .filter(|o| view.admits_server(&o.server))
+            .collect();
+        let listed = offers
+            .iter()
+            .find(|o| o.offer.resources.iter().any(|r| key_of(r, "uri") == uri));
+        let templated = || {
+            offers.iter().find(|o| {
+                o.offer
+                    .templates
+                    .iter()
+                    .any(|t| template_matches(&key_of(t, "uriTemplate"), uri))
+            })
+        };
+        let only = || {
+            let mut with = offers
+                .iter()
+                .filter(|o| !o.offer.resources.is_empty() || !o.offer.templates.is_empty());
+            match (with.next(), with.next()) {
+                (Some(one), None) => Some(one),
+                _ => None,
+            }
+        };
+        listed
+            .or_else(templated)
+            .or_else(only)
+            .map(|o| o.server.clone())
+    }
+
+    /// `resources/read` of `uri` as `view` may: the owner's `ReadResourceResult`.
+    pub async fn read_resource(&self, view: &View, uri: &str) -> Result<Value, OfferError> {
+        let server = self
+            .resource_owner(view, uri)
+            .ok_or_else(|| OfferError::NotFound {
+                what: "resource",
+                name: uri.to_owned(),
+            })?;
+        Ok(self.engine.upstreams().read_resource(&server, uri).await?)
+    }
+
+    /// `prompts/get` of the served prompt `name`: the owner's `GetPromptResult`.
+    pub async fn get_prompt(
+        &self,
+        view: &View,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Value, OfferError> {
+        let (server, own, _) = self
+            .served_prompts(view)
+            .into_iter()
+            .find(|(_, _, p)| key_of(p, "name") == name)
+            .ok_or_else(|| OfferError::NotFound {
+                what: "prompt",
+                name: name.to_owned(),
+            })?;
+        Ok(self
+            .engine
+            .upstreams()
+            .get_prompt(&server, &own, arguments)
+            .await?)
+    }
+
+    /// `completion/complete` for a prompt's argument (`ref/prompt`, its served name) or a
+    /// template's (`ref/resource`, its URI template), routed to the owner with the reference
+    /// in the owner's names.
+    pub async fn complete(&self, view: &View, mut params: Value) -> Result<Value, OfferError> {
+        let reference = params.get("ref").cloned().unwrap_or(Value::Null);
+        let server = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = key_of(&reference, "name");
+                let (server, own, _) = self
+                    .served_prompts(view)
+                    .into_iter()
+                    .find(|(_, _, p)| key_of(p, "name") == name)
+                    .ok_or(OfferError::NotFound {
+                        what: "prompt",
+                        name,
+                    })?;
+                params["ref"]["name"] = Value::String(own);
+                server
+            }
+            _ => {
+                let uri = key_of(&reference, "uri");
+                self.offers()
+                    .into_iter()
+                    .filter(|o| view.admits_server(&o.server))
+                    .find(|o| {
+                        o.offer
+                            .templates
+                            .iter()
+                            .any(|t| key_of(t, "uriTemplate") == uri)
+                            || o.offer.resources.iter().any(|r| key_of(r, "uri") == uri)
+                    })
+                    .map(|o| o.server)
+                    .ok_or(OfferError::NotFound {
+                        what: "resource template",
+                        name: uri,
+                    })?
+            }
+        };
+        Ok(self.engine.upstreams().complete(&server, params).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::template_matches;
+
+    #[test]
+    fn templates_match_what_they_expand_to() {
+        let t = "demo://resource/dynamic/text/{id}";
+        assert!(template_matches(t, "demo://resource/dynamic/text/42"));
+        assert!(!template_matches(t, "demo://resource/dynamic/text/"));
+        assert!(!template_matches(t, "demo://resource/dynamic/text/4/2"));
+        assert!(!template_matches(t, "demo://resource/dynamic/blob/42"));
+        assert!(template_matches("file:///{+path}", "file:///a/b/c.txt"));
+        assert!(template_matches("x://{a}-{b}", "x://1-2"));
+        assert!(!template_matches("x://{a}-{b}", "x://12"));
+        assert!(template_matches("test://static", "test://static"));
+    }
+}

@@ -1,0 +1,137 @@
+//! Resources, resource templates, prompts and completions of the upstream servers, as MCP
+//! serves them: lists paginated ([`PAGE_SIZE`] a page, the cursor an offset), reads and gets
+//! routed by the gateway ([`toolsmith_gateway::offers`]) in the request's view. A resource or
+//! prompt outside the view answers exactly as a missing one: `-32002` for a resource (which
+//! rmcp turns into `-32602` for 2026-07-28 clients), `-32602` for a prompt.
+
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use toolsmith_gateway::offers::OfferError;
+use toolsmith_store::{decode_cursor, encode_cursor};
+
+use super::{McpServer, PAGE_SIZE};
+
+/// One page of `items` from `cursor`, as `{key: [...], nextCursor}`.
+fn page(
+    items: Vec<Value>,
+    key: &str,
+    request: Option<PaginatedRequestParams>,
+) -> Result<Value, ErrorData> {
+    let start = match request.and_then(|r| r.cursor) {
+        None => 0,
+        Some(cursor) => decode_cursor(&cursor)
+            .ok()
+            .and_then(|s| s.parse::<usize>().ok())
+            .filter(|&n| n <= items.len())
+            .ok_or_else(|| ErrorData::invalid_params(format!("invalid cursor {cursor:?}"), None))?,
+    };
+    let end = (start + PAGE_SIZE).min(items.len());
+    let mut out = json!({ key: items[start..end] });
+    if end < items.len() {
+        out["nextCursor"] = Value::String(encode_cursor(&end.to_string()));
+    }
+    Ok(out)
+}
+
+/// An rmcp result from its JSON (what the upstream sent, passed on as it is), complete: a
+/// 2026-07-28 client needs `resultType`, which an upstream of an older protocol does not
+/// send (rmcp leaves it out again for older clients).
+fn result<T: DeserializeOwned>(mut v: Value) -> Result<T, ErrorData> {
+    if let Some(map) = v.as_object_mut() {
+        map.entry("resultType")
+            .or_insert_with(|| Value::String("complete".into()));
+    }
+    serde_json::from_value(v).map_err(|e| {
+        ErrorData::internal_error(
+            format!("the upstream's answer could not be read: {e}"),
+            None,
+        )
+    })
+}
+
+fn error(e: OfferError) -> ErrorData {
+    match e {
+        OfferError::NotFound {
+            what: "resource", ..
+        } => ErrorData::resource_not_found(e.to_string(), None),
+        OfferError::NotFound { .. } => ErrorData::invalid_params(e.to_string(), None),
+        OfferError::Rpc { code, message } => ErrorData::new(ErrorCode(code), message, None),
+        OfferError::Upstream(why) => ErrorData::internal_error(why, None),
+    }
+}
+
+impl McpServer {
+    pub(super) async fn resources_page(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let view = self.view(ctx).await?;
+        result(page(self.state.resources(&view), "resources", request)?)
+    }
+
+    pub(super) async fn templates_page(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let view = self.view(ctx).await?;
+        let items = self.state.resource_templates(&view);
+        result(page(items, "resourceTemplates", request)?)
+    }
+
+    pub(super) async fn prompts_page(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let view = self.view(ctx).await?;
+        result(page(self.state.prompts(&view), "prompts", request)?)
+    }
+
+    pub(super) async fn read(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let view = self.view(ctx).await?;
+        let answer = self
+            .state
+            .read_resource(&view, &request.uri)
+            .await
+            .map_err(error)?;
+        Ok(ReadResourceResponse::Complete(result(answer)?))
+    }
+
+    pub(super) async fn prompt(
+        &self,
+        request: GetPromptRequestParams,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let view = self.view(ctx).await?;
+        let answer = self
+            .state
+            .get_prompt(&view, &request.name, request.arguments.unwrap_or_default())
+            .await
+            .map_err(error)?;
+        Ok(GetPromptResponse::Complete(result(answer)?))
+    }
+
+    pub(super) async fn completion(
+        &self,
+        request: CompleteRequestParams,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let view = self.view(ctx).await?;
+        let params = serde_json::to_value(&request)
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        result(self.state.complete(&view, params).await.map_err(error)?)
+    }
+}
