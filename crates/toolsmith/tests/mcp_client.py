@@ -452,6 +452,31 @@ async def offer_checks(client):
     print("federation: resources, templates, prompts and completions of an upstream")
 
 
+def log_collector():
+    """A logging callback and the messages it got, as (level, text)."""
+    got = []
+
+    async def on_log(params):
+        data = params.data
+        got.append((params.level, data.get("msg", str(data)) if isinstance(data, dict) else str(data)))
+
+    return got, on_log
+
+
+async def chatty_logs(make_client, **options):
+    """The log messages a client made by `make_client(logging_callback=..., **options)` gets
+    during a call of fm__chatty (FastMCP logs a debug, an info and a warning note)."""
+    got, on_log = log_collector()
+    level = options.pop("set_level", None)
+    async with make_client(logging_callback=on_log, **options) as client:
+        await wait_for_tool(client, "fm__chatty")
+        if level:
+            await client.set_logging_level(level)
+        r = await client.call_tool("fm__chatty", {})
+        assert not r.is_error and text(r) == "said", text(r)
+    return got
+
+
 async def wait_for_tool(client, name):
     """Waits until `name` is listed (its upstream discovered)."""
     deadline = time.monotonic() + 30
@@ -486,6 +511,19 @@ async def federation_stdio(bin, workspace, catalog, mark):
         r = await client.call_tool("fm__ask", {})
         assert not r.is_error and text(r) == "no name (decline)", text(r)
     print("federation: an upstream's question asked of this client's user, or declined")
+    # An upstream's log messages during a call reach the caller: at the level it set with
+    # logging/setLevel before 2026-07-28, at the level its request opts in to with it, and
+    # none without an opt-in.
+    make = lambda **kw: Client(params, **kw)  # noqa: E731
+    got = await chatty_logs(make, mode="legacy", set_level="info")
+    assert got == [("info", "info note"), ("warning", "warning note")], got
+    got = await chatty_logs(make, mode="legacy")
+    assert got == [("debug", "debug note"), ("info", "info note"), ("warning", "warning note")], got
+    got = await chatty_logs(make, log_level="warning")
+    assert got == [("warning", "warning note")], got
+    got = await chatty_logs(make)
+    assert got == [], got
+    print("federation: an upstream's log messages reach the caller at its level")
 
 
 async def federation_http(url, mark):
@@ -519,6 +557,12 @@ async def federation_http(url, mark):
         read = await client.read_resource("demo://resource/dynamic/text/5")
         assert read.contents[0].text.startswith("Resource 5:"), read
     print("federation over HTTP: resources and prompts follow the caller's view")
+    make = lambda **kw: Client(url, **kw)  # noqa: E731
+    got = await chatty_logs(make, log_level="info")
+    assert got == [("info", "info note"), ("warning", "warning note")], got
+    got = await chatty_logs(make)
+    assert got == [], got
+    print("federation over HTTP: an upstream's log messages reach the caller at its level")
 
 
 async def http_api(url):

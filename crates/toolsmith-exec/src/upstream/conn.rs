@@ -140,8 +140,11 @@ pub(crate) async fn answer_inputs(
 
 /// The client side toolsmith presents to an upstream.
 pub(crate) struct Handler {
+    /// The server's name, for what is logged here.
+    pub server: String,
     pub routes: ProgressRoutes,
     pub elicit: ElicitRoutes,
+    pub logs: super::logs::LogRoutes,
     /// Told when the upstream says its tools, resources or prompts changed.
     pub list_changed: mpsc::UnboundedSender<()>,
 }
@@ -167,6 +170,18 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
         let _ = self.list_changed.send(());
+        std::future::ready(())
+    }
+
+    #[allow(deprecated)] // Logging is deprecated by 2026-07-28 (SEP-2577), still in use.
+    fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        if let Ok(message) = serde_json::to_value(&params) {
+            self.logs.deliver(&self.server, message);
+        }
         std::future::ready(())
     }
 

@@ -19,6 +19,7 @@
 //! listed with its tools and reached through [`offer`].
 
 mod conn;
+mod logs;
 mod offer;
 mod supervise;
 
@@ -99,7 +100,13 @@ pub enum Event {
 pub struct Downstream {
     pub progress: Option<mpsc::UnboundedSender<Progress>>,
     pub elicit: Option<Elicitor>,
+    /// Where the upstream's log messages during the call go (each a
+    /// `LoggingMessageNotificationParam` as JSON); none: they are not passed on.
+    pub log: Option<mpsc::UnboundedSender<Value>>,
 }
+
+/// Where a 2026-07-28 request opts in to the server's log messages (SEP-2575).
+const LOG_LEVEL_META: &str = "io.modelcontextprotocol/logLevel";
 
 /// How many times one call may answer "input required" before it is given up.
 const MAX_INPUT_ROUNDS: usize = 8;
@@ -186,6 +193,8 @@ pub(crate) struct Upstream {
     pub progress: conn::ProgressRoutes,
     /// Who answers the upstream's questions for each call in flight, by request id.
     pub elicit: conn::ElicitRoutes,
+    /// The calls in flight and where their log messages go.
+    pub logs: logs::LogRoutes,
     /// Why the connection was closed by toolsmith, when it was (a message over the size
     /// limit): what the calls it ended are told.
     pub broken: Mutex<Option<String>>,
@@ -433,6 +442,15 @@ impl Upstreams {
             }
         }
         let (progress, elicit) = (&downstream.progress, &downstream.elicit);
+        let _in_flight = up.logs.enter(downstream.log.clone());
+        // A caller that takes log messages opts in to all of them (a 2026-07-28 upstream
+        // sends none without; the caller's own level is applied where they reach it).
+        if downstream.log.is_some() {
+            params
+                .meta
+                .get_or_insert_with(Default::default)
+                .insert(LOG_LEVEL_META.into(), Value::from("debug"));
+        }
         // An upstream on the 2026-07-28 protocol asks for input by answering "input
         // required": answered here (asked through `elicit`, or declined) and the call sent
         // again, a few rounds at most.
@@ -447,6 +465,13 @@ impl Upstreams {
                     e => e,
                 })? {
                 ServerResult::CallToolResult(result) => {
+                    if downstream.log.is_some() {
+                        // As for progress (`call_once`): a log message sent just before the
+                        // result may still be on its way to this call's route.
+                        for _ in 0..8 {
+                            tokio::task::yield_now().await;
+                        }
+                    }
                     return serde_json::to_value(result)
                         .map_err(|e| UpstreamError::Failed(e.to_string()));
                 }

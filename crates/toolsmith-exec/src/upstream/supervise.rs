@@ -47,6 +47,7 @@ pub(crate) fn spawn(
         spawning,
         progress: conn::ProgressRoutes::default(),
         elicit: conn::ElicitRoutes::default(),
+        logs: Default::default(),
     });
     if enabled {
         tokio::spawn(run(up.clone(), rx));
@@ -78,8 +79,10 @@ async fn run(up: Arc<Upstream>, mut control: mpsc::UnboundedReceiver<Control>) {
         });
         let (list_tx, list_rx) = mpsc::unbounded_channel();
         let handler = Handler {
+            server: up.def.name.clone(),
             routes: up.progress.clone(),
             elicit: up.elicit.clone(),
+            logs: up.logs.clone(),
             list_changed: list_tx,
         };
         let connected = tokio::select! {

@@ -20,32 +20,30 @@ mod ask;
 mod offers;
 pub mod params;
 mod result;
+mod run;
 pub mod search;
 mod snapshot;
 mod view;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
     GetPromptRequestParams, GetPromptResponse, Implementation, InputRequest, InputRequiredResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
-use toolsmith_gateway::CallOptions;
 use toolsmith_store::{decode_cursor, encode_cursor};
 
 pub use result::to_mcp;
 pub use snapshot::Snapshot;
 use toolsmith_gateway::Gateway;
-use toolsmith_gateway::upstream::Elicitor;
 use toolsmith_gateway::view::View;
 
 use ask::{Next, Parking};
@@ -76,6 +74,9 @@ pub struct McpServer {
     snapshot: Arc<Mutex<Option<Arc<Snapshot>>>>,
     /// Upstream calls waiting for this server's clients to answer a question.
     parking: Parking,
+    /// The least log level this connection's client asked for (`logging/setLevel`), as a
+    /// rank of the MCP levels.
+    log_level: Arc<std::sync::Mutex<Option<usize>>>,
 }
 
 impl McpServer {
@@ -85,6 +86,7 @@ impl McpServer {
             options: Arc::new(options),
             snapshot: Arc::default(),
             parking: Parking::default(),
+            log_level: Arc::default(),
         }
     }
 
@@ -174,138 +176,6 @@ impl McpServer {
             }
         }
     }
-
-    /// Who calls, for the engine (sessions belong to it): over HTTP with a token, `mcp:`
-    /// and the token's name (an admin token sees every session); otherwise this front
-    /// door's name (`mcp`, `mcp-stdio`).
-    fn call_options(&self, confirmed: bool, ctx: &RequestContext<RoleServer>) -> CallOptions {
-        let token = ctx
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|p| p.extensions.get::<toolsmith_gateway::Caller>())
-            .filter(|c| c.auth_required);
-        match token {
-            Some(c) => CallOptions {
-                admin: c.role == toolsmith_gateway::Role::Admin,
-                principal: c.log_name(),
-                ..CallOptions::new(
-                    format!("{}:{}", self.options.caller, c.log_name()),
-                    confirmed,
-                )
-            },
-            None => CallOptions::new(self.options.caller.clone(), confirmed),
-        }
-    }
-
-    async fn run(
-        &self,
-        admitted: toolsmith_gateway::call::Admitted,
-        tool: &Arc<CompiledTool>,
-        arguments: Value,
-        confirmed: bool,
-        ctx: &RequestContext<RoleServer>,
-    ) -> ToolResult {
-        let token = ctx.meta.get_progress_token();
-        let mut options = self.call_options(confirmed, ctx);
-        // An upstream tool's own progress goes to the client under the client's token.
-        let upstream = tool.tool.executor.upstream().is_some();
-        let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
-        if upstream && token.is_some() {
-            options.downstream.progress = Some(progress_tx);
-        }
-        if upstream {
-            options.downstream.elicit = elicitor(ctx);
-        }
-        let call = admitted.run(arguments, None, options);
-        tokio::pin!(call);
-        let mut ticks = tokio::time::interval_at(
-            tokio::time::Instant::now() + Duration::from_secs(1),
-            Duration::from_secs(1),
-        );
-        let started = std::time::Instant::now();
-        let forward = |p: toolsmith_gateway::upstream::Progress| {
-            let token = token.clone();
-            async move {
-                if let Some(token) = token {
-                    let _ = ctx.peer.notify_progress(progress_param(&token, p)).await;
-                }
-            }
-        };
-        loop {
-            tokio::select! {
-                result = &mut call => {
-                    // The upstream's last notes can arrive just before its result: they go
-                    // out before it too.
-                    while let Ok(p) = progress.try_recv() {
-                        forward(p).await;
-                    }
-                    return result;
-                }
-                // Dropping the call kills the tool's process group (and the call path logs it
-                // as cancelled).
-                _ = ctx.ct.cancelled() => {
-                    return ToolResult::err(
-                        ErrorKind::Cancelled,
-                        format!("the call of `{}` was cancelled by the client", tool.tool.name),
-                        Vec::new(),
-                        tool.meta(Vec::new()),
-                    );
-                }
-                Some(p) = progress.recv(), if upstream => forward(p).await,
-                _ = ticks.tick(), if token.is_some() && !upstream => {
-                    if let Some(token) = &token {
-                        let elapsed = started.elapsed().as_secs_f64();
-                        let param = ProgressNotificationParam::new(token.clone(), elapsed.floor())
-                            .with_message(format!("`{}` running for {elapsed:.0} s", tool.tool.name));
-                        let _ = ctx.peer.notify_progress(param).await;
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Who answers an upstream tool's questions: this client's user, asked with an
-/// `elicitation/create` request, when the client can show a form and the protocol lets a
-/// server ask during a call (before 2026-07-28; with it, and over stateless HTTP, the
-/// questions are declined).
-fn elicitor(ctx: &RequestContext<RoleServer>) -> Option<Elicitor> {
-    let modern = ctx
-        .protocol_version()
-        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-    let can_ask = ctx
-        .client_capabilities()
-        .is_some_and(|c| c.elicitation.is_some());
-    if modern || !can_ask {
-        return None;
-    }
-    let peer = ctx.peer.clone();
-    Some(Elicitor(Arc::new(move |params: Value| {
-        let peer = peer.clone();
-        Box::pin(async move {
-            let params = serde_json::from_value(params).map_err(|e| e.to_string())?;
-            let answer = peer
-                .create_elicitation(params)
-                .await
-                .map_err(|e| e.to_string())?;
-            serde_json::to_value(answer).map_err(|e| e.to_string())
-        })
-    })))
-}
-
-/// An upstream's progress under this client's token.
-fn progress_param(
-    token: &rmcp::model::ProgressToken,
-    p: toolsmith_gateway::upstream::Progress,
-) -> ProgressNotificationParam {
-    let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
-    if let Some(total) = p.total {
-        param = param.with_total(total);
-    }
-    if let Some(message) = p.message {
-        param = param.with_message(message);
-    }
-    param
 }
 
 /// Whether an upstream's questions go to this client as "input required": a client on the
@@ -341,6 +211,7 @@ impl Confirmation {
 
 /// Reads every enabled tool and renders it for MCP.
 impl ServerHandler for McpServer {
+    #[allow(deprecated)] // Logging is deprecated by 2026-07-28 (SEP-2577), still served.
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(
             ServerCapabilities::builder()
@@ -349,6 +220,7 @@ impl ServerHandler for McpServer {
                 .enable_resources()
                 .enable_prompts()
                 .enable_completions()
+                .enable_logging()
                 .build(),
         );
         info.server_info = Implementation::new("toolsmith", env!("CARGO_PKG_VERSION"));
@@ -397,6 +269,20 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let span = crate::traces::mcp_call(request.name.as_ref(), &ctx);
         tracing::Instrument::instrument(self.answer_call(request, ctx), span).await
+    }
+
+    /// The least level of the upstreams' log messages this connection's client gets during
+    /// its calls (see `run`).
+    #[allow(deprecated)] // Logging is deprecated by 2026-07-28 (SEP-2577), still in use.
+    async fn set_level(
+        &self,
+        r: rmcp::model::SetLevelRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let level = serde_json::to_value(r.level).unwrap_or_default();
+        let rank = level.as_str().and_then(run::level_rank);
+        *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = rank;
+        Ok(())
     }
 
     // Resources, prompts and completions of the upstreams: `offers`.
@@ -568,7 +454,7 @@ impl McpServer {
             let peer = ctx.peer.clone();
             tokio::spawn(async move {
                 while let Some(p) = rx.recv().await {
-                    let _ = peer.notify_progress(progress_param(&token, p)).await;
+                    let _ = peer.notify_progress(run::progress_param(&token, p)).await;
                 }
             });
         }

@@ -60,6 +60,15 @@ async def ask(ctx: Context) -> str:
     return f"no name ({answer.action})"
 
 
+@mcp.tool(annotations={"readOnlyHint": True})
+async def chatty(ctx: Context) -> str:
+    """Log a debug, an info and a warning message during the call."""
+    await ctx.debug("debug note")
+    await ctx.info("info note")
+    await ctx.warning("warning note")
+    return "said"
+
+
 @mcp.tool
 def crash() -> str:
     """Exit the whole server process mid-call."""

@@ -1,0 +1,233 @@
+//! One admitted call of an MCP client, run: who calls (for the engine), an upstream tool's
+//! progress under the client's own token, its questions put to the client's user, its log
+//! messages passed on, and the client's cancellation.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::RoleServer;
+use rmcp::model::{ProgressNotificationParam, ProtocolVersion};
+use rmcp::service::RequestContext;
+use serde_json::Value;
+use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
+use toolsmith_gateway::CallOptions;
+use toolsmith_gateway::upstream::Elicitor;
+
+use super::McpServer;
+
+impl McpServer {
+    /// Who calls, for the engine (sessions belong to it): over HTTP with a token, `mcp:`
+    /// and the token's name (an admin token sees every session); otherwise this front
+    /// door's name (`mcp`, `mcp-stdio`).
+    pub(super) fn call_options(
+        &self,
+        confirmed: bool,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallOptions {
+        let token = ctx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<toolsmith_gateway::Caller>())
+            .filter(|c| c.auth_required);
+        match token {
+            Some(c) => CallOptions {
+                admin: c.role == toolsmith_gateway::Role::Admin,
+                principal: c.log_name(),
+                ..CallOptions::new(
+                    format!("{}:{}", self.options.caller, c.log_name()),
+                    confirmed,
+                )
+            },
+            None => CallOptions::new(self.options.caller.clone(), confirmed),
+        }
+    }
+
+    pub(super) async fn run(
+        &self,
+        admitted: toolsmith_gateway::call::Admitted,
+        tool: &Arc<CompiledTool>,
+        arguments: Value,
+        confirmed: bool,
+        ctx: &RequestContext<RoleServer>,
+    ) -> ToolResult {
+        let token = ctx.meta.get_progress_token();
+        let mut options = self.call_options(confirmed, ctx);
+        // An upstream tool's own progress goes to the client under the client's token.
+        let upstream = tool.tool.executor.upstream().is_some();
+        let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
+        if upstream && token.is_some() {
+            options.downstream.progress = Some(progress_tx);
+        }
+        if upstream {
+            options.downstream.elicit = elicitor(ctx);
+        }
+        // Its log messages, at the level this client asked for.
+        let (log_tx, mut logs) = tokio::sync::mpsc::unbounded_channel();
+        let log_level = self.log_level(ctx);
+        if upstream && log_level.is_some() {
+            options.downstream.log = Some(log_tx);
+        }
+        let pass_log = |message: Value| async move {
+            if let Some(param) = log_param(message, log_level) {
+                notify_log(&ctx.peer, param).await;
+            }
+        };
+        let call = admitted.run(arguments, None, options);
+        tokio::pin!(call);
+        let mut ticks = tokio::time::interval_at(
+            tokio::time::Instant::now() + Duration::from_secs(1),
+            Duration::from_secs(1),
+        );
+        let started = std::time::Instant::now();
+        let forward = |p: toolsmith_gateway::upstream::Progress| {
+            let token = token.clone();
+            async move {
+                if let Some(token) = token {
+                    let _ = ctx.peer.notify_progress(progress_param(&token, p)).await;
+                }
+            }
+        };
+        loop {
+            tokio::select! {
+                result = &mut call => {
+                    // The upstream's last notes can arrive just before its result: they go
+                    // out before it too.
+                    while let Ok(p) = progress.try_recv() {
+                        forward(p).await;
+                    }
+                    while let Ok(m) = logs.try_recv() {
+                        pass_log(m).await;
+                    }
+                    return result;
+                }
+                // Dropping the call kills the tool's process group (and the call path logs it
+                // as cancelled).
+                _ = ctx.ct.cancelled() => {
+                    return ToolResult::err(
+                        ErrorKind::Cancelled,
+                        format!("the call of `{}` was cancelled by the client", tool.tool.name),
+                        Vec::new(),
+                        tool.meta(Vec::new()),
+                    );
+                }
+                Some(p) = progress.recv(), if upstream => forward(p).await,
+                Some(m) = logs.recv(), if upstream => pass_log(m).await,
+                _ = ticks.tick(), if token.is_some() && !upstream => {
+                    if let Some(token) = &token {
+                        let elapsed = started.elapsed().as_secs_f64();
+                        let param = ProgressNotificationParam::new(token.clone(), elapsed.floor())
+                            .with_message(format!("`{}` running for {elapsed:.0} s", tool.tool.name));
+                        let _ = ctx.peer.notify_progress(param).await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Who answers an upstream tool's questions: this client's user, asked with an
+/// `elicitation/create` request, when the client can show a form and the protocol lets a
+/// server ask during a call (before 2026-07-28; with it, and over stateless HTTP, the
+/// questions are declined).
+fn elicitor(ctx: &RequestContext<RoleServer>) -> Option<Elicitor> {
+    let modern = ctx
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+    let can_ask = ctx
+        .client_capabilities()
+        .is_some_and(|c| c.elicitation.is_some());
+    if modern || !can_ask {
+        return None;
+    }
+    let peer = ctx.peer.clone();
+    Some(Elicitor(Arc::new(move |params: Value| {
+        let peer = peer.clone();
+        Box::pin(async move {
+            let params = serde_json::from_value(params).map_err(|e| e.to_string())?;
+            let answer = peer
+                .create_elicitation(params)
+                .await
+                .map_err(|e| e.to_string())?;
+            serde_json::to_value(answer).map_err(|e| e.to_string())
+        })
+    })))
+}
+
+/// An upstream's progress under this client's token.
+pub(super) fn progress_param(
+    token: &rmcp::model::ProgressToken,
+    p: toolsmith_gateway::upstream::Progress,
+) -> ProgressNotificationParam {
+    let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
+    if let Some(total) = p.total {
+        param = param.with_total(total);
+    }
+    if let Some(message) = p.message {
+        param = param.with_message(message);
+    }
+    param
+}
+
+#[allow(deprecated)] // Logging is deprecated by 2026-07-28 (SEP-2577), still in use.
+async fn notify_log(
+    peer: &rmcp::Peer<RoleServer>,
+    param: rmcp::model::LoggingMessageNotificationParam,
+) {
+    let _ = peer.notify_logging_message(param).await;
+}
+
+/// Where a 2026-07-28 request opts in to log messages, at or above a level (SEP-2575).
+pub const LOG_LEVEL_META: &str = "io.modelcontextprotocol/logLevel";
+
+/// The MCP log levels, least severe first.
+const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// A level's rank in [`LEVELS`].
+pub(super) fn level_rank(level: &str) -> Option<usize> {
+    LEVELS.iter().position(|l| *l == level)
+}
+
+/// An upstream's log message for this client, if its level is at least `least`.
+#[allow(deprecated)] // Logging is deprecated by 2026-07-28 (SEP-2577), still in use.
+fn log_param(
+    message: Value,
+    least: Option<usize>,
+) -> Option<rmcp::model::LoggingMessageNotificationParam> {
+    let rank = level_rank(message.get("level")?.as_str()?)?;
+    (rank >= least?).then_some(())?;
+    serde_json::from_value(message).ok()
+}
+
+impl McpServer {
+    /// The least level of log message this request's client gets, or `None` for none: on
+    /// protocol 2026-07-28 the request's [`LOG_LEVEL_META`] (none without it); before, what
+    /// the client set with `logging/setLevel` on this connection, every message when it set
+    /// nothing.
+    fn log_level(&self, ctx: &RequestContext<RoleServer>) -> Option<usize> {
+        let modern = ctx
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        if modern {
+            return ctx
+                .meta
+                .get(LOG_LEVEL_META)
+                .and_then(Value::as_str)
+                .and_then(level_rank);
+        }
+        Some(
+            self.log_level
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or(0),
+        )
+    }
+}
