@@ -28,6 +28,9 @@ pub fn needed(method: &Method, path: &str) -> Role {
     match (method, segments.as_slice()) {
         (_, ["mcp", ..]) => Role::Call,
         (&Method::POST, ["v1", "tools", _, "call"]) => Role::Call,
+        // An upstream may act on a read or a prompt: the call role, as for its tools.
+        (&Method::GET | &Method::HEAD, ["v1", "resources", "read"]) => Role::Call,
+        (&Method::POST, ["v1", "prompts", _, "get"]) => Role::Call,
         (&Method::POST, ["v1", "tools", _, "validate" | "plan"]) => Role::Read,
         (&Method::POST, ["v1", "check"]) => Role::Read,
         (&Method::GET | &Method::HEAD | &Method::OPTIONS, _) => Role::Read,
@@ -159,4 +162,23 @@ pub async fn resource_metadata(State(state): State<Arc<Gateway>>, req: Request) 
         "resource_name": "toolsmith",
     }))
     .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reading_a_resource_or_getting_a_prompt_needs_the_call_role() {
+        let get = Method::GET;
+        let post = Method::POST;
+        assert_eq!(needed(&get, "/v1/resources"), Role::Read);
+        assert_eq!(needed(&get, "/v1/prompts"), Role::Read);
+        assert_eq!(needed(&get, "/v1/resources/read"), Role::Call);
+        assert_eq!(needed(&post, "/v1/prompts/gh__triage/get"), Role::Call);
+        assert_eq!(needed(&post, "/v1/tools/t/call"), Role::Call);
+        // A name shaped like a route's suffix does not change the role.
+        assert_eq!(needed(&post, "/v1/prompts/get/x"), Role::Admin);
+        assert_eq!(needed(&Method::PUT, "/v1/tools/t"), Role::Admin);
+    }
 }

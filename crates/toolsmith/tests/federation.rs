@@ -265,6 +265,60 @@ fn server_everything_over_streamable_http_is_served_over_rest() {
         "{r}"
     );
 
+    // Its resources and prompts, for callers that do not speak MCP.
+    let offered = wait_for("web's resources", 20, || {
+        let v = get(&base, "/resources");
+        (!v["resources"].as_array()?.is_empty()).then_some(v)
+    });
+    let templates: Vec<&str> = offered["resource_templates"]
+        .as_array()
+        .expect("templates")
+        .iter()
+        .filter_map(|t| t["uriTemplate"].as_str())
+        .collect();
+    assert!(
+        templates.contains(&"demo://resource/dynamic/text/{resourceId}"),
+        "{offered}"
+    );
+    let read = get(
+        &base,
+        "/resources/read?uri=demo%3A%2F%2Fresource%2Fdynamic%2Ftext%2F7",
+    );
+    assert!(
+        read["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Resource 7:")),
+        "{read}"
+    );
+    let prompts = get(&base, "/prompts");
+    let names: Vec<&str> = prompts["prompts"]
+        .as_array()
+        .expect("prompts")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(names.contains(&"web__args-prompt"), "{prompts}");
+    let (status, got) = request(
+        "POST",
+        &format!("{base}/prompts/web__args-prompt/get"),
+        Some(json!({"arguments": {"city": "Oslo"}})),
+    );
+    assert_eq!(status, 200, "{got}");
+    assert_eq!(
+        got["messages"][0]["content"]["text"], "What's weather in Oslo?",
+        "{got}"
+    );
+    let (status, missing) = request(
+        "POST",
+        &format!("{base}/prompts/web__nope/get"),
+        Some(json!({})),
+    );
+    assert_eq!(
+        (status, missing["error"]["code"].as_str()),
+        (404, Some("not_found")),
+        "{missing}"
+    );
+
     // The upstream restarts and forgets its sessions (it answers 400 for the old one, not
     // the spec's 404): the next call opens a new session instead of waiting out its timeout.
     drop(upstream);

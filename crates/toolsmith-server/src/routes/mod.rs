@@ -5,13 +5,15 @@
 //! [`servers`] (upstream MCP servers, their changes and logs), [`server_checks`] (a server
 //! tried before it is saved, a client's configuration read), [`imports`] (OpenAPI import),
 //! [`toolsets`] (named subsets and their members), [`overview`] (the run log aggregated for
-//! the UI's charts); [`documents`] is what the routes of versioned documents share.
+//! the UI's charts), [`offers`] (the upstreams' resources and prompts); [`documents`] is what
+//! the routes of versioned documents share.
 
 mod calls;
 mod documents;
 mod drafts;
 mod export;
 mod imports;
+mod offers;
 mod overview;
 mod runs;
 mod server;
@@ -70,6 +72,7 @@ pub fn router() -> Router<Arc<Gateway>> {
     let api = imports::routes(api);
     let api = toolsets::routes(api);
     let api = overview::routes(api);
+    let api = offers::routes(api);
     let (router, api) = runs::routes(api).split_for_parts();
     let served = axum::body::Bytes::from(
         serde_json::to_vec(&crate::openapi::finish(api)).unwrap_or_default(),

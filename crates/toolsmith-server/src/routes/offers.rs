@@ -1,0 +1,117 @@
+//! The upstreams' resources and prompts for callers that do not speak MCP (SPEC §11): listed
+//! in the caller's view, a resource read and a prompt got from the server that owns it — the
+//! same answers the MCP door gives (`toolsmith_gateway::offers`). Listing needs the read
+//! role; reading and getting the call role (an upstream may act on them).
+
+use toolsmith_gateway::offers::OfferError;
+
+use super::*;
+
+/// Registers this file's handlers.
+pub(super) fn routes(api: Api) -> Api {
+    api.routes(routes!(list_resources))
+        .routes(routes!(read_resource))
+        .routes(routes!(list_prompts))
+        .routes(routes!(get_prompt))
+}
+
+/// The upstreams' resources and resource templates in the caller's view (MCP `Resource` and
+/// `ResourceTemplate` objects, as the servers gave them).
+#[derive(Serialize, ToSchema)]
+struct ResourceList {
+    #[schema(value_type = Vec<Object>)]
+    resources: Vec<Value>,
+    #[schema(value_type = Vec<Object>)]
+    resource_templates: Vec<Value>,
+}
+
+/// The upstreams' prompts in the caller's view (MCP `Prompt` objects, named like tools:
+/// the server's prefix, `__`, the prompt's name).
+#[derive(Serialize, ToSchema)]
+struct PromptList {
+    #[schema(value_type = Vec<Object>)]
+    prompts: Vec<Value>,
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ReadParams {
+    /// The resource's URI (one listed, or one a template matches).
+    uri: String,
+}
+
+/// The arguments of a prompt.
+#[derive(Deserialize, Default, ToSchema)]
+struct PromptArguments {
+    /// Argument name → value (prompts take strings).
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    arguments: serde_json::Map<String, Value>,
+}
+
+fn offer_error(e: OfferError) -> ApiError {
+    match e {
+        OfferError::NotFound { .. } => ApiError::not_found(e.to_string()),
+        OfferError::Rpc { code, message } => ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "upstream",
+            format!("the MCP server answered with error {code}: {message}"),
+        ),
+        OfferError::Upstream(why) => ApiError::new(StatusCode::BAD_GATEWAY, "upstream", why),
+    }
+}
+
+/// Every resource and resource template of the upstreams the caller may see.
+#[utoipa::path(get, path = "/v1/resources", tag = "servers",
+    responses((status = 200, body = ResourceList)))]
+async fn list_resources(
+    State(s): Shared,
+    Extension(v): Extension<Arc<View>>,
+) -> Json<ResourceList> {
+    Json(ResourceList {
+        resources: s.resources(&v),
+        resource_templates: s.resource_templates(&v),
+    })
+}
+
+/// Reads a resource from the server that owns it: its `contents` (text, or base64 `blob`).
+#[utoipa::path(get, path = "/v1/resources/read", tag = "servers", params(ReadParams),
+    responses((status = 200, description = "The server's ReadResourceResult", body = Object),
+        (status = 404, body = ErrorBody), (status = 502, body = ErrorBody)))]
+async fn read_resource(
+    State(s): Shared,
+    Extension(v): Extension<Arc<View>>,
+    Query(p): Query<ReadParams>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        s.read_resource(&v, &p.uri).await.map_err(offer_error)?,
+    ))
+}
+
+/// Every prompt of the upstreams the caller may see.
+#[utoipa::path(get, path = "/v1/prompts", tag = "servers",
+    responses((status = 200, body = PromptList)))]
+async fn list_prompts(State(s): Shared, Extension(v): Extension<Arc<View>>) -> Json<PromptList> {
+    Json(PromptList {
+        prompts: s.prompts(&v),
+    })
+}
+
+/// Gets a prompt with its arguments from the server that owns it: its `messages`.
+#[utoipa::path(post, path = "/v1/prompts/{name}/get", tag = "servers",
+    params(("name" = String, Path, description = "The prompt's name as listed")),
+    request_body(content = PromptArguments, description = "The prompt's arguments (`{}` for none)"),
+    responses((status = 200, description = "The server's GetPromptResult", body = Object),
+        (status = 404, body = ErrorBody), (status = 502, body = ErrorBody)))]
+async fn get_prompt(
+    State(s): Shared,
+    Extension(v): Extension<Arc<View>>,
+    Path(name): Path<String>,
+    Body(body): Body<PromptArguments>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        s.get_prompt(&v, &name, body.arguments)
+            .await
+            .map_err(offer_error)?,
+    ))
+}
