@@ -11,11 +11,15 @@
 //! that template's server; with none, to the one visible server offering resources, if there
 //! is exactly one (servers may serve URIs they do not list).
 
-use serde_json::{Map, Value};
+use std::time::Instant;
+
+use serde_json::{Map, Value, json};
 use toolsmith_core::upstream::SEPARATOR;
 use toolsmith_exec::upstream::{ServerOffer, UpstreamError};
+use toolsmith_store::RunRecord;
 
 use crate::Gateway;
+use crate::call::Door;
 use crate::view::View;
 
 /// Why an offer's request got no answer.
@@ -29,6 +33,16 @@ pub enum OfferError {
     /// The upstream answered with a JSON-RPC error, passed on.
     #[error("{message}")]
     Rpc { code: i32, message: String },
+}
+
+impl OfferError {
+    /// Its kind in the run log: `not_found`, or `upstream`.
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::NotFound { .. } => "not_found",
+            Self::Upstream(_) | Self::Rpc { .. } => "upstream",
+        }
+    }
 }
 
 impl From<UpstreamError> for OfferError {
@@ -226,37 +240,103 @@ impl Gateway {
             .map(|o| o.server.clone())
     }
 
-    /// `resources/read` of `uri` as `view` may: the owner's `ReadResourceResult`.
-    pub async fn read_resource(&self, view: &View, uri: &str) -> Result<Value, OfferError> {
-        let server = self
-            .resource_owner(view, uri)
-            .ok_or_else(|| OfferError::NotFound {
+    /// `resources/read` of `uri` as `view` may: the owner's `ReadResourceResult`. Logged in
+    /// the run log as `resources/read` (its URI the arguments, its server the upstream).
+    pub async fn read_resource(
+        &self,
+        door: &Door,
+        view: &View,
+        uri: &str,
+    ) -> Result<Value, OfferError> {
+        let started = Instant::now();
+        let server = self.resource_owner(view, uri);
+        let result = match &server {
+            None => Err(OfferError::NotFound {
                 what: "resource",
                 name: uri.to_owned(),
-            })?;
-        Ok(self.engine.upstreams().read_resource(&server, uri).await?)
+            }),
+            Some(server) => self
+                .engine
+                .upstreams()
+                .read_resource(server, uri)
+                .await
+                .map_err(OfferError::from),
+        };
+        self.record_offer(
+            door,
+            "resources/read",
+            server,
+            json!({ "uri": uri }),
+            &result,
+            started,
+        );
+        result
     }
 
-    /// `prompts/get` of the served prompt `name`: the owner's `GetPromptResult`.
+    /// `prompts/get` of the served prompt `name`: the owner's `GetPromptResult`. Logged as
+    /// `prompts/get`.
     pub async fn get_prompt(
         &self,
+        door: &Door,
         view: &View,
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<Value, OfferError> {
-        let (server, own, _) = self
+        let started = Instant::now();
+        let found = self
             .served_prompts(view)
             .into_iter()
-            .find(|(_, _, p)| key_of(p, "name") == name)
-            .ok_or_else(|| OfferError::NotFound {
+            .find(|(_, _, p)| key_of(p, "name") == name);
+        let logged = json!({ "name": name, "arguments": arguments });
+        let result = match &found {
+            None => Err(OfferError::NotFound {
                 what: "prompt",
                 name: name.to_owned(),
-            })?;
-        Ok(self
-            .engine
-            .upstreams()
-            .get_prompt(&server, &own, arguments)
-            .await?)
+            }),
+            Some((server, own, _)) => self
+                .engine
+                .upstreams()
+                .get_prompt(server, own, arguments)
+                .await
+                .map_err(OfferError::from),
+        };
+        let server = found.map(|(server, _, _)| server);
+        self.record_offer(door, "prompts/get", server, logged, &result, started);
+        result
+    }
+
+    /// A run-log entry for a read or a get: the method as its tool, who asked, the server,
+    /// the outcome and how long it took.
+    fn record_offer(
+        &self,
+        door: &Door,
+        method: &str,
+        server: Option<String>,
+        arguments: Value,
+        result: &Result<Value, OfferError>,
+        started: Instant,
+    ) {
+        let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        self.runs.record(RunRecord {
+            id: 0,
+            tool: method.to_owned(),
+            version: 0,
+            caller: door.log_name.clone(),
+            arguments: RunRecord::logged_arguments(&arguments),
+            kind: result
+                .as_ref()
+                .map_or_else(|e| e.kind(), |_| "ok")
+                .to_owned(),
+            duration_ms,
+            exit_code: None,
+            truncated: false,
+            started_at_ms: now_ms - duration_ms as i64,
+            upstream: server,
+            sandbox: None,
+        });
     }
 
     /// `completion/complete` for a prompt's argument (`ref/prompt`, its served name) or a

@@ -178,6 +178,20 @@ impl RunRecord {
         run
     }
 
+    /// Arguments as the log keeps them: cut to 4 KiB of JSON text (then a string saying so).
+    pub fn logged_arguments(arguments: &Value) -> Value {
+        let mut text = arguments.to_string();
+        if text.len() <= MAX_LOGGED_ARGUMENTS {
+            return arguments.clone();
+        }
+        let mut cut = MAX_LOGGED_ARGUMENTS;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        Value::String(format!("{text}… (cut)"))
+    }
+
     /// The log entry for a finished call.
     pub fn of(result: &toolsmith_core::ToolResult, arguments: &Value, caller: &str) -> Self {
         let kind = match &result.error {
@@ -188,17 +202,7 @@ impl RunRecord {
                 .unwrap_or_default(),
         };
         let duration_ms = result.meta.duration_ms.unwrap_or(0.0);
-        let mut text = arguments.to_string();
-        let arguments = if text.len() > MAX_LOGGED_ARGUMENTS {
-            let mut cut = MAX_LOGGED_ARGUMENTS;
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            text.truncate(cut);
-            Value::String(format!("{text}… (cut)"))
-        } else {
-            arguments.clone()
-        };
+        let arguments = Self::logged_arguments(arguments);
         Self {
             id: 0,
             tool: result.meta.tool.clone(),

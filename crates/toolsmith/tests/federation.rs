@@ -318,6 +318,39 @@ fn server_everything_over_streamable_http_is_served_over_rest() {
         (404, Some("not_found")),
         "{missing}"
     );
+    // Each read and get is in the run log: the method, the caller, the server, the outcome.
+    let runs = get(&base, "/runs?tool=resources/read");
+    let read = &runs["runs"][0];
+    assert_eq!(
+        (
+            read["kind"].as_str(),
+            read["upstream"].as_str(),
+            read["arguments"]["uri"].as_str()
+        ),
+        (
+            Some("ok"),
+            Some("web"),
+            Some("demo://resource/dynamic/text/7")
+        ),
+        "{runs}"
+    );
+    let runs = get(&base, "/runs?tool=prompts/get");
+    let kinds: Vec<(&str, &str)> = runs["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| {
+            (
+                r["arguments"]["name"].as_str().unwrap_or(""),
+                r["kind"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [("web__nope", "not_found"), ("web__args-prompt", "ok")],
+        "{runs}"
+    );
 
     // The upstream restarts and forgets its sessions (it answers 400 for the old one, not
     // the spec's 404): the next call opens a new session instead of waiting out its timeout.

@@ -426,7 +426,7 @@ impl McpServer {
 
     /// This client's door into the call path: the caller (over HTTP, where callers are
     /// known: its rate limit applies), the name the log knows it by.
-    fn door(&self, ctx: &RequestContext<RoleServer>) -> toolsmith_gateway::call::Door {
+    pub(super) fn door(&self, ctx: &RequestContext<RoleServer>) -> toolsmith_gateway::call::Door {
         toolsmith_gateway::call::Door {
             label: self.options.caller.clone(),
             caller: ctx

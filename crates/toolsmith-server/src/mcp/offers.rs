@@ -104,7 +104,7 @@ impl McpServer {
         let view = self.view(ctx).await?;
         let answer = self
             .state
-            .read_resource(&view, &request.uri)
+            .read_resource(&self.door(ctx), &view, &request.uri)
             .await
             .map_err(error)?;
         Ok(ReadResourceResponse::Complete(result(answer)?))
@@ -118,7 +118,12 @@ impl McpServer {
         let view = self.view(ctx).await?;
         let answer = self
             .state
-            .get_prompt(&view, &request.name, request.arguments.unwrap_or_default())
+            .get_prompt(
+                &self.door(ctx),
+                &view,
+                &request.name,
+                request.arguments.unwrap_or_default(),
+            )
             .await
             .map_err(error)?;
         Ok(GetPromptResponse::Complete(result(answer)?))

@@ -80,12 +80,12 @@ async fn list_resources(
         (status = 404, body = ErrorBody), (status = 502, body = ErrorBody)))]
 async fn read_resource(
     State(s): Shared,
+    Extension(caller): Extension<Caller>,
     Extension(v): Extension<Arc<View>>,
     Query(p): Query<ReadParams>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(
-        s.read_resource(&v, &p.uri).await.map_err(offer_error)?,
-    ))
+    let answer = s.read_resource(&door(&caller), &v, &p.uri).await;
+    Ok(Json(answer.map_err(offer_error)?))
 }
 
 /// Every prompt of the upstreams the caller may see.
@@ -105,13 +105,22 @@ async fn list_prompts(State(s): Shared, Extension(v): Extension<Arc<View>>) -> J
         (status = 404, body = ErrorBody), (status = 502, body = ErrorBody)))]
 async fn get_prompt(
     State(s): Shared,
+    Extension(caller): Extension<Caller>,
     Extension(v): Extension<Arc<View>>,
     Path(name): Path<String>,
     Body(body): Body<PromptArguments>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(
-        s.get_prompt(&v, &name, body.arguments)
-            .await
-            .map_err(offer_error)?,
-    ))
+    let answer = s
+        .get_prompt(&door(&caller), &v, &name, body.arguments)
+        .await;
+    Ok(Json(answer.map_err(offer_error)?))
+}
+
+/// REST as the door a read or a get is logged under.
+fn door(caller: &Caller) -> toolsmith_gateway::call::Door {
+    toolsmith_gateway::call::Door {
+        label: "rest".into(),
+        log_name: caller.log_name(),
+        caller: Some(caller.clone()),
+    }
 }
