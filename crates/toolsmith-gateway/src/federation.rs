@@ -30,6 +30,7 @@ use toolsmith_store::{
 };
 
 use crate::Gateway;
+use crate::offer_pins::{self, is_offer_key};
 
 /// Starts following: the engine's upstreams are set from the registry now and whenever it
 /// changes; each listing is reconciled with the pins. Runs until the process ends.
@@ -43,9 +44,13 @@ pub fn start(state: &Arc<Gateway>) -> tokio::task::JoinHandle<()> {
         loop {
             tokio::select! {
                 event = events.recv() => match event {
-                    Ok(Event::Listed { server, tools }) => {
+                    Ok(Event::Listed { server, tools, offer }) => {
                         if let Err(e) = reconcile(&state, &server, &tools).await {
                             tracing::error!(server = %server, "applying the tools MCP server `{server}` listed: {e}");
+                        }
+                        let author = upstream_author(&server);
+                        if let Err(e) = offer_pins::reconcile(&state, &server, &offer, &author).await {
+                            tracing::error!(server = %server, "applying the prompts and templates MCP server `{server}` listed: {e}");
                         }
                     }
                     Ok(Event::Status { .. }) => {}
@@ -164,11 +169,13 @@ pub async fn reconcile(
     listed: &[Value],
 ) -> Result<(), StoreError> {
     let def = state.store.get_server(server).await?.server;
+    // Prompts and templates are pinned beside the tools (`offer_pins`), under keys of their own.
     let pins: BTreeMap<String, Value> = state
         .store
         .pins(server)
         .await?
         .into_iter()
+        .filter(|p| !is_offer_key(&p.tool))
         .map(|p| (p.tool, p.pinned))
         .collect();
     let changes: BTreeMap<String, UpstreamChange> = state
@@ -176,6 +183,7 @@ pub async fn reconcile(
         .changes(Some(server))
         .await?
         .into_iter()
+        .filter(|c| !is_offer_key(&c.tool))
         .map(|c| (c.tool.clone(), c))
         .collect();
     let first = pins.is_empty();
@@ -419,6 +427,15 @@ pub async fn approve(
     let summary = format!("approved by {by}");
     let mut done = Vec::new();
     for c in pending {
+        if is_offer_key(&c.tool) {
+            // A prompt or template: its pin is what is served.
+            store
+                .set_pin(server, &c.tool, c.pinned.as_ref(), by)
+                .await?;
+            store.drop_change(server, &c.tool).await?;
+            done.push(c.tool);
+            continue;
+        }
         match &c.pinned {
             Some(said) => {
                 save(store, &def, said, &author, &summary).await?;

@@ -25,6 +25,7 @@ pub mod fetch;
 pub mod identity;
 pub mod jwt;
 pub mod metrics;
+pub mod offer_pins;
 pub mod offers;
 pub mod problems;
 pub mod rates;

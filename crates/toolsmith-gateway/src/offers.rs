@@ -2,7 +2,8 @@
 //! resource templates and prompts merged in the caller's view, and `resources/read`,
 //! `prompts/get` and `completion/complete` routed to the server that owns what they name.
 //!
-//! Resources keep the URIs their server gave; prompts are named like the server's tools
+//! Prompts and templates are served as approved ([`crate::offer_pins`]); a held one is left
+//! out. Resources keep the URIs their server gave; prompts are named like the server's tools
 //! (its prefix, [`SEPARATOR`], the upstream's name; no prefix, the name as is). Servers are
 //! merged in name order: a URI, template or prompt name a second server also offers is served
 //! from the first, and the clash is logged naming both. A view holds a server's resources and
@@ -125,13 +126,20 @@ pub fn template_matches(template: &str, uri: &str) -> bool {
 }
 
 impl Gateway {
-    fn offers(&self) -> Vec<ServerOffer> {
-        self.engine.upstreams().offers()
+    /// What each upstream offers now, its prompts and templates as approved
+    /// ([`crate::offer_pins`]).
+    async fn offers(&self) -> Vec<ServerOffer> {
+        let mut out = Vec::new();
+        for mut o in self.engine.upstreams().offers() {
+            o.offer = std::sync::Arc::new(self.approved(&o.server, &o.offer).await);
+            out.push(o);
+        }
+        out
     }
 
     /// The resources `view` holds (MCP `Resource` objects), servers in name order.
-    pub fn resources(&self, view: &View) -> Vec<Value> {
-        let offers = self.offers();
+    pub async fn resources(&self, view: &View) -> Vec<Value> {
+        let offers = self.offers().await;
         merged(
             &offers,
             view,
@@ -150,8 +158,8 @@ impl Gateway {
     }
 
     /// The resource templates `view` holds.
-    pub fn resource_templates(&self, view: &View) -> Vec<Value> {
-        let offers = self.offers();
+    pub async fn resource_templates(&self, view: &View) -> Vec<Value> {
+        let offers = self.offers().await;
         merged(
             &offers,
             view,
@@ -170,16 +178,17 @@ impl Gateway {
     }
 
     /// The prompts `view` holds, each under its served name.
-    pub fn prompts(&self, view: &View) -> Vec<Value> {
+    pub async fn prompts(&self, view: &View) -> Vec<Value> {
         self.served_prompts(view)
+            .await
             .into_iter()
             .map(|(_, _, p)| p)
             .collect()
     }
 
     /// `(server, upstream name, prompt as served)` of every prompt in `view`.
-    fn served_prompts(&self, view: &View) -> Vec<(String, String, Value)> {
-        let offers = self.offers();
+    async fn served_prompts(&self, view: &View) -> Vec<(String, String, Value)> {
+        let offers = self.offers().await;
         merged(
             &offers,
             view,
@@ -208,9 +217,10 @@ impl Gateway {
 
     /// The server that serves `uri` in `view`: one listing it, else one whose template
     /// matches it, else the only visible server offering resources.
-    fn resource_owner(&self, view: &View, uri: &str) -> Option<String> {
+    async fn resource_owner(&self, view: &View, uri: &str) -> Option<String> {
         let offers: Vec<ServerOffer> = self
             .offers()
+            .await
             .into_iter()
             .filter(|o| view.admits_server(&o.server))
             .collect();
@@ -249,7 +259,7 @@ impl Gateway {
         uri: &str,
     ) -> Result<Value, OfferError> {
         let started = Instant::now();
-        let server = self.resource_owner(view, uri);
+        let server = self.resource_owner(view, uri).await;
         let result = match &server {
             None => Err(OfferError::NotFound {
                 what: "resource",
@@ -285,6 +295,7 @@ impl Gateway {
         let started = Instant::now();
         let found = self
             .served_prompts(view)
+            .await
             .into_iter()
             .find(|(_, _, p)| key_of(p, "name") == name);
         let logged = json!({ "name": name, "arguments": arguments });
@@ -349,6 +360,7 @@ impl Gateway {
                 let name = key_of(&reference, "name");
                 let (server, own, _) = self
                     .served_prompts(view)
+                    .await
                     .into_iter()
                     .find(|(_, _, p)| key_of(p, "name") == name)
                     .ok_or(OfferError::NotFound {
@@ -361,6 +373,7 @@ impl Gateway {
             _ => {
                 let uri = key_of(&reference, "uri");
                 self.offers()
+                    .await
                     .into_iter()
                     .filter(|o| view.admits_server(&o.server))
                     .find(|o| {

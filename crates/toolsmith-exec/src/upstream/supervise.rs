@@ -174,12 +174,13 @@ async fn list(up: &Upstream, conn: &Conn) -> Result<(), String> {
     let offer = Arc::new(super::offer::list(&up.def.name, conn.service.peer()).await);
     up.update(|st| {
         st.tools = Some(tools.clone());
-        st.offer = offer;
+        st.offer = offer.clone();
         st.listed_at_ms = Some(now_ms());
     });
     let _ = up.events.send(Event::Listed {
         server: up.def.name.clone(),
         tools,
+        offer,
     });
     Ok(())
 }

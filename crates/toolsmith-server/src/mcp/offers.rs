@@ -74,7 +74,11 @@ impl McpServer {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let view = self.view(ctx).await?;
-        result(page(self.state.resources(&view), "resources", request)?)
+        result(page(
+            self.state.resources(&view).await,
+            "resources",
+            request,
+        )?)
     }
 
     pub(super) async fn templates_page(
@@ -83,7 +87,7 @@ impl McpServer {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let view = self.view(ctx).await?;
-        let items = self.state.resource_templates(&view);
+        let items = self.state.resource_templates(&view).await;
         result(page(items, "resourceTemplates", request)?)
     }
 
@@ -93,7 +97,7 @@ impl McpServer {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let view = self.view(ctx).await?;
-        result(page(self.state.prompts(&view), "prompts", request)?)
+        result(page(self.state.prompts(&view).await, "prompts", request)?)
     }
 
     pub(super) async fn read(

@@ -69,8 +69,8 @@ async fn list_resources(
     Extension(v): Extension<Arc<View>>,
 ) -> Json<ResourceList> {
     Json(ResourceList {
-        resources: s.resources(&v),
-        resource_templates: s.resource_templates(&v),
+        resources: s.resources(&v).await,
+        resource_templates: s.resource_templates(&v).await,
     })
 }
 
@@ -93,7 +93,7 @@ async fn read_resource(
     responses((status = 200, body = PromptList)))]
 async fn list_prompts(State(s): Shared, Extension(v): Extension<Arc<View>>) -> Json<PromptList> {
     Json(PromptList {
-        prompts: s.prompts(&v),
+        prompts: s.prompts(&v).await,
     })
 }
 

@@ -2,7 +2,7 @@
 --http PORT). Its behaviour is set by the test: the description of `describe` is read from
 the file in TS_DESCRIPTION (read at start; `gone` there: no such tool), a tool `extra`
 exists when the file TS_EXTRA names exists, TS_EXIT_AT_START makes it exit at once after a
-line on stderr (which shows the secret in TS_SECRET, to see it redacted), TS_MARK names a file where `hang` notes that it was cancelled."""
+line on stderr (which shows the secret in TS_SECRET, to see it redacted), TS_MARK names a file where `hang` notes that it was cancelled, and the description of the prompt `greet` is read from the file in TS_PROMPT."""
 import asyncio
 import os
 import sys
@@ -28,6 +28,18 @@ def describe(thing: str) -> str:
 
 if description != "gone":
     mcp.tool(description=description)(describe)
+
+
+prompt_file = os.environ.get("TS_PROMPT")
+prompt_description = "Greet someone."
+if prompt_file and os.path.exists(prompt_file):
+    with open(prompt_file) as f:
+        prompt_description = f.read().strip()
+
+
+@mcp.prompt(description=prompt_description)
+def greet(name: str) -> str:
+    return f"Say hello to {name}."
 
 
 def extra() -> str:

@@ -1,0 +1,179 @@
+//! Prompts and resource templates pinned like tools (SPEC §11): a prompt is text a model
+//! obeys, a template's description too, so what is served of them is what was approved.
+//!
+//! Each listing of a server is reconciled with its pins, by the rules the server's tools
+//! follow (`federation::reconcile`): its first listing is approved as it is; later, under
+//! `on_change: hold`, an added or changed prompt or template waits in the server's changes
+//! (with its diff) while the approved definition stays served, and under `accept` it is
+//! approved at once; one the server stopped offering leaves service at once (its gets could
+//! not succeed). Pins and changes share the tools' tables under keys no tool name can take:
+//! `prompt:<name>` and `template:<uriTemplate>` (MCP tool names hold no `:`), so the same
+//! REST routes and CLI commands list, approve and reject them.
+//!
+//! What is pinned is the whole object the server listed (name, title, description,
+//! arguments or URI template, MIME type, icons). A prompt's messages and a resource's contents
+//! are the server's answer to each request, and are not.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use toolsmith_core::upstream::OnChange;
+use toolsmith_exec::upstream::Offer;
+use toolsmith_store::{StoreError, UpstreamChange, UpstreamStore};
+
+use crate::Gateway;
+
+/// The key a prompt is pinned under.
+pub const PROMPT: &str = "prompt:";
+/// The key a resource template is pinned under.
+pub const TEMPLATE: &str = "template:";
+
+/// Whether a pin or change key is a prompt's or a template's (not a tool's): MCP tool names
+/// hold no `:`.
+pub fn is_offer_key(key: &str) -> bool {
+    key.starts_with(PROMPT) || key.starts_with(TEMPLATE)
+}
+
+/// The keyed definitions a listing offers: prompts by name, templates by URI template.
+fn keyed(offer: &Offer) -> BTreeMap<String, Value> {
+    let key = |prefix: &str, v: &Value, field: &str| {
+        v.get(field)
+            .and_then(Value::as_str)
+            .map(|k| (format!("{prefix}{k}"), v.clone()))
+    };
+    offer
+        .prompts
+        .iter()
+        .filter_map(|p| key(PROMPT, p, "name"))
+        .chain(
+            offer
+                .templates
+                .iter()
+                .filter_map(|t| key(TEMPLATE, t, "uriTemplate")),
+        )
+        .collect()
+}
+
+/// Applies one listing's prompts and templates of `server` to its pins and changes; what is
+/// approved at once is approved by `author` (the upstream).
+pub async fn reconcile(
+    state: &Arc<Gateway>,
+    server: &str,
+    offer: &Offer,
+    author: &str,
+) -> Result<(), StoreError> {
+    let def = state.store.get_server(server).await?.server;
+    let pins: BTreeMap<String, Value> = state
+        .store
+        .pins(server)
+        .await?
+        .into_iter()
+        .filter(|p| is_offer_key(&p.tool))
+        .map(|p| (p.tool, p.pinned))
+        .collect();
+    let changes: BTreeMap<String, UpstreamChange> = state
+        .store
+        .changes(Some(server))
+        .await?
+        .into_iter()
+        .filter(|c| is_offer_key(&c.tool))
+        .map(|c| (c.tool.clone(), c))
+        .collect();
+    let first = pins.is_empty() && changes.is_empty();
+    let accept = def.on_change == OnChange::Accept;
+    let now = keyed(offer);
+    for (key, said) in &now {
+        match pins.get(key) {
+            Some(p) if p == said => {
+                if changes.contains_key(key) {
+                    state.store.drop_change(server, key).await?;
+                }
+            }
+            _ if first || accept => {
+                state.store.set_pin(server, key, Some(said), author).await?;
+                if changes.contains_key(key) {
+                    state.store.drop_change(server, key).await?;
+                }
+            }
+            pinned => {
+                let kind = if pinned.is_some() { "changed" } else { "added" };
+                hold(state, server, key, kind, Some(said), changes.get(key)).await?;
+            }
+        }
+    }
+    for key in pins.keys().filter(|k| !now.contains_key(*k)) {
+        match accept {
+            true => state.store.set_pin(server, key, None, author).await?,
+            false => hold(state, server, key, "removed", None, changes.get(key)).await?,
+        }
+    }
+    for (key, c) in &changes {
+        let moot = match c.kind.as_str() {
+            "added" => !now.contains_key(key),
+            "removed" => now.contains_key(key),
+            _ => false,
+        };
+        if moot {
+            state.store.drop_change(server, key).await?;
+        }
+    }
+    state.changed();
+    Ok(())
+}
+
+/// Records a pending change unless the same one is recorded (pending or rejected).
+async fn hold(
+    state: &Arc<Gateway>,
+    server: &str,
+    key: &str,
+    kind: &str,
+    said: Option<&Value>,
+    recorded: Option<&UpstreamChange>,
+) -> Result<(), StoreError> {
+    if recorded.is_some_and(|c| c.kind == kind && c.pinned.as_ref() == said) {
+        return Ok(());
+    }
+    tracing::warn!(server = %server, "MCP server `{server}` {kind} {key}; held for approval (on_change: hold)");
+    state
+        .store
+        .put_change(&UpstreamChange {
+            server: server.to_owned(),
+            tool: key.to_owned(),
+            kind: kind.to_owned(),
+            pinned: said.cloned(),
+            status: "pending".into(),
+            detected_at_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64),
+        })
+        .await
+}
+
+impl Gateway {
+    /// What of `offer` is served: each prompt and template the server offers now, as its
+    /// approved definition; one not approved (held) is left out.
+    pub(crate) async fn approved(&self, server: &str, offer: &Offer) -> Offer {
+        let pins: BTreeMap<String, Value> = match self.store.pins(server).await {
+            Ok(pins) => pins.into_iter().map(|p| (p.tool, p.pinned)).collect(),
+            Err(e) => {
+                tracing::warn!(server, "reading the pins of MCP server `{server}`: {e}");
+                BTreeMap::new()
+            }
+        };
+        let served = |prefix: &str, items: &[Value], field: &str| -> Vec<Value> {
+            items
+                .iter()
+                .filter_map(|v| {
+                    let key = format!("{prefix}{}", v.get(field)?.as_str()?);
+                    pins.get(&key).cloned()
+                })
+                .collect()
+        };
+        Offer {
+            resources: offer.resources.clone(),
+            templates: served(TEMPLATE, &offer.templates, "uriTemplate"),
+            prompts: served(PROMPT, &offer.prompts, "name"),
+        }
+    }
+}
