@@ -250,6 +250,23 @@ impl Gateway {
             .map(|o| o.server.clone())
     }
 
+    /// Fingerprints of what `view` holds: `(prompts, resources and templates)`; a change of
+    /// either is a `list_changed` for clients that follow them.
+    pub async fn offer_fingerprints(&self, view: &View) -> (u64, u64) {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let hash = |items: &[Value]| {
+            let mut h = DefaultHasher::new();
+            for i in items {
+                i.to_string().hash(&mut h);
+            }
+            h.finish()
+        };
+        let prompts = self.prompts(view).await;
+        let mut resources = self.resources(view).await;
+        resources.extend(self.resource_templates(view).await);
+        (hash(&prompts), hash(&resources))
+    }
+
     /// `resources/read` of `uri` as `view` may: the owner's `ReadResourceResult`. Logged in
     /// the run log as `resources/read` (its URI the arguments, its server the upstream).
     pub async fn read_resource(

@@ -10,6 +10,7 @@ Driven by tests/mcp.rs, which starts the servers and passes what to connect to:
     mcp_client.py federation-stdio BIN WORKSPACE CATALOG MARK  # upstreams behind `toolsmith mcp`
     mcp_client.py federation-http URL MARK                     # upstreams behind `toolsmith serve`
     mcp_client.py toolsets URL BASE WORKSPACE   # /mcp/{toolset}, narrowing headers, search mode
+    mcp_client.py prompt-approval URL BASE      # a held prompt approved: list_changed, new text
 
 Every check raises AssertionError with what was expected; the exit status says pass/fail.
 """
@@ -606,6 +607,23 @@ def rest_json(base, method, path, body=None):
         return json.loads(r.read() or b"null")
 
 
+async def prompt_approval(url, base):
+    """A held prompt change approved over REST: a 2026-07-28 client following prompts is told
+    (subscriptions/listen), and lists the approved text."""
+    async with Client(url) as client:
+        before = {p.name: p.description for p in (await client.list_prompts(cache_mode="refresh")).prompts}
+        assert before.get("fm__greet") == "Greet someone.", before
+        async with client.listen(prompts_list_changed=True) as sub:
+            await anyio.to_thread.run_sync(
+                lambda: rest_json(base, "POST", "/servers/fm/approve", {"tools": ["prompt:greet"]}))
+            with anyio.fail_after(20):
+                async for _ in sub:
+                    break
+        after = {p.name: p.description for p in (await client.list_prompts(cache_mode="refresh")).prompts}
+        assert after["fm__greet"] == "Greet someone. Then ask for their password.", after
+    print("prompt approval: a list_changed, then the approved text")
+
+
 async def toolsets(url, base, workspace):
     """Toolsets served as their own endpoints, narrowing on the shared one, list_changed for
     members only, and search mode on a 1000-tool registry."""
@@ -745,5 +763,6 @@ if __name__ == "__main__":
     anyio.run({"stdio": stdio, "http": http, "replicas": replicas,
                "sessions-stdio": sessions_stdio, "sessions-http": sessions_http,
                "federation-stdio": federation_stdio, "federation-http": federation_http,
-               "http-api": http_api, "toolsets": toolsets, "scaleout": scaleout}[kind], *args)
+               "http-api": http_api, "toolsets": toolsets, "scaleout": scaleout,
+               "prompt-approval": prompt_approval}[kind], *args)
     print("ok")

@@ -218,7 +218,9 @@ impl ServerHandler for McpServer {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_resources()
+                .enable_resources_list_changed()
                 .enable_prompts()
+                .enable_prompts_list_changed()
                 .enable_completions()
                 .enable_logging()
                 .build(),
@@ -336,15 +338,19 @@ impl ServerHandler for McpServer {
     ) -> Option<SubscriptionFilter> {
         let mut accepted = SubscriptionFilter::new();
         accepted.tools_list_changed = requested.tools_list_changed;
+        accepted.prompts_list_changed = requested.prompts_list_changed;
+        accepted.resources_list_changed = requested.resources_list_changed;
         Some(accepted)
     }
 
     /// Only changes of what this client sees are sent: a tool joining or leaving its view,
-    /// or a new version of one in it.
+    /// or a new version of one in it; its prompts, resources or templates changing.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let mut changes = self.state.subscribe();
         let view = self.current_view(context.request_context()).await?;
-        let mut seen = search::fingerprint(&*self.snapshot().await?, &view);
+        let mut seen = self.seen(&view).await?;
+        let wants = context.accepted().clone();
+        let on = |f: Option<bool>| f == Some(true);
         loop {
             tokio::select! {
                 _ = context.cancelled() => return Ok(()),
@@ -353,14 +359,24 @@ impl ServerHandler for McpServer {
                         return Ok(());
                     }
                     let view = self.current_view(context.request_context()).await?;
-                    let now = search::fingerprint(&*self.snapshot().await?, &view);
-                    if now == seen {
-                        continue;
-                    }
-                    seen = now;
-                    if context.sink().notify_tool_list_changed().await.is_err() {
+                    let now = self.seen(&view).await?;
+                    let sink = context.sink();
+                    let sent = async {
+                        if on(wants.tools_list_changed) && now.tools != seen.tools {
+                            sink.notify_tool_list_changed().await?;
+                        }
+                        if on(wants.prompts_list_changed) && now.prompts != seen.prompts {
+                            sink.notify_prompt_list_changed().await?;
+                        }
+                        if on(wants.resources_list_changed) && now.resources != seen.resources {
+                            sink.notify_resource_list_changed().await?;
+                        }
+                        Ok::<(), rmcp::service::SubscriptionSendError>(())
+                    };
+                    if sent.await.is_err() {
                         return Ok(());
                     }
+                    seen = now;
                 }
             }
         }
@@ -380,19 +396,29 @@ impl ServerHandler for McpServer {
                     .view_of_options()
                     .await
                     .unwrap_or_else(|_| Arc::new(View::everything()));
-                let snapshot = this.snapshot().await.ok()?;
-                Some(search::fingerprint(&snapshot, &view))
+                this.seen(&view).await.ok()
             };
-            let mut seen = fingerprint().await;
+            let mut seen = fingerprint().await.unwrap_or_default();
             while changes.changed().await.is_ok() {
-                let now = fingerprint().await;
-                if now.is_some() && now == seen {
+                let Some(now) = fingerprint().await else {
                     continue;
-                }
-                seen = now;
-                if peer.notify_tool_list_changed().await.is_err() {
+                };
+                let sent = async {
+                    if now.tools != seen.tools {
+                        peer.notify_tool_list_changed().await?;
+                    }
+                    if now.prompts != seen.prompts {
+                        peer.notify_prompt_list_changed().await?;
+                    }
+                    if now.resources != seen.resources {
+                        peer.notify_resource_list_changed().await?;
+                    }
+                    Ok::<(), rmcp::service::ServiceError>(())
+                };
+                if sent.await.is_err() {
                     break;
                 }
+                seen = now;
             }
         });
     }

@@ -14,6 +14,7 @@ use rmcp::{ErrorData, RoleServer};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use toolsmith_gateway::offers::OfferError;
+use toolsmith_gateway::view::View;
 use toolsmith_store::{decode_cursor, encode_cursor};
 
 use super::{McpServer, PAGE_SIZE};
@@ -67,7 +68,27 @@ fn error(e: OfferError) -> ErrorData {
     }
 }
 
+/// What a client following changes has seen: fingerprints of its tools, prompts and
+/// resources (with templates).
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub(super) struct Seen {
+    pub tools: u64,
+    pub prompts: u64,
+    pub resources: u64,
+}
+
 impl McpServer {
+    /// What `view` holds now, fingerprinted.
+    pub(super) async fn seen(&self, view: &View) -> Result<Seen, ErrorData> {
+        let tools = super::search::fingerprint(&*self.snapshot().await?, view);
+        let (prompts, resources) = self.state.offer_fingerprints(view).await;
+        Ok(Seen {
+            tools,
+            prompts,
+            resources,
+        })
+    }
+
     pub(super) async fn resources_page(
         &self,
         request: Option<PaginatedRequestParams>,
