@@ -122,7 +122,9 @@ const MAX_INPUT_ROUNDS: usize = 8;
 /// `elicitation/create`): its params as JSON in, the answer (an `ElicitResult`) as JSON out.
 /// A call without one has every question declined.
 #[derive(Clone)]
-pub struct Elicitor(pub Arc<dyn Fn(Value) -> BoxFuture<Result<Value, String>> + Send + Sync>);
+pub struct Elicitor(
+    pub Arc<dyn Fn(Value) -> BoxFuture<Result<Value, crate::BoxError>> + Send + Sync>,
+);
 
 /// A boxed future that can move between threads.
 pub type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;

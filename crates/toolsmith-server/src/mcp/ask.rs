@@ -65,6 +65,15 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Why a parked call's question got no answer.
+#[derive(Debug, thiserror::Error)]
+enum Unasked {
+    #[error("the call is over")]
+    CallOver,
+    #[error("the question was not answered")]
+    NoAnswer,
+}
+
 impl Parking {
     /// Runs `call` — given the elicitor that brings its questions here — until its result or
     /// its first question.
@@ -80,10 +89,8 @@ impl Parking {
                 let (reply, answer) = oneshot::channel();
                 asker
                     .send(Step::Ask { params, reply })
-                    .map_err(|_| "the call is over".to_string())?;
-                answer
-                    .await
-                    .map_err(|_| "the question was not answered".to_string())
+                    .map_err(|_| Unasked::CallOver)?;
+                Ok(answer.await.map_err(|_| Unasked::NoAnswer)?)
             })
         }));
         let running = call(elicitor);

@@ -143,12 +143,9 @@ fn elicitor(ctx: &RequestContext<RoleServer>) -> Option<Elicitor> {
     Some(Elicitor(Arc::new(move |params: Value| {
         let peer = peer.clone();
         Box::pin(async move {
-            let params = serde_json::from_value(params).map_err(|e| e.to_string())?;
-            let answer = peer
-                .create_elicitation(params)
-                .await
-                .map_err(|e| e.to_string())?;
-            serde_json::to_value(answer).map_err(|e| e.to_string())
+            let params = serde_json::from_value(params)?;
+            let answer = peer.create_elicitation(params).await?;
+            Ok(serde_json::to_value(answer)?)
         })
     })))
 }
