@@ -31,6 +31,7 @@ use toolsmith_store::{
 
 use crate::Gateway;
 use crate::offer_pins::{self, is_offer_key};
+use crate::pending;
 
 /// Starts following: the engine's upstreams are set from the registry now and whenever it
 /// changes; each listing is reconciled with the pins. Runs until the process ends.
@@ -170,22 +171,7 @@ pub async fn reconcile(
 ) -> Result<(), StoreError> {
     let def = state.store.get_server(server).await?.server;
     // Prompts and templates are pinned beside the tools (`offer_pins`), under keys of their own.
-    let pins: BTreeMap<String, Value> = state
-        .store
-        .pins(server)
-        .await?
-        .into_iter()
-        .filter(|p| !is_offer_key(&p.tool))
-        .map(|p| (p.tool, p.pinned))
-        .collect();
-    let changes: BTreeMap<String, UpstreamChange> = state
-        .store
-        .changes(Some(server))
-        .await?
-        .into_iter()
-        .filter(|c| !is_offer_key(&c.tool))
-        .map(|c| (c.tool.clone(), c))
-        .collect();
+    let (pins, changes) = pending::pins_and_changes(state, server, |k| !is_offer_key(k)).await?;
     let first = pins.is_empty();
     let author = upstream_author(server);
     let mut problems = Vec::new();
@@ -230,7 +216,7 @@ pub async fn reconcile(
                 } else {
                     "added"
                 };
-                hold(state, server, tool, kind, Some(said), changes.get(tool)).await?;
+                pending::hold(state, server, tool, kind, Some(said), changes.get(tool)).await?;
             }
         }
     }
@@ -242,21 +228,10 @@ pub async fn reconcile(
         retire(&state.store, &def, tool, &author, summary, accept).await?;
         match accept {
             true => state.store.set_pin(server, tool, None, &author).await?,
-            false => hold(state, server, tool, "removed", None, changes.get(tool)).await?,
+            false => pending::hold(state, server, tool, "removed", None, changes.get(tool)).await?,
         }
     }
-    // A change whose tool the upstream offers as pinned again, or stopped offering before
-    // it was ever approved, is moot.
-    for (tool, c) in &changes {
-        let moot = match c.kind.as_str() {
-            "added" => !now.contains_key(tool),
-            "removed" => now.contains_key(tool),
-            _ => false,
-        };
-        if moot {
-            state.store.drop_change(server, tool).await?;
-        }
-    }
+    pending::drop_moot(state, server, &changes, &now).await?;
     for p in &problems {
         tracing::warn!(server = %server, "{p}");
     }
@@ -264,39 +239,6 @@ pub async fn reconcile(
     state.federation_problems.set(server, problems);
     state.changed();
     Ok(())
-}
-
-/// Records a pending change, unless the same one is already recorded (pending, or rejected:
-/// a rejected change stays out until the upstream says something else).
-async fn hold(
-    state: &Arc<Gateway>,
-    server: &str,
-    tool: &str,
-    kind: &str,
-    said: Option<&Value>,
-    recorded: Option<&UpstreamChange>,
-) -> Result<(), StoreError> {
-    if recorded.is_some_and(|c| c.kind == kind && c.pinned.as_ref() == said) {
-        return Ok(());
-    }
-    tracing::warn!(server = %server, tool = %tool, "MCP server `{server}` {kind} tool `{tool}`; held for approval (on_change: hold)");
-    state
-        .store
-        .put_change(&UpstreamChange {
-            server: server.to_owned(),
-            tool: tool.to_owned(),
-            kind: kind.to_owned(),
-            pinned: said.cloned(),
-            status: "pending".into(),
-            detected_at_ms: now_ms(),
-        })
-        .await
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Why an upstream tool could not be saved, or a decision taken.

@@ -27,6 +27,7 @@ pub mod jwt;
 pub mod metrics;
 pub mod offer_pins;
 pub mod offers;
+mod pending;
 pub mod problems;
 pub mod rates;
 pub mod runlog;

@@ -20,9 +20,10 @@ use std::sync::Arc;
 use serde_json::Value;
 use toolsmith_core::upstream::OnChange;
 use toolsmith_exec::upstream::Offer;
-use toolsmith_store::{StoreError, UpstreamChange, UpstreamStore};
+use toolsmith_store::{StoreError, UpstreamStore};
 
 use crate::Gateway;
+use crate::pending;
 
 /// The key a prompt is pinned under.
 pub const PROMPT: &str = "prompt:";
@@ -64,22 +65,7 @@ pub async fn reconcile(
     author: &str,
 ) -> Result<(), StoreError> {
     let def = state.store.get_server(server).await?.server;
-    let pins: BTreeMap<String, Value> = state
-        .store
-        .pins(server)
-        .await?
-        .into_iter()
-        .filter(|p| is_offer_key(&p.tool))
-        .map(|p| (p.tool, p.pinned))
-        .collect();
-    let changes: BTreeMap<String, UpstreamChange> = state
-        .store
-        .changes(Some(server))
-        .await?
-        .into_iter()
-        .filter(|c| is_offer_key(&c.tool))
-        .map(|c| (c.tool.clone(), c))
-        .collect();
+    let (pins, changes) = pending::pins_and_changes(state, server, is_offer_key).await?;
     let first = pins.is_empty() && changes.is_empty();
     let accept = def.on_change == OnChange::Accept;
     let now = keyed(offer);
@@ -98,56 +84,19 @@ pub async fn reconcile(
             }
             pinned => {
                 let kind = if pinned.is_some() { "changed" } else { "added" };
-                hold(state, server, key, kind, Some(said), changes.get(key)).await?;
+                pending::hold(state, server, key, kind, Some(said), changes.get(key)).await?;
             }
         }
     }
     for key in pins.keys().filter(|k| !now.contains_key(*k)) {
         match accept {
             true => state.store.set_pin(server, key, None, author).await?,
-            false => hold(state, server, key, "removed", None, changes.get(key)).await?,
+            false => pending::hold(state, server, key, "removed", None, changes.get(key)).await?,
         }
     }
-    for (key, c) in &changes {
-        let moot = match c.kind.as_str() {
-            "added" => !now.contains_key(key),
-            "removed" => now.contains_key(key),
-            _ => false,
-        };
-        if moot {
-            state.store.drop_change(server, key).await?;
-        }
-    }
+    pending::drop_moot(state, server, &changes, &now).await?;
     state.changed();
     Ok(())
-}
-
-/// Records a pending change unless the same one is recorded (pending or rejected).
-async fn hold(
-    state: &Arc<Gateway>,
-    server: &str,
-    key: &str,
-    kind: &str,
-    said: Option<&Value>,
-    recorded: Option<&UpstreamChange>,
-) -> Result<(), StoreError> {
-    if recorded.is_some_and(|c| c.kind == kind && c.pinned.as_ref() == said) {
-        return Ok(());
-    }
-    tracing::warn!(server = %server, "MCP server `{server}` {kind} {key}; held for approval (on_change: hold)");
-    state
-        .store
-        .put_change(&UpstreamChange {
-            server: server.to_owned(),
-            tool: key.to_owned(),
-            kind: kind.to_owned(),
-            pinned: said.cloned(),
-            status: "pending".into(),
-            detected_at_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as i64),
-        })
-        .await
 }
 
 impl Gateway {

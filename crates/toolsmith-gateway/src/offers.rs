@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 use toolsmith_core::upstream::SEPARATOR;
-use toolsmith_exec::upstream::{ServerOffer, UpstreamError};
+use toolsmith_exec::upstream::{Offer, ServerOffer, UpstreamError};
 use toolsmith_store::RunRecord;
 
 use crate::Gateway;
@@ -139,42 +139,34 @@ impl Gateway {
 
     /// The resources `view` holds (MCP `Resource` objects), servers in name order.
     pub async fn resources(&self, view: &View) -> Vec<Value> {
-        let offers = self.offers().await;
-        merged(
-            &offers,
-            view,
-            |o| {
-                o.offer
-                    .resources
-                    .iter()
-                    .map(|r| (key_of(r, "uri"), r.clone()))
-                    .collect()
-            },
-            "resource",
-        )
-        .into_iter()
-        .map(|(_, r)| r)
-        .collect()
+        self.listed(view, |o| &o.resources, "uri", "resource").await
     }
 
     /// The resource templates `view` holds.
     pub async fn resource_templates(&self, view: &View) -> Vec<Value> {
+        self.listed(view, |o| &o.templates, "uriTemplate", "resource template")
+            .await
+    }
+
+    /// The items of one list (`pick`) every server in `view` offers, keyed by `key`.
+    async fn listed(
+        &self,
+        view: &View,
+        pick: impl Fn(&Offer) -> &Vec<Value>,
+        key: &str,
+        what: &str,
+    ) -> Vec<Value> {
         let offers = self.offers().await;
-        merged(
-            &offers,
-            view,
-            |o| {
-                o.offer
-                    .templates
-                    .iter()
-                    .map(|t| (key_of(t, "uriTemplate"), t.clone()))
-                    .collect()
-            },
-            "resource template",
-        )
-        .into_iter()
-        .map(|(_, t)| t)
-        .collect()
+        let items = |o: &ServerOffer| {
+            pick(&o.offer)
+                .iter()
+                .map(|item| (key_of(item, key), item.clone()))
+                .collect()
+        };
+        merged(&offers, view, items, what)
+            .into_iter()
+            .map(|(_, item)| item)
+            .collect()
     }
 
     /// The prompts `view` holds, each under its served name.
