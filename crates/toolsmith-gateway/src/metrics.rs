@@ -80,6 +80,19 @@ struct ServerLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OfferLabels {
+    server: String,
+    method: String,
+    door: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodLabel {
+    method: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VersionLabel {
     version: String,
 }
@@ -109,6 +122,8 @@ pub struct Metrics {
     sessions: Family<KindLabel, Gauge>,
     upstream_status: Family<ServerLabels, Gauge>,
     upstream_restarts: Family<ServerLabel, Counter>,
+    offers: Family<OfferLabels, Counter>,
+    offer_durations: Family<MethodLabel, Histogram, fn() -> Histogram>,
     generation: Gauge,
     poll_age: Gauge<f64, AtomicU64>,
     /// Milliseconds since `started` of the last successful registry poll.
@@ -152,6 +167,8 @@ impl Metrics {
             sessions: Family::default(),
             upstream_status: Family::default(),
             upstream_restarts: Family::default(),
+            offers: Family::default(),
+            offer_durations: Family::new_with_constructor(histogram),
             generation: Gauge::default(),
             poll_age: Gauge::default(),
             last_poll_ms: AtomicU64::new(0),
@@ -164,6 +181,16 @@ impl Metrics {
             "calls",
             "Tool calls by tool, executor kind, front door and outcome (ok or the error kind)",
             m.calls.clone(),
+        );
+        registry.register(
+            "upstream_requests",
+            "Resource reads and prompt gets of upstream MCP servers by server (none when not found), method, front door and outcome",
+            m.offers.clone(),
+        );
+        registry.register(
+            "upstream_request_duration_seconds",
+            "Durations of resource reads and prompt gets by method",
+            m.offer_durations.clone(),
         );
         registry.register(
             "call_duration_seconds",
@@ -334,6 +361,31 @@ impl Metrics {
                 outcome,
             })
             .inc();
+    }
+
+    /// A finished `resources/read` or `prompts/get` (`method`) of `server` (none when nothing
+    /// owned what it named) through `door`.
+    pub fn offer(
+        &self,
+        server: Option<&str>,
+        method: &str,
+        door: &str,
+        outcome: &str,
+        seconds: f64,
+    ) {
+        self.offers
+            .get_or_create(&OfferLabels {
+                server: server.unwrap_or("none").to_owned(),
+                method: method.to_owned(),
+                door: door.to_owned(),
+                outcome: outcome.to_owned(),
+            })
+            .inc();
+        self.offer_durations
+            .get_or_create(&MethodLabel {
+                method: method.to_owned(),
+            })
+            .observe(seconds);
     }
 
     /// A call started; it counts as in flight until the guard is dropped.

@@ -325,8 +325,8 @@ impl Gateway {
         result
     }
 
-    /// A run-log entry for a read or a get: the method as its tool, who asked, the server,
-    /// the outcome and how long it took.
+    /// A run-log entry for a read or a get (the method as its tool, who asked, the server,
+    /// the outcome and how long it took), and its metrics.
     fn record_offer(
         &self,
         door: &Door,
@@ -337,6 +337,14 @@ impl Gateway {
         started: Instant,
     ) {
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let outcome = result.as_ref().map_or_else(|e| e.kind(), |_| "ok");
+        self.metrics.offer(
+            server.as_deref(),
+            method,
+            &door.label,
+            outcome,
+            duration_ms / 1000.0,
+        );
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
@@ -346,10 +354,7 @@ impl Gateway {
             version: 0,
             caller: door.log_name.clone(),
             arguments: RunRecord::logged_arguments(&arguments),
-            kind: result
-                .as_ref()
-                .map_or_else(|e| e.kind(), |_| "ok")
-                .to_owned(),
+            kind: outcome.to_owned(),
             duration_ms,
             exit_code: None,
             truncated: false,

@@ -318,6 +318,21 @@ fn server_everything_over_streamable_http_is_served_over_rest() {
         (404, Some("not_found")),
         "{missing}"
     );
+    // Counted by server, method, door and outcome.
+    let origin = base.trim_end_matches("/v1");
+    let (status, metrics) = request("GET", &format!("{origin}/metrics"), None);
+    let scraped = metrics.as_str().unwrap_or_default();
+    assert_eq!(status, 200, "{metrics}");
+    for series in [
+        r#"toolsmith_upstream_requests_total{server="web",method="resources/read",door="rest",outcome="ok"} 1"#,
+        r#"toolsmith_upstream_requests_total{server="web",method="prompts/get",door="rest",outcome="ok"} 1"#,
+        r#"toolsmith_upstream_requests_total{server="none",method="prompts/get",door="rest",outcome="not_found"} 1"#,
+    ] {
+        assert!(
+            scraped.lines().any(|l| l == series),
+            "{series} in:\n{scraped}"
+        );
+    }
     // Each read and get is in the run log: the method, the caller, the server, the outcome.
     let runs = get(&base, "/runs?tool=resources/read");
     let read = &runs["runs"][0];
