@@ -54,7 +54,7 @@ pub fn start(state: &Arc<Gateway>) -> tokio::task::JoinHandle<()> {
                             tracing::error!(server = %server, "applying the prompts and templates MCP server `{server}` listed: {e}");
                         }
                     }
-                    Ok(Event::Status { .. }) => {}
+                    Ok(Event::Status { .. } | Event::ResourceUpdated { .. }) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 },

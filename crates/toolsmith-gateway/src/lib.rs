@@ -34,6 +34,7 @@ pub mod runlog;
 pub mod sessions;
 pub mod start;
 pub mod view;
+pub mod watches;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -86,6 +87,8 @@ pub struct Gateway {
     toolsets: Mutex<Option<(u64, view::Toolsets)>>,
     /// Where this replica's sessions are recorded, and how calls for another's are sent on.
     directory: Arc<sessions::RegistryDirectory>,
+    /// Clients' subscriptions to upstream resources ([`watches`]).
+    watchers: watches::Watchers,
 }
 
 /// What the gateway could not do for a door.
@@ -137,6 +140,7 @@ impl Gateway {
             toolsets: Mutex::default(),
             settings: OnceLock::new(),
             directory,
+            watchers: Default::default(),
         })
     }
 

@@ -209,7 +209,7 @@ impl Gateway {
 
     /// The server that serves `uri` in `view`: one listing it, else one whose template
     /// matches it, else the only visible server offering resources.
-    async fn resource_owner(&self, view: &View, uri: &str) -> Option<String> {
+    pub(crate) async fn resource_owner(&self, view: &View, uri: &str) -> Option<String> {
         let offers: Vec<ServerOffer> = self
             .offers()
             .await

@@ -453,6 +453,51 @@ async def offer_checks(client):
     print("federation: resources, templates, prompts and completions of an upstream")
 
 
+WATCHED = "demo://resource/dynamic/text/1"
+
+
+async def legacy_resource_updates(params):
+    """A client before 2026-07-28 subscribes to an upstream resource through toolsmith and is
+    told when server-everything says it changed (its toggle-subscriber-updates tool starts
+    that); after it unsubscribes it is not told any more."""
+    updated = []
+    got = anyio.Event()
+
+    async def handler(message):
+        m = getattr(message, "root", message)
+        if isinstance(m, types.ResourceUpdatedNotification):
+            updated.append(str(m.params.uri))
+            got.set()
+
+    async with Client(params, mode="legacy", message_handler=handler) as client:
+        await wait_for_tool(client, "everything__toggle_subscriber_updates")
+        await client.subscribe_resource(WATCHED)
+        r = await client.call_tool("everything__toggle_subscriber_updates", {})
+        assert not r.is_error, text(r)
+        with anyio.fail_after(20):
+            await got.wait()
+        assert set(updated) == {WATCHED}, updated
+        await client.unsubscribe_resource(WATCHED)
+        await anyio.sleep(0.5)  # an update already on its way may still arrive
+        before = len(updated)
+        await anyio.sleep(6)  # the upstream sends one every 5 s while subscribed
+        assert len(updated) == before, updated
+    print("federation: a subscribed resource's updates, until unsubscribed")
+
+
+async def listened_resource_updates(url):
+    """A 2026-07-28 client names the resource in subscriptions/listen and is told."""
+    async with Client(url) as client:
+        async with client.listen(resource_subscriptions=[WATCHED]) as sub:
+            r = await client.call_tool("everything__toggle_subscriber_updates", {})
+            assert not r.is_error, text(r)
+            with anyio.fail_after(20):
+                async for event in sub:
+                    assert WATCHED in str(event), event
+                    break
+    print("federation over HTTP: a listened resource's updates")
+
+
 def log_collector():
     """A logging callback and the messages it got, as (level, text)."""
     got = []
@@ -525,6 +570,7 @@ async def federation_stdio(bin, workspace, catalog, mark):
     got = await chatty_logs(make)
     assert got == [], got
     print("federation: an upstream's log messages reach the caller at its level")
+    await legacy_resource_updates(params)
 
 
 async def federation_http(url, mark):
@@ -564,6 +610,7 @@ async def federation_http(url, mark):
     got = await chatty_logs(make)
     assert got == [], got
     print("federation over HTTP: an upstream's log messages reach the caller at its level")
+    await listened_resource_updates(url)
 
 
 async def http_api(url):

@@ -145,6 +145,8 @@ pub(crate) struct Handler {
     pub routes: ProgressRoutes,
     pub elicit: ElicitRoutes,
     pub logs: super::logs::LogRoutes,
+    /// Where it is announced that the upstream said a resource changed.
+    pub events: tokio::sync::broadcast::Sender<super::Event>,
     /// Told when the upstream says its tools, resources or prompts changed.
     pub list_changed: mpsc::UnboundedSender<()>,
 }
@@ -182,6 +184,18 @@ impl ClientHandler for Handler {
         if let Ok(message) = serde_json::to_value(&params) {
             self.logs.deliver(&self.server, message);
         }
+        std::future::ready(())
+    }
+
+    fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        let _ = self.events.send(super::Event::ResourceUpdated {
+            server: self.server.clone(),
+            uri: params.uri,
+        });
         std::future::ready(())
     }
 

@@ -98,6 +98,9 @@ pub enum Event {
     },
     /// Its status changed.
     Status { server: String },
+    /// It said a resource changed (`notifications/resources/updated`), one toolsmith
+    /// subscribed to for a client.
+    ResourceUpdated { server: String, uri: String },
 }
 
 /// What the caller of an upstream tool offers the upstream: where its progress goes, and

@@ -132,6 +132,27 @@ impl Upstreams {
             .await
     }
 
+    /// `resources/subscribe` of `uri` at `server` (its updates arrive as
+    /// [`super::Event::ResourceUpdated`]).
+    #[allow(deprecated)] // resources/subscribe is the protocol before 2026-07-28's listen.
+    pub async fn subscribe_resource(&self, server: &str, uri: &str) -> Result<(), UpstreamError> {
+        let up = self.upstream(server)?;
+        let request: rmcp::model::SubscribeRequestParams = params(json!({ "uri": uri }))?;
+        up.ask(|peer| async move { peer.subscribe(request).await })
+            .await
+            .map(drop)
+    }
+
+    /// `resources/unsubscribe` of `uri` at `server`.
+    #[allow(deprecated)] // resources/unsubscribe is the protocol before 2026-07-28's listen.
+    pub async fn unsubscribe_resource(&self, server: &str, uri: &str) -> Result<(), UpstreamError> {
+        let up = self.upstream(server)?;
+        let request: rmcp::model::UnsubscribeRequestParams = params(json!({ "uri": uri }))?;
+        up.ask(|peer| async move { peer.unsubscribe(request).await })
+            .await
+            .map(drop)
+    }
+
     fn upstream(&self, server: &str) -> Result<Arc<Upstream>, UpstreamError> {
         self.get(server)
             .ok_or_else(|| UpstreamError::Unknown(server.to_owned()))

@@ -83,6 +83,7 @@ async fn run(up: Arc<Upstream>, mut control: mpsc::UnboundedReceiver<Control>) {
             routes: up.progress.clone(),
             elicit: up.elicit.clone(),
             logs: up.logs.clone(),
+            events: up.events.clone(),
             list_changed: list_tx,
         };
         let connected = tokio::select! {

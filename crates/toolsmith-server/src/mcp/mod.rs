@@ -77,6 +77,10 @@ pub struct McpServer {
     /// The least log level this connection's client asked for (`logging/setLevel`), as a
     /// rank of the MCP levels.
     log_level: Arc<std::sync::Mutex<Option<usize>>>,
+    /// The upstream resources this connection's client subscribed to (`resources/subscribe`),
+    /// and whether their updates are being passed on.
+    watches: offers::Watches,
+    notifier: Arc<std::sync::OnceLock<()>>,
 }
 
 impl McpServer {
@@ -87,6 +91,8 @@ impl McpServer {
             snapshot: Arc::default(),
             parking: Parking::default(),
             log_level: Arc::default(),
+            watches: Arc::default(),
+            notifier: Arc::default(),
         }
     }
 
@@ -219,6 +225,7 @@ impl ServerHandler for McpServer {
                 .enable_tool_list_changed()
                 .enable_resources()
                 .enable_resources_list_changed()
+                .enable_resources_subscribe()
                 .enable_prompts()
                 .enable_prompts_list_changed()
                 .enable_completions()
@@ -287,6 +294,26 @@ impl ServerHandler for McpServer {
         Ok(())
     }
 
+    /// A subscription lasts while the connection does (stdio): over stateless HTTP it ends
+    /// with its request, and 2026-07-28 clients name resources in `subscriptions/listen`.
+    #[allow(deprecated)] // resources/subscribe is the protocol before 2026-07-28's listen.
+    async fn subscribe(
+        &self,
+        r: rmcp::model::SubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.watch(r.uri, &ctx).await
+    }
+    #[allow(deprecated)] // resources/unsubscribe is the protocol before 2026-07-28's listen.
+    async fn unsubscribe(
+        &self,
+        r: rmcp::model::UnsubscribeRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.unwatch(&r.uri);
+        Ok(())
+    }
+
     // Resources, prompts and completions of the upstreams: `offers`.
     async fn list_resources(
         &self,
@@ -340,6 +367,7 @@ impl ServerHandler for McpServer {
         accepted.tools_list_changed = requested.tools_list_changed;
         accepted.prompts_list_changed = requested.prompts_list_changed;
         accepted.resources_list_changed = requested.resources_list_changed;
+        accepted.resource_subscriptions = requested.resource_subscriptions.clone();
         Some(accepted)
     }
 
@@ -351,9 +379,23 @@ impl ServerHandler for McpServer {
         let mut seen = self.seen(&view).await?;
         let wants = context.accepted().clone();
         let on = |f: Option<bool>| f == Some(true);
+        // The resources it names, watched while it listens (one outside its view, never).
+        let mut watches = Vec::new();
+        for uri in wants.resource_subscriptions.iter().flatten() {
+            if let Ok(w) = self.state.watch_resource(&view, uri).await {
+                watches.push(w);
+            }
+        }
+        let mut updates = self.state.resource_updates();
         loop {
             tokio::select! {
                 _ = context.cancelled() => return Ok(()),
+                Some((server, uri)) = updates.next(), if !watches.is_empty() => {
+                    let watched = watches.iter().any(|w| w.server == server && w.uri == uri);
+                    if watched && context.sink().notify_resource_updated(uri).await.is_err() {
+                        return Ok(());
+                    }
+                }
                 changed = changes.changed() => {
                     if changed.is_err() {
                         return Ok(());

@@ -4,10 +4,13 @@
 //! prompt outside the view answers exactly as a missing one: `-32002` for a resource (which
 //! rmcp turns into `-32602` for 2026-07-28 clients), `-32602` for a prompt.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceRequestParams, ReadResourceResponse, ResourceUpdatedNotificationParam,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
@@ -57,6 +60,10 @@ fn result<T: DeserializeOwned>(mut v: Value) -> Result<T, ErrorData> {
     })
 }
 
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn error(e: OfferError) -> ErrorData {
     match e {
         OfferError::NotFound {
@@ -77,7 +84,50 @@ pub(super) struct Seen {
     pub resources: u64,
 }
 
+/// This connection's watches of upstream resources, by URI.
+pub(super) type Watches =
+    Arc<std::sync::Mutex<HashMap<String, toolsmith_gateway::watches::ResourceWatch>>>;
+
 impl McpServer {
+    /// Watches `uri` for this connection's client (`resources/subscribe`): the first watch
+    /// starts one task that passes the owner's `notifications/resources/updated` on.
+    pub(super) async fn watch(
+        &self,
+        uri: String,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let view = self.view(ctx).await?;
+        let watch = self
+            .state
+            .watch_resource(&view, &uri)
+            .await
+            .map_err(error)?;
+        lock(&self.watches).insert(uri, watch);
+        if self.notifier.set(()).is_ok() {
+            let (peer, mut updates) = (ctx.peer.clone(), self.state.resource_updates());
+            // Weak: the watches end with the connection's handler, not with this task.
+            let watches = Arc::downgrade(&self.watches);
+            tokio::spawn(async move {
+                while let Some((server, uri)) = updates.next().await {
+                    let Some(watches) = watches.upgrade() else {
+                        return;
+                    };
+                    let watched = lock(&watches).get(&uri).is_some_and(|w| w.server == server);
+                    let param = ResourceUpdatedNotificationParam::new(uri);
+                    if watched && peer.notify_resource_updated(param).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        Ok(())
+    }
+
+    /// Ends this client's watch of `uri` (`resources/unsubscribe`).
+    pub(super) fn unwatch(&self, uri: &str) {
+        lock(&self.watches).remove(uri);
+    }
+
     /// What `view` holds now, fingerprinted.
     pub(super) async fn seen(&self, view: &View) -> Result<Seen, ErrorData> {
         let tools = super::search::fingerprint(&*self.snapshot().await?, view);
