@@ -42,11 +42,11 @@ struct ReadParams {
 
 /// The arguments of a prompt.
 #[derive(Deserialize, Default, ToSchema)]
+#[serde(deny_unknown_fields)]
 struct PromptArguments {
-    /// Argument name → value (prompts take strings).
+    /// Argument name → value (MCP prompts take strings).
     #[serde(default)]
-    #[schema(value_type = Object)]
-    arguments: serde_json::Map<String, Value>,
+    arguments: std::collections::BTreeMap<String, String>,
 }
 
 fn offer_error(e: OfferError) -> ApiError {
@@ -110,9 +110,12 @@ async fn get_prompt(
     Path(name): Path<String>,
     Body(body): Body<PromptArguments>,
 ) -> ApiResult<Json<Value>> {
-    let answer = s
-        .get_prompt(&door(&caller), &v, &name, body.arguments)
-        .await;
+    let arguments = body
+        .arguments
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect();
+    let answer = s.get_prompt(&door(&caller), &v, &name, arguments).await;
     Ok(Json(answer.map_err(offer_error)?))
 }
 
