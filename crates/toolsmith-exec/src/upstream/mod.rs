@@ -404,8 +404,6 @@ impl Upstreams {
                 meta.insert("tracestate".into(), Value::from(state));
             }
         }
-        let (progress, elicit) = (&downstream.progress, &downstream.elicit);
-        let _in_flight = up.logs.enter(downstream.log.clone());
         // A caller that takes log messages opts in to all of them (a 2026-07-28 upstream
         // sends none without; the caller's own level is applied where they reach it).
         if downstream.log.is_some() {
@@ -420,7 +418,7 @@ impl Upstreams {
         for _ in 0..MAX_INPUT_ROUNDS {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             match self
-                .call_once(&up, params.clone(), left, progress.clone(), elicit.clone())
+                .call_once(&up, params.clone(), left, downstream)
                 .await
                 .map_err(|e| match e {
                     // Said as the server's timeout, not what was left of it.
@@ -428,19 +426,13 @@ impl Upstreams {
                     e => e,
                 })? {
                 ServerResult::CallToolResult(result) => {
-                    if downstream.log.is_some() {
-                        // As for progress (`call_once`): a log message sent just before the
-                        // result may still be on its way to this call's route.
-                        for _ in 0..8 {
-                            tokio::task::yield_now().await;
-                        }
-                    }
                     return serde_json::to_value(result)
                         .map_err(|e| UpstreamError::Failed(e.to_string()));
                 }
                 ServerResult::InputRequiredResult(asked) => {
-                    params.input_responses =
-                        Some(conn::answer_inputs(asked.input_requests, elicit.as_ref()).await);
+                    params.input_responses = Some(
+                        conn::answer_inputs(asked.input_requests, downstream.elicit.as_ref()).await,
+                    );
                     params.request_state = asked.request_state;
                 }
                 other => {
@@ -456,38 +448,40 @@ impl Upstreams {
         )))
     }
 
-    /// One `tools/call` round trip.
+    /// One `tools/call` round trip, its progress, questions and log messages routed to
+    /// `downstream` while it is in flight.
     async fn call_once(
         &self,
         up: &Arc<Upstream>,
         params: CallToolRequestParams,
         timeout: Duration,
-        progress: Option<mpsc::UnboundedSender<Progress>>,
-        elicit: Option<Elicitor>,
+        downstream: &Downstream,
     ) -> Result<ServerResult, UpstreamError> {
         let peer = up.ready_peer(timeout).await?;
+        let in_flight = up.logs.enter(downstream.log.clone());
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
             .await
             .map_err(|e| up.failure(e))?;
-        let route = progress.map(|tx| up.progress.add(handle.progress_token.clone(), tx));
-        let _asks = elicit.map(|e| up.elicit.add(handle.id.clone(), e));
+        let route = (downstream.progress.clone())
+            .map(|tx| up.progress.add(handle.progress_token.clone(), tx));
+        let _asks = (downstream.elicit.clone()).map(|e| up.elicit.add(handle.id.clone(), e));
         let guard = CancelOnDrop {
             peer: Some(peer.clone()),
             id: handle.id.clone(),
         };
         let answer = await_answer(handle).await;
         guard.disarm();
-        if route.is_some() {
+        if route.is_some() || downstream.log.is_some() {
             // rmcp hands each notification to a task of its own, so the upstream's last
-            // progress, sent just before its result, may still be on its way to the route:
-            // a few turns of the scheduler let it through before the route closes.
+            // progress or log message, sent just before its result, may still be on its way
+            // to the routes: a few turns of the scheduler let it through before they close.
             for _ in 0..8 {
                 tokio::task::yield_now().await;
             }
         }
-        drop(route);
+        drop((route, in_flight));
         match answer {
             Ok(result) => Ok(result),
             Err(ServiceError::Timeout { timeout }) => Err(UpstreamError::Timeout(timeout)),
