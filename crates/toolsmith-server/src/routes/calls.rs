@@ -124,11 +124,7 @@ async fn call(
 ) -> ApiResult<Response> {
     let body = request.body;
     let tool = s.tool_to_call(&name, body.version).await?;
-    let door = toolsmith_gateway::call::Door {
-        label: "rest".into(),
-        log_name: caller.log_name(),
-        caller: Some(caller.clone()),
-    };
+    let door = rest_door(&caller);
     let result = match door.admit(&s, &tool, &body.arguments).await {
         Err(refused) => refused,
         Ok(admitted) => {

@@ -116,6 +116,16 @@ async fn visible_names(s: &Gateway, view: &View) -> ApiResult<std::collections::
         .collect())
 }
 
+/// REST as the door `caller` comes through: counted as `rest`, logged under its name, its
+/// rate limit applied.
+fn rest_door(caller: &Caller) -> toolsmith_gateway::call::Door {
+    toolsmith_gateway::call::Door {
+        label: "rest".into(),
+        log_name: caller.log_name(),
+        caller: Some(caller.clone()),
+    }
+}
+
 /// A page size from a query: 1 to 1000, 50 when absent.
 fn page_limit(limit: Option<usize>) -> ApiResult<usize> {
     match limit {

@@ -84,7 +84,7 @@ async fn read_resource(
     Extension(v): Extension<Arc<View>>,
     Query(p): Query<ReadParams>,
 ) -> ApiResult<Json<Value>> {
-    let answer = s.read_resource(&door(&caller), &v, &p.uri).await;
+    let answer = s.read_resource(&rest_door(&caller), &v, &p.uri).await;
     Ok(Json(answer.map_err(offer_error)?))
 }
 
@@ -115,15 +115,8 @@ async fn get_prompt(
         .into_iter()
         .map(|(k, v)| (k, Value::String(v)))
         .collect();
-    let answer = s.get_prompt(&door(&caller), &v, &name, arguments).await;
+    let answer = s
+        .get_prompt(&rest_door(&caller), &v, &name, arguments)
+        .await;
     Ok(Json(answer.map_err(offer_error)?))
-}
-
-/// REST as the door a read or a get is logged under.
-fn door(caller: &Caller) -> toolsmith_gateway::call::Door {
-    toolsmith_gateway::call::Door {
-        label: "rest".into(),
-        log_name: caller.log_name(),
-        caller: Some(caller.clone()),
-    }
 }
