@@ -125,6 +125,75 @@ pub fn template_matches(template: &str, uri: &str) -> bool {
     go(template, uri)
 }
 
+fn resources_of(offers: &[ServerOffer], view: &View) -> Vec<Value> {
+    listed(offers, view, |o| &o.resources, "uri", "resource")
+}
+
+fn templates_of(offers: &[ServerOffer], view: &View) -> Vec<Value> {
+    listed(
+        offers,
+        view,
+        |o| &o.templates,
+        "uriTemplate",
+        "resource template",
+    )
+}
+
+fn prompts_of(offers: &[ServerOffer], view: &View) -> Vec<Value> {
+    served_prompts(offers, view)
+        .into_iter()
+        .map(|(_, _, p)| p)
+        .collect()
+}
+
+/// The items of one list (`pick`) every server in `view` offers, keyed by `key`.
+fn listed(
+    offers: &[ServerOffer],
+    view: &View,
+    pick: impl Fn(&Offer) -> &Vec<Value>,
+    key: &str,
+    what: &str,
+) -> Vec<Value> {
+    let items = |o: &ServerOffer| {
+        pick(&o.offer)
+            .iter()
+            .map(|item| (key_of(item, key), item.clone()))
+            .collect()
+    };
+    merged(offers, view, items, what)
+        .into_iter()
+        .map(|(_, item)| item)
+        .collect()
+}
+
+/// `(server, upstream name, prompt as served)` of every prompt in `view`.
+fn served_prompts(offers: &[ServerOffer], view: &View) -> Vec<(String, String, Value)> {
+    merged(
+        offers,
+        view,
+        |o| {
+            o.offer
+                .prompts
+                .iter()
+                .map(|p| {
+                    let own = key_of(p, "name");
+                    let served = prompt_name(&o.prefix, &own);
+                    let mut p = p.clone();
+                    if let Some(map) = p.as_object_mut() {
+                        map.insert("name".into(), Value::String(served.clone()));
+                    }
+                    (served, (own, p))
+                })
+                .collect()
+        },
+        "prompt",
+    )
+    .into_iter()
+    .filter(|(server, (_, p))| view.admits_prompt(server, &key_of(p, "name")))
+    .map(|(server, (own, p))| (server, own, p))
+    .collect()
+}
+
 impl Gateway {
     /// What each upstream offers now, its prompts and templates as approved
     /// ([`crate::offer_pins`]).
@@ -139,72 +208,17 @@ impl Gateway {
 
     /// The resources `view` holds (MCP `Resource` objects), servers in name order.
     pub async fn resources(&self, view: &View) -> Vec<Value> {
-        self.listed(view, |o| &o.resources, "uri", "resource").await
+        resources_of(&self.offers().await, view)
     }
 
     /// The resource templates `view` holds.
     pub async fn resource_templates(&self, view: &View) -> Vec<Value> {
-        self.listed(view, |o| &o.templates, "uriTemplate", "resource template")
-            .await
-    }
-
-    /// The items of one list (`pick`) every server in `view` offers, keyed by `key`.
-    async fn listed(
-        &self,
-        view: &View,
-        pick: impl Fn(&Offer) -> &Vec<Value>,
-        key: &str,
-        what: &str,
-    ) -> Vec<Value> {
-        let offers = self.offers().await;
-        let items = |o: &ServerOffer| {
-            pick(&o.offer)
-                .iter()
-                .map(|item| (key_of(item, key), item.clone()))
-                .collect()
-        };
-        merged(&offers, view, items, what)
-            .into_iter()
-            .map(|(_, item)| item)
-            .collect()
+        templates_of(&self.offers().await, view)
     }
 
     /// The prompts `view` holds, each under its served name.
     pub async fn prompts(&self, view: &View) -> Vec<Value> {
-        self.served_prompts(view)
-            .await
-            .into_iter()
-            .map(|(_, _, p)| p)
-            .collect()
-    }
-
-    /// `(server, upstream name, prompt as served)` of every prompt in `view`.
-    async fn served_prompts(&self, view: &View) -> Vec<(String, String, Value)> {
-        let offers = self.offers().await;
-        merged(
-            &offers,
-            view,
-            |o| {
-                o.offer
-                    .prompts
-                    .iter()
-                    .map(|p| {
-                        let own = key_of(p, "name");
-                        let served = prompt_name(&o.prefix, &own);
-                        let mut p = p.clone();
-                        if let Some(map) = p.as_object_mut() {
-                            map.insert("name".into(), Value::String(served.clone()));
-                        }
-                        (served, (own, p))
-                    })
-                    .collect()
-            },
-            "prompt",
-        )
-        .into_iter()
-        .filter(|(server, (_, p))| view.admits_prompt(server, &key_of(p, "name")))
-        .map(|(server, (own, p))| (server, own, p))
-        .collect()
+        prompts_of(&self.offers().await, view)
     }
 
     /// The server that serves `uri` in `view`: one listing it, else one whose template
@@ -253,10 +267,11 @@ impl Gateway {
             }
             h.finish()
         };
-        let prompts = self.prompts(view).await;
-        let mut resources = self.resources(view).await;
-        resources.extend(self.resource_templates(view).await);
-        (hash(&prompts), hash(&resources))
+        // One reading of the offers (and their pins) for all three lists.
+        let offers = self.offers().await;
+        let mut resources = resources_of(&offers, view);
+        resources.extend(templates_of(&offers, view));
+        (hash(&prompts_of(&offers, view)), hash(&resources))
     }
 
     /// `resources/read` of `uri` as `view` may: the owner's `ReadResourceResult`. Logged in
@@ -302,9 +317,7 @@ impl Gateway {
         arguments: Map<String, Value>,
     ) -> Result<Value, OfferError> {
         let started = Instant::now();
-        let found = self
-            .served_prompts(view)
-            .await
+        let found = served_prompts(&self.offers().await, view)
             .into_iter()
             .find(|(_, _, p)| key_of(p, "name") == name);
         let logged = json!({ "name": name, "arguments": arguments });
@@ -372,9 +385,7 @@ impl Gateway {
         let server = match reference.get("type").and_then(Value::as_str) {
             Some("ref/prompt") => {
                 let name = key_of(&reference, "name");
-                let (server, own, _) = self
-                    .served_prompts(view)
-                    .await
+                let (server, own, _) = served_prompts(&self.offers().await, view)
                     .into_iter()
                     .find(|(_, _, p)| key_of(p, "name") == name)
                     .ok_or(OfferError::NotFound {
