@@ -594,11 +594,14 @@ impl Upstream {
     }
 
     /// "MCP server `x` is down: its last error; stderr: …".
+    /// Why it cannot answer now; its last error, like its stderr, with secret values `***`
+    /// (as `status` shows it): this reaches callers of its tools, resources and prompts.
     fn down_message(&self, st: &State) -> String {
+        let why = st.last_error.as_deref().unwrap_or("it is not running");
         format!(
             "MCP server `{}` is down: {}{}",
             self.def.name,
-            st.last_error.as_deref().unwrap_or("it is not running"),
+            toolsmith_core::secrets::scrub(why, &self.def.secret_values()),
             self.stderr_tail()
         )
     }
