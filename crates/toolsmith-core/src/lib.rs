@@ -30,6 +30,7 @@ pub mod builtin;
 pub mod catalog;
 pub mod command;
 mod form;
+pub mod guard;
 pub mod http;
 pub mod json_text;
 pub mod model;

@@ -129,6 +129,9 @@ pub struct Tool {
     /// How often each caller may call it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<crate::rate::RateLimit>,
+    /// `max_result_bytes` and `scrub`: what its results are cut to and scrubbed of.
+    #[serde(flatten)]
+    pub results: crate::guard::result::ResultPolicy,
     /// How a command tool's stdout becomes `data`.
     #[serde(skip_serializing_if = "OutputMode::is_text")]
     pub output: OutputMode,

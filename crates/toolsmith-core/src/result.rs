@@ -137,6 +137,36 @@ pub struct Meta {
     /// that replica, `ID (host:pid)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forwarded_to: Option<String>,
+    /// What the result guardrails did: credentials scrubbed (by rule, how many), the result
+    /// cut to `max_result_bytes` ([`crate::guard::result`]). Never a scrubbed value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guardrails: Option<Guardrails>,
+}
+
+/// `meta.guardrails`: what the result guardrails changed in a result.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Guardrails {
+    /// How many credentials each rule replaced (`aws_access_key`, `tool_secret`, …).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub scrubbed: std::collections::BTreeMap<String, u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<Cut>,
+}
+
+impl Guardrails {
+    pub fn is_empty(&self) -> bool {
+        self.scrubbed.is_empty() && self.cut.is_none()
+    }
+}
+
+/// A result cut to its cap: its size as JSON before and after, and the cap.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Cut {
+    pub from_bytes: u64,
+    pub to_bytes: u64,
+    pub max_result_bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

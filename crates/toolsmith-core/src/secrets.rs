@@ -179,16 +179,21 @@ pub fn scrub(text: &str, values: &[String]) -> String {
     out
 }
 
-/// [`scrub`] applied to every string of a JSON value.
-pub fn scrub_value(value: &mut Value, values: &[String]) {
+/// [`scrub`] applied to every string of a JSON value; answers how many strings changed.
+pub fn scrub_value(value: &mut Value, values: &[String]) -> u32 {
     if values.is_empty() {
-        return;
+        return 0;
     }
     match value {
-        Value::String(s) => *s = scrub(s, values),
-        Value::Array(items) => items.iter_mut().for_each(|i| scrub_value(i, values)),
-        Value::Object(map) => map.values_mut().for_each(|i| scrub_value(i, values)),
-        _ => {}
+        Value::String(s) => {
+            let scrubbed = scrub(s, values);
+            let changed = scrubbed != *s;
+            *s = scrubbed;
+            u32::from(changed)
+        }
+        Value::Array(items) => items.iter_mut().map(|i| scrub_value(i, values)).sum(),
+        Value::Object(map) => map.values_mut().map(|i| scrub_value(i, values)).sum(),
+        _ => 0,
     }
 }
 

@@ -1,5 +1,5 @@
 //! The `defaults:` of a catalog file: timeout, environment allowlist, naming rule, limits and
-//! the hosts its http tools may reach, sandbox and rate limit,
+//! the hosts its http tools may reach, sandbox, rate limit and result guardrails,
 //! inherited by the files it imports.
 
 use super::*;
@@ -36,6 +36,39 @@ pub(super) fn read_defaults(v: &Value, inherited: &Defaults, e: &mut Errs) -> De
             Some(v) => read_rate_limit(v, &f.at("rate_limit"), e),
             None => inherited.rate_limit,
         },
+        results: read_results(&f, e).or(&inherited.results),
+    }
+}
+
+/// `max_result_bytes:` (at least 1024) and `scrub: {off: [SHAPE|all], add: [{name,
+/// pattern}]}` of a tool, a server or `defaults:`.
+pub(super) fn read_results(f: &Fields<'_>, e: &mut Errs) -> crate::guard::result::ResultPolicy {
+    use crate::guard::result::{ResultPolicy, Scrub};
+    let max_result_bytes = f.uint("max_result_bytes", e);
+    if max_result_bytes.is_some_and(|n| n < 1024) {
+        e.push(&f.at("max_result_bytes"), "at least 1024 (bytes of JSON)");
+    }
+    let scrub = match f.get("scrub") {
+        None => Scrub::default(),
+        Some(v) => match serde_json::from_value::<Scrub>(v.clone()) {
+            Ok(scrub) => {
+                for (key, problem) in scrub.problems() {
+                    e.push(&join(&f.at("scrub"), &key), problem);
+                }
+                scrub
+            }
+            Err(why) => {
+                e.push(
+                    &f.at("scrub"),
+                    format!("{why}; write `scrub: {{off: [SHAPE, …], add: [{{name, pattern}}]}}`"),
+                );
+                Scrub::default()
+            }
+        },
+    };
+    ResultPolicy {
+        max_result_bytes,
+        scrub,
     }
 }
 

@@ -67,7 +67,7 @@ impl Loader<'_> {
             None => {}
         }
         if let Some(servers) = top.list("mcp_servers", &mut e) {
-            self.servers(servers, rel, &mut e);
+            self.servers(servers, rel, &defaults.results, &mut e);
         }
         if let Some(sets) = top.list("toolsets", &mut e) {
             self.toolsets(sets, rel, &mut e);

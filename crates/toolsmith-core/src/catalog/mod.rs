@@ -39,7 +39,7 @@ use crate::model::{
 use crate::pipeline::ParamSet;
 use crate::render::portable_name;
 use crate::schema::{compile_schema, compile_upstream_schema};
-use crate::upstream::{McpServer, OnChange, ToolOverride, Transport};
+use crate::upstream::{McpServer, OnChange, OnSuspicious, ToolOverride, Transport};
 
 /// The default timeout of a tool, in milliseconds (SPEC §2).
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -182,6 +182,9 @@ struct Defaults {
     sandbox: Option<crate::sandbox::Sandbox>,
     /// `rate_limit` of the file's tools that do not give their own.
     rate_limit: Option<crate::rate::RateLimit>,
+    /// `max_result_bytes` and `scrub` of the file's tools and servers that do not give
+    /// their own.
+    results: crate::guard::result::ResultPolicy,
 }
 
 struct Loader<'s> {
@@ -236,6 +239,8 @@ const DEFAULT_KEYS: &[&str] = &[
     "http_allow_hosts",
     "sandbox",
     "rate_limit",
+    "max_result_bytes",
+    "scrub",
 ];
 const TOOL_KEYS: &[&str] = &[
     "name",
@@ -268,6 +273,8 @@ const TOOL_KEYS: &[&str] = &[
     "sandbox",
     "rate_limit",
     "output",
+    "max_result_bytes",
+    "scrub",
 ];
 const EXECUTORS: [&str; 5] = ["command", "script", "builtin", "mcp", "http"];
 
@@ -566,6 +573,7 @@ impl Loader<'_> {
             limits: if process { limits } else { Limits::default() },
             sandbox,
             rate_limit,
+            results: defaults::read_results(&f, e).or(&defaults.results),
             output,
             parameters,
             config_schema,

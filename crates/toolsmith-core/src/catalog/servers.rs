@@ -18,6 +18,9 @@ const SERVER_KEYS: &[&str] = &[
     "exclude",
     "tools",
     "on_change",
+    "on_suspicious",
+    "max_result_bytes",
+    "scrub",
     "timeout_ms",
     "idle_timeout_ms",
     "enabled",
@@ -43,19 +46,27 @@ pub(crate) fn valid_server_name(name: &str) -> bool {
 /// Reads one server definition given as a JSON value (the registry's and the REST API's
 /// way in); `${VAR}` config values are read through `src`.
 pub fn parse_server(value: &Value, src: &dyn CatalogSource) -> Result<McpServer, CatalogErrors> {
-    read_one("server", |e| Loader::new(src).server(value, "", e))
+    read_one("server", |e| {
+        Loader::new(src).server(value, "", &Default::default(), e)
+    })
 }
 
 impl Loader<'_> {
     /// Reads the `mcp_servers:` list of one file.
-    pub(super) fn servers(&mut self, list: &[Value], file: &str, e: &mut Errs) {
+    pub(super) fn servers(
+        &mut self,
+        list: &[Value],
+        file: &str,
+        results: &crate::guard::result::ResultPolicy,
+        e: &mut Errs,
+    ) {
         for (i, v) in list.iter().enumerate() {
             let at = format!("mcp_servers[{i}]");
             if let Some(name) = v.get("name").and_then(Value::as_str) {
                 self.server_names
                     .push((name.to_owned(), file.to_owned(), at.clone()));
             }
-            if let Some(server) = self.server(v, &at, e) {
+            if let Some(server) = self.server(v, &at, results, e) {
                 self.servers.push(server);
             }
         }
@@ -77,7 +88,13 @@ impl Loader<'_> {
         }
     }
 
-    fn server(&self, v: &Value, at: &str, e: &mut Errs) -> Option<McpServer> {
+    fn server(
+        &self,
+        v: &Value,
+        at: &str,
+        results_default: &crate::guard::result::ResultPolicy,
+        e: &mut Errs,
+    ) -> Option<McpServer> {
         let f = Fields::new(v, at, SERVER_KEYS, e)?;
         let errors_before = e.list.len();
         let name = f.string("name", e);
@@ -132,6 +149,20 @@ impl Loader<'_> {
                 e,
             )
             .unwrap_or_default();
+        let on_suspicious = f
+            .choice(
+                "on_suspicious",
+                "guardrail policy",
+                &["hold", "warn"],
+                |s| match s {
+                    "hold" => Some(OnSuspicious::Hold),
+                    "warn" => Some(OnSuspicious::Warn),
+                    _ => None,
+                },
+                e,
+            )
+            .unwrap_or_default();
+        let results = super::defaults::read_results(&f, e).or(results_default);
         let timeout_ms = f
             .uint("timeout_ms", e)
             .unwrap_or(crate::upstream::DEFAULT_TIMEOUT_MS);
@@ -182,6 +213,8 @@ impl Loader<'_> {
             exclude,
             tools,
             on_change,
+            on_suspicious,
+            results,
             timeout_ms,
             idle_timeout_ms,
             enabled: f.boolean("enabled", e).unwrap_or(true),

@@ -133,6 +133,8 @@ pub struct CompiledTool {
     checker: Checker,
     /// The tool's stored secret values, replaced by `***` in every result ([`Self::scrub`]).
     secret_values: Vec<String>,
+    /// Its result guardrails: credential shapes scrubbed, the cap.
+    guard: crate::guard::result::ResultGuard,
 }
 
 /// What checks a tool's arguments: its parameter model, or its schema as given.
@@ -160,6 +162,7 @@ impl CompiledTool {
         };
         Ok(Self {
             secret_values: crate::secrets::values(&tool),
+            guard: tool.results.guard(),
             tool,
             version,
             input_schema,
@@ -170,22 +173,35 @@ impl CompiledTool {
     /// `result` with every stored secret value of the tool replaced by `***` wherever it
     /// holds text — `data` (a command's stdout, an HTTP body), the error's message and the
     /// `stdout`/`stderr` of a failed process — so a tool that prints its key (`curl -v`, a
-    /// traceback quoting the config) does not hand it to the caller. Exact values only: an
-    /// encoded or reversed copy is not recognised.
+    /// traceback quoting the config) does not hand it to the caller (exact values only: an
+    /// encoded or reversed copy is not recognised); then its result guardrails: credential
+    /// shapes scrubbed and the result cut to its cap ([`crate::guard::result`]), all of it
+    /// said in `meta.guardrails`.
     pub fn scrub(&self, result: &mut crate::ToolResult) {
-        if self.secret_values.is_empty() {
-            return;
-        }
-        let values = &self.secret_values;
-        if let Some(data) = &mut result.data {
-            crate::secrets::scrub_value(data, values);
-        }
-        if let Some(e) = &mut result.error {
-            e.message = crate::secrets::scrub(&e.message, values);
-            if let Some(output) = &mut e.output {
-                crate::secrets::scrub_value(output, values);
+        if !self.secret_values.is_empty() {
+            let values = &self.secret_values;
+            let mut changed = 0;
+            if let Some(data) = &mut result.data {
+                changed += crate::secrets::scrub_value(data, values);
+            }
+            if let Some(e) = &mut result.error {
+                let message = crate::secrets::scrub(&e.message, values);
+                changed += u32::from(message != e.message);
+                e.message = message;
+                if let Some(output) = &mut e.output {
+                    changed += crate::secrets::scrub_value(output, values);
+                }
+            }
+            if changed > 0 {
+                result
+                    .meta
+                    .guardrails
+                    .get_or_insert_with(Default::default)
+                    .scrubbed
+                    .insert("tool_secret".into(), changed);
             }
         }
+        self.guard.apply(result);
     }
 
     /// The canonical JSON Schema of the arguments.

@@ -240,6 +240,8 @@ fn server(
         exclude: Vec::new(),
         tools: BTreeMap::new(),
         on_change: OnChange::Hold,
+        on_suspicious: Default::default(),
+        results: Default::default(),
         timeout_ms: DEFAULT_TIMEOUT_MS,
         idle_timeout_ms: None,
         enabled: map.get("disabled") != Some(&Value::Bool(true)),

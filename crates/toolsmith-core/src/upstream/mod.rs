@@ -38,6 +38,10 @@ pub struct McpServer {
     /// Per-tool overrides, by upstream tool name.
     pub tools: BTreeMap<String, ToolOverride>,
     pub on_change: OnChange,
+    /// What happens to a definition the guardrail scanner holds ([`crate::guard`]).
+    pub on_suspicious: OnSuspicious,
+    /// `max_result_bytes` and `scrub` of its tools' results.
+    pub results: crate::guard::result::ResultPolicy,
     /// Each call's timeout, unless a tool's override says otherwise.
     pub timeout_ms: u64,
     /// A stdio upstream unused this long is stopped (started again on the next call).
@@ -108,6 +112,27 @@ impl OnChange {
         match self {
             Self::Hold => "hold",
             Self::Accept => "accept",
+        }
+    }
+}
+
+/// What happens to an upstream definition (tool, prompt, resource template) the guardrail
+/// scanner finds suspicious at `hold` severity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnSuspicious {
+    /// Kept out of service — even in the server's first listing — and recorded as a
+    /// pending change with its findings, until a person approves it with `allow`.
+    #[default]
+    Hold,
+    /// Served as listed; its findings are shown and counted.
+    Warn,
+}
+
+impl OnSuspicious {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Hold => "hold",
+            Self::Warn => "warn",
         }
     }
 }
@@ -214,6 +239,7 @@ impl McpServer {
             max_concurrency: None,
             sandbox: None,
             rate_limit: None,
+            results: self.results.clone(),
             limits: Limits::default(),
             output: OutputMode::Text,
             parameters: Vec::new(),
@@ -283,6 +309,10 @@ impl McpServer {
         if self.on_change != OnChange::Hold {
             m.insert("on_change".into(), json!(self.on_change.as_str()));
         }
+        if self.on_suspicious != OnSuspicious::Hold {
+            m.insert("on_suspicious".into(), json!(self.on_suspicious.as_str()));
+        }
+        self.results.write(&mut m);
         if self.timeout_ms != DEFAULT_TIMEOUT_MS {
             m.insert("timeout_ms".into(), json!(self.timeout_ms));
         }
@@ -474,6 +504,8 @@ mod tests {
             exclude: vec!["delete_*".into()],
             tools: BTreeMap::new(),
             on_change: OnChange::Hold,
+            on_suspicious: OnSuspicious::Hold,
+            results: Default::default(),
             timeout_ms: DEFAULT_TIMEOUT_MS,
             idle_timeout_ms: None,
             enabled: true,

@@ -3,6 +3,7 @@
 
 mod agent;
 mod catalog;
+mod guard;
 mod hostile;
 mod pipeline;
 mod plan;
