@@ -11,6 +11,10 @@
 //! upstream says now and saves the tool (author `upstream:<server>`, summary naming who
 //! approved); rejecting keeps the change out until the upstream changes again.
 //!
+//! Before any of that, a definition that is not the approved one is scanned
+//! ([`crate::guardrails`]): one the scanner holds waits for a person under
+//! `on_suspicious: hold` — even in a first listing, even under `accept`.
+//!
 //! A name an upstream tool would get that another server's tool or a local tool already has
 //! is never taken: the tool is left out and the collision is reported (log and status).
 
@@ -174,6 +178,7 @@ pub async fn reconcile(
     let (pins, changes) = pending::pins_and_changes(state, server, |k| !is_offer_key(k)).await?;
     let first = pins.is_empty();
     let author = upstream_author(server);
+    let others = crate::guardrails::foreign_names(&state.store, Some(server)).await?;
     let mut problems = Vec::new();
     let now: BTreeMap<String, Value> = listed
         .iter()
@@ -183,6 +188,15 @@ pub async fn reconcile(
         })
         .collect();
     for (tool, said) in &now {
+        if pins.get(tool) != Some(said) && state.suspicious(&def, tool, said, &others) {
+            // Kept out of service whatever `on_change` says, in a first listing too.
+            let kind = match pins.contains_key(tool) {
+                true => "changed",
+                false => "added",
+            };
+            pending::hold(state, server, tool, kind, Some(said), changes.get(tool)).await?;
+            continue;
+        }
         match pins.get(tool) {
             Some(p) if p == said => {
                 // The upstream says what was approved: nothing waits, and the served tool
@@ -249,6 +263,9 @@ pub enum FederationError {
     /// A definition the registry would refuse, or a name another tool holds.
     #[error("{0}")]
     Refused(String),
+    /// Approving definitions the guardrail scanner holds, without `allow`.
+    #[error("{} held by the guardrail scanner: {}; review the findings (`toolsmith servers changes {server}`) and approve with --allow (REST: \"allow\": true) to serve it anyway", if .held.len() == 1 { "a definition is" } else { "definitions are" }, .held.join("; "))]
+    Suspicious { server: String, held: Vec<String> },
     /// A decision naming a tool with no pending change.
     #[error("no pending change of tool {tool:?} on MCP server `{server}` (pending: {pending})")]
     NoPendingChange {
@@ -362,11 +379,36 @@ pub async fn approve(
     server: &str,
     tools: &[String],
     by: &str,
+    allow: bool,
 ) -> Result<Vec<String>, FederationError> {
     let def = store.get_server(server).await?.server;
     let pending = decided(store, server, tools).await?;
     let author = upstream_author(server);
-    let summary = format!("approved by {by}");
+    let others = crate::guardrails::foreign_names(store, Some(server)).await?;
+    let mut held = Vec::new();
+    for c in &pending {
+        let found = crate::guardrails::scan_key(&c.tool, c.pinned.as_ref(), &others);
+        if toolsmith_core::guard::holds(&found) {
+            held.push(format!(
+                "`{}` ({})",
+                c.tool,
+                toolsmith_core::guard::rule_list(&found)
+            ));
+        }
+    }
+    if !held.is_empty() && !allow {
+        return Err(FederationError::Suspicious {
+            server: server.to_owned(),
+            held,
+        });
+    }
+    let summary = match held.is_empty() {
+        true => format!("approved by {by}"),
+        false => format!(
+            "approved by {by}, allowing guardrail findings in {}",
+            held.join(", ")
+        ),
+    };
     let mut done = Vec::new();
     for c in pending {
         if is_offer_key(&c.tool) {

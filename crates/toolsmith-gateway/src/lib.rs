@@ -22,6 +22,7 @@ pub mod caller;
 pub mod engine;
 pub mod federation;
 pub mod fetch;
+pub mod guardrails;
 pub mod identity;
 pub mod jwt;
 pub mod metrics;

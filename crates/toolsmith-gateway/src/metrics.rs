@@ -88,6 +88,20 @@ struct OfferLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FindingLabels {
+    server: String,
+    rule: String,
+    severity: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GuardLabels {
+    tool: String,
+    action: String,
+    rule: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct MethodLabel {
     method: String,
 }
@@ -124,6 +138,8 @@ pub struct Metrics {
     upstream_restarts: Family<ServerLabel, Counter>,
     offers: Family<OfferLabels, Counter>,
     offer_durations: Family<MethodLabel, Histogram, fn() -> Histogram>,
+    findings: Family<FindingLabels, Counter>,
+    result_guards: Family<GuardLabels, Counter>,
     generation: Gauge,
     poll_age: Gauge<f64, AtomicU64>,
     /// Milliseconds since `started` of the last successful registry poll.
@@ -169,6 +185,8 @@ impl Metrics {
             upstream_restarts: Family::default(),
             offers: Family::default(),
             offer_durations: Family::new_with_constructor(histogram),
+            findings: Family::default(),
+            result_guards: Family::default(),
             generation: Gauge::default(),
             poll_age: Gauge::default(),
             last_poll_ms: AtomicU64::new(0),
@@ -191,6 +209,16 @@ impl Metrics {
             "upstream_request_duration_seconds",
             "Durations of resource reads and prompt gets by method",
             m.offer_durations.clone(),
+        );
+        registry.register(
+            "guardrail_findings",
+            "Guardrail findings in upstream definitions (tools, prompts, templates) as they were listed, by server, rule and severity",
+            m.findings.clone(),
+        );
+        registry.register(
+            "result_guardrails",
+            "Results changed by their guardrails, by tool, action (scrubbed, cut) and rule (the credential shape; cut: max_result_bytes)",
+            m.result_guards.clone(),
         );
         registry.register(
             "call_duration_seconds",
@@ -303,9 +331,38 @@ impl Metrics {
         OTHER.to_owned()
     }
 
+    /// The findings of one upstream definition as `server` listed it.
+    pub fn findings(&self, server: &str, findings: &[toolsmith_core::guard::Finding]) {
+        for f in findings {
+            self.findings
+                .get_or_create(&FindingLabels {
+                    server: server.to_owned(),
+                    rule: f.rule.to_owned(),
+                    severity: f.severity.as_str().to_owned(),
+                })
+                .inc();
+        }
+    }
+
     /// A finished call of `tool` through `door` (`rest`, `mcp`, `mcp-stdio`).
     pub fn call(&self, tool: &Tool, result: &ToolResult, door: &str) {
         let label = self.tool_label(tool.name.as_str());
+        if let Some(g) = &result.meta.guardrails {
+            let actions = g
+                .scrubbed
+                .iter()
+                .map(|(rule, n)| ("scrubbed", rule.as_str(), u64::from(*n)))
+                .chain(g.cut.as_ref().map(|_| ("cut", "max_result_bytes", 1)));
+            for (action, rule, n) in actions {
+                self.result_guards
+                    .get_or_create(&GuardLabels {
+                        tool: label.clone(),
+                        action: action.to_owned(),
+                        rule: rule.to_owned(),
+                    })
+                    .inc_by(n);
+            }
+        }
         let kind = tool.executor.kind().to_owned();
         if kind == "script" {
             self.script_calls.fetch_add(1, Ordering::Relaxed);

@@ -10,6 +10,9 @@
 //! `prompt:<name>` and `template:<uriTemplate>` (MCP tool names hold no `:`), so the same
 //! REST routes and CLI commands list, approve and reject them.
 //!
+//! A definition that is not the approved one is scanned first, as a tool's is
+//! ([`crate::guardrails`]): one the scanner holds waits for a person, first listing or not.
+//!
 //! What is pinned is the whole object the server listed (name, title, description,
 //! arguments or URI template, MIME type, icons). A prompt's messages and a resource's contents
 //! are the server's answer to each request, and are not.
@@ -69,7 +72,17 @@ pub async fn reconcile(
     let first = pins.is_empty() && changes.is_empty();
     let accept = def.on_change == OnChange::Accept;
     let now = keyed(offer);
+    let others = crate::guardrails::foreign_names(&state.store, Some(server)).await?;
     for (key, said) in &now {
+        if pins.get(key) != Some(said) && state.suspicious(&def, key, said, &others) {
+            let kind = if pins.contains_key(key) {
+                "changed"
+            } else {
+                "added"
+            };
+            pending::hold(state, server, key, kind, Some(said), changes.get(key)).await?;
+            continue;
+        }
         match pins.get(key) {
             Some(p) if p == said => {
                 if changes.contains_key(key) {

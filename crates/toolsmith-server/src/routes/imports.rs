@@ -275,7 +275,7 @@ async fn fetch_document(s: &Gateway, url: &str) -> ApiResult<String> {
 }
 
 /// The held changes of an OpenAPI source (`openapi:<name>`), with what differs from the
-/// served definition (secrets `***`).
+/// served definition (secrets `***`) and the guardrail scanner's findings in the new one.
 #[utoipa::path(get, path = "/v1/openapi/{source}/changes", tag = "tools", params(("source" = String, Path, description = "The source, `openapi:<name>`")),
     responses((status = 200, body = super::servers::ChangeList), (status = 404, body = ErrorBody)))]
 async fn held_changes(
@@ -284,10 +284,14 @@ async fn held_changes(
 ) -> ApiResult<Json<super::servers::ChangeList>> {
     let source = held_source(&s, &source).await?;
     let mut changes = Vec::new();
+    let others = toolsmith_gateway::guardrails::foreign_names(&s.store, None).await?;
     for c in toolsmith_store::UpstreamStore::changes(&s.store, Some(&source)).await? {
         let (before, after) = toolsmith_store::held::sides(&s.store, &c).await;
         let now = (!after.is_null()).then(|| after.clone());
         changes.push(super::servers::ChangeView {
+            findings: toolsmith_store::definition_to_tool(&after)
+                .map(|t| toolsmith_core::guard::scan_tool(&t, &others))
+                .unwrap_or_default(),
             diff: toolsmith_store::diff(&before, &after),
             before: (!before.is_null()).then(|| before.clone()),
             tool: c.tool,

@@ -260,6 +260,9 @@ pub(super) struct ChangeView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub(super) now: Option<Value>,
+    /// What the guardrail scanner finds in what the upstream says now, most severe first: a
+    /// `hold` finding keeps it out of service until approved with `allow`.
+    pub(super) findings: Vec<toolsmith_core::guard::Finding>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -272,6 +275,7 @@ pub(super) struct ChangeList {
     responses((status = 200, body = ChangeList), (status = 404, body = ErrorBody)))]
 async fn server_changes(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<ChangeList>> {
     s.store.get_server(&name).await?;
+    let others = toolsmith_gateway::guardrails::foreign_names(&s.store, Some(&name)).await?;
     let pins: std::collections::BTreeMap<String, Value> = s
         .store
         .pins(&name)
@@ -288,6 +292,11 @@ async fn server_changes(State(s): Shared, Path(name): Path<String>) -> ApiResult
             let before = pins.get(&c.tool).cloned().unwrap_or(Value::Null);
             let after = c.pinned.clone().unwrap_or(Value::Null);
             ChangeView {
+                findings: toolsmith_gateway::guardrails::scan_key(
+                    &c.tool,
+                    c.pinned.as_ref(),
+                    &others,
+                ),
                 diff: toolsmith_store::diff(&before, &after),
                 before: (!before.is_null()).then(|| before.clone()),
                 tool: c.tool,
@@ -308,6 +317,10 @@ pub(super) struct Decision {
     /// The upstream tool names; absent or empty: every pending change of the server.
     #[serde(default)]
     pub(super) tools: Vec<String>,
+    /// Approve definitions the guardrail scanner holds too (recorded with who allowed
+    /// them); without it, approving one is refused naming its findings' rules.
+    #[serde(default)]
+    pub(super) allow: bool,
 }
 
 /// The decision's body: empty (every pending change) or `{"tools": [...]}`.
@@ -317,7 +330,7 @@ pub(super) fn decision(body: &[u8]) -> ApiResult<Decision> {
     }
     serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!(
-            "the body is {{\"tools\": [upstream tool names]}} (or empty for all): {e}"
+            "the body is {{\"tools\": [upstream tool names], \"allow\": false}} (or empty for all): {e}"
         ))
     })
 }
@@ -341,10 +354,16 @@ async fn approve_changes(
     body: axum::body::Bytes,
 ) -> ApiResult<Json<Decided>> {
     s.store.get_server(&name).await?;
-    let tools = decision(&body)?.tools;
-    let tools = federation::approve(&s.store, &name, &tools, &caller.name)
-        .await
-        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e.to_string()))?;
+    let decision = decision(&body)?;
+    let tools = federation::approve(
+        &s.store,
+        &name,
+        &decision.tools,
+        &caller.name,
+        decision.allow,
+    )
+    .await
+    .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e.to_string()))?;
     s.changed();
     Ok(Json(Decided { tools }))
 }

@@ -30,6 +30,10 @@ pub(super) struct ToolView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     sandbox: Option<Value>,
+    /// What the guardrail scanner finds in the definition as a model sees it, most severe
+    /// first (absent when nothing).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    findings: Vec<toolsmith_core::guard::Finding>,
 }
 
 /// A tool in a listing.
@@ -63,7 +67,18 @@ pub(super) fn view(r: &ToolRecord) -> ToolView {
         definition: r.tool.to_catalog_value(Secrets::Redact),
         input_schema: tool_schema(&r.tool),
         sandbox: None,
+        findings: Vec::new(),
     }
+}
+
+/// [`view`] with the guardrail scanner's findings: shadowing is naming a tool that is not
+/// of the same upstream server (every other tool, for a local one).
+async fn scanned(s: &Gateway, r: &ToolRecord) -> ApiResult<ToolView> {
+    let server = r.tool.executor.upstream().map(|t| t.server.as_str());
+    let others = toolsmith_gateway::guardrails::foreign_names(&s.store, server).await?;
+    let mut v = view(r);
+    v.findings = toolsmith_core::guard::scan_tool(&r.tool, &others);
+    Ok(v)
 }
 
 /// A page of the tools `view` admits: the matching tools read whole, kept when admitted, and
@@ -221,7 +236,7 @@ async fn create(
     let tool = parse_definition(body, None, None, Draft::Save)?;
     check_member(&v, &caller, &tool)?;
     let r = documents::create(&s, &caller, &tool, p.summary.as_deref()).await?;
-    Ok((StatusCode::CREATED, Json(view(&r))).into_response())
+    Ok((StatusCode::CREATED, Json(scanned(&s, &r).await?)).into_response())
 }
 
 /// A tool's current definition.
@@ -229,7 +244,7 @@ async fn create(
     responses((status = 200, body = ToolView), (status = 404, body = ErrorBody)))]
 async fn show(State(s): Shared, Path(name): Path<String>) -> ApiResult<Json<ToolView>> {
     let r = s.store.get(&name).await?;
-    let mut v = view(&r);
+    let mut v = scanned(&s, &r).await?;
     v.sandbox = s.sandbox_report(&r.tool);
     Ok(Json(v))
 }
@@ -256,7 +271,7 @@ async fn update(
     let tool = parse_definition(body, Some(&name), Some(&current.tool), Draft::Save)?;
     check_member(&v, &caller, &tool)?;
     let r = documents::update(&s, &caller, &tool, base, p.summary.as_deref()).await?;
-    Ok(Json(view(&r)))
+    Ok(Json(scanned(&s, &r).await?))
 }
 
 /// Deletes a tool (its history is kept).

@@ -28,7 +28,8 @@ pub enum ServersCommand {
         #[command(flatten)]
         args: ServersArgs,
     },
-    /// The changes upstreams made to their tools, waiting for a decision, with what differs.
+    /// The changes upstreams made to their tools, prompts and templates, waiting for a
+    /// decision, with what differs and what the guardrail scanner finds in them.
     Changes {
         /// Only this server's.
         name: Option<String>,
@@ -42,6 +43,10 @@ pub enum ServersCommand {
         name: String,
         /// Upstream tool names (all pending when none).
         tools: Vec<String>,
+        /// Approve definitions the guardrail scanner holds too (see their findings with
+        /// `servers changes`); the approval records who allowed them.
+        #[arg(long)]
+        allow: bool,
         #[command(flatten)]
         args: ServersArgs,
     },
@@ -138,8 +143,13 @@ pub(super) fn run(command: Option<ServersCommand>, args: ServersArgs) -> Result<
         ServersCommand::List { args } => list(args),
         ServersCommand::Show { name, args } => show(name, args),
         ServersCommand::Changes { name, args } => changes(name, args),
-        ServersCommand::Approve { name, tools, args } => decide(name, tools, args, true),
-        ServersCommand::Reject { name, tools, args } => decide(name, tools, args, false),
+        ServersCommand::Approve {
+            name,
+            tools,
+            allow,
+            args,
+        } => decide(name, tools, args, true, allow),
+        ServersCommand::Reject { name, tools, args } => decide(name, tools, args, false, false),
         ServersCommand::Refresh { name, args } => {
             let v = args
                 .live("POST", &format!("/servers/{name}/refresh"))
@@ -284,7 +294,13 @@ fn changes(name: Option<String>, args: ServersArgs) -> Result<ExitCode> {
         let list = store.changes(name.as_deref()).await?;
         let mut pins: BTreeMap<String, BTreeMap<String, Value>> = BTreeMap::new();
         let mut out = Vec::new();
+        let mut others = BTreeMap::new();
         for c in &list {
+            if !others.contains_key(&c.server) {
+                let names =
+                    toolsmith_gateway::guardrails::foreign_names(&store, Some(&c.server)).await?;
+                others.insert(c.server.clone(), names);
+            }
             if !pins.contains_key(&c.server) {
                 let p = store.pins(&c.server).await?;
                 pins.insert(
@@ -300,10 +316,19 @@ fn changes(name: Option<String>, args: ServersArgs) -> Result<ExitCode> {
                     c.pinned.clone().unwrap_or(Value::Null),
                 ),
             };
+            let findings = match held::is_openapi_source(&c.server) {
+                true => Vec::new(),
+                false => toolsmith_gateway::guardrails::scan_key(
+                    &c.tool,
+                    c.pinned.as_ref(),
+                    &others[&c.server],
+                ),
+            };
             out.push(json!({
                 "server": c.server, "tool": c.tool, "kind": c.kind, "status": c.status,
                 "detected_at_ms": c.detected_at_ms,
                 "diff": toolsmith_store::diff(&before, &after),
+                "findings": findings,
             }));
         }
         if json {
@@ -329,21 +354,53 @@ fn changes(name: Option<String>, args: ServersArgs) -> Result<ExitCode> {
                     short(&d["to"].to_string())
                 );
             }
+            for f in c["findings"].as_array().into_iter().flatten() {
+                outln!("{}", finding_line(f));
+            }
         }
         Ok(ExitCode::SUCCESS)
     })
 }
 
-fn decide(name: String, tools: Vec<String>, args: ServersArgs, approve: bool) -> Result<ExitCode> {
+/// `  ! hold concealment at /description [value 12..40]: …before«matched»after…` — one
+/// finding as a line, its span's hidden characters spelled out.
+pub(super) fn finding_line(f: &Value) -> String {
+    let s = |k: &str| f[k].as_str().unwrap_or_default().to_owned();
+    format!(
+        "  ! {} {} at {} ({} {}..{}): {}«{}»{}",
+        s("severity"),
+        s("rule"),
+        match s("path").as_str() {
+            "" => "/".to_owned(),
+            p => p.to_owned(),
+        },
+        s("part"),
+        f["start"],
+        f["end"],
+        s("before").replace('\n', "⏎"),
+        s("matched").replace('\n', "⏎"),
+        s("after").replace('\n', "⏎"),
+    )
+}
+
+fn decide(
+    name: String,
+    tools: Vec<String>,
+    args: ServersArgs,
+    approve: bool,
+    allow: bool,
+) -> Result<ExitCode> {
     let json = args.json;
     registry(&args.db, |store, author| async move {
         // An OpenAPI source's held changes (`openapi:NAME`), or an upstream server's.
         let done = match (held::is_openapi_source(&name), approve) {
             (true, true) => held::approve_held(&store, &name, &tools, &author).await?,
             (true, false) => held::reject_held(&store, &name, &tools).await?,
-            (false, true) => toolsmith_gateway::federation::approve(&store, &name, &tools, &author)
-                .await
-                .map_err(anyhow::Error::msg)?,
+            (false, true) => {
+                toolsmith_gateway::federation::approve(&store, &name, &tools, &author, allow)
+                    .await
+                    .map_err(anyhow::Error::msg)?
+            }
             (false, false) => toolsmith_gateway::federation::reject(&store, &name, &tools)
                 .await
                 .map_err(anyhow::Error::msg)?,
