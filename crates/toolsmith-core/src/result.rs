@@ -137,6 +137,9 @@ pub struct Meta {
     /// that replica, `ID (host:pid)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forwarded_to: Option<String>,
+    /// The call's id, as the execution log records it (`GET /v1/runs?call_id=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
     /// What the result guardrails did: credentials scrubbed (by rule, how many), the result
     /// cut to `max_result_bytes` ([`crate::guard::result`]). Never a scrubbed value.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -406,6 +406,7 @@ impl Engine {
             .instrument(span.clone())
             .await;
         result.meta.duration_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
+        result.meta.call_id = Some(session::random_hex(8));
         tool.scrub(&mut result);
         if !span.is_disabled() {
             let outcome = match &result.error {

@@ -374,6 +374,8 @@ impl Gateway {
             started_at_ms: now_ms - duration_ms as i64,
             upstream: server,
             sandbox: None,
+            call_id: None,
+            guardrails: None,
         });
     }
 

@@ -162,6 +162,14 @@ pub struct RunRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub sandbox: Option<Value>,
+    /// The call's id (its result's `meta.call_id`), for calls the engine ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// What the result guardrails did (its `meta.guardrails`: credentials scrubbed by rule,
+    /// the result cut to `max_result_bytes`), never a scrubbed value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub guardrails: Option<Value>,
 }
 
 impl RunRecord {
@@ -216,6 +224,12 @@ impl RunRecord {
             started_at_ms: now_ms() - duration_ms as i64,
             upstream: None,
             sandbox: result.meta.sandbox.clone(),
+            call_id: result.meta.call_id.clone(),
+            guardrails: result
+                .meta
+                .guardrails
+                .as_ref()
+                .and_then(|g| serde_json::to_value(g).ok()),
         }
     }
 }
@@ -271,6 +285,8 @@ pub struct RunQuery {
     pub tool: Option<String>,
     pub kind: Option<String>,
     pub caller: Option<String>,
+    /// Only the call with this id (`meta.call_id`).
+    pub call_id: Option<String>,
     pub limit: usize,
     pub cursor: Option<String>,
 }

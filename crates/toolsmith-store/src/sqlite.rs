@@ -47,6 +47,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0011_rate_buckets.sql"),
     include_str!("../migrations/sqlite/0012_session_url.sql"),
     include_str!("../migrations/sqlite/0013_peer_nonces.sql"),
+    include_str!("../migrations/sqlite/0014_run_guardrails.sql"),
 ];
 
 /// The SQLite registry.

@@ -402,8 +402,13 @@ pub fn runs(runs: &[toolsmith_store::RunRecord], json: bool) {
             .as_ref()
             .map(|u| format!("  (MCP server {u})"))
             .unwrap_or_default();
+        let guarded = r
+            .guardrails
+            .as_ref()
+            .map(|g| format!("  guardrails {g}"))
+            .unwrap_or_default();
         outln!(
-            "{}  {:<20} v{:<3} {:<18} {:>9.1} ms  {}{upstream}",
+            "{}  {:<20} v{:<3} {:<18} {:>9.1} ms  {}{upstream}{guarded}",
             utc(r.started_at_ms),
             r.tool,
             r.version,

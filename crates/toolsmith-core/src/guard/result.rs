@@ -240,6 +240,7 @@ impl ResultGuard {
             }
         }
         let max = usize::try_from(self.max_bytes).unwrap_or(usize::MAX);
+        let call_id = result.meta.call_id.clone();
         let target = result
             .data
             .as_mut()
@@ -247,8 +248,12 @@ impl ResultGuard {
         if let Some(value) = target {
             let total = json_len(value);
             if total > max {
+                let entry = match &call_id {
+                    Some(id) => format!("the execution log has the call as call_id {id}"),
+                    None => "the execution log has the call".to_owned(),
+                };
                 let note = format!(
-                    "\n[toolsmith cut this result to {max} of its {total} bytes (max_result_bytes); the call's execution-log entry records it]"
+                    "\n[toolsmith cut this result to {max} of its {total} bytes (max_result_bytes); {entry}]"
                 );
                 shrink(value, max, &note);
                 report.cut = Some(Cut {
@@ -380,7 +385,7 @@ fn shrink(v: &mut Value, budget: usize, note: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::{Guardrails, Meta};
+    use crate::result::Meta;
     use serde_json::json;
 
     fn ok(data: Value) -> ToolResult {

@@ -107,11 +107,8 @@ async fn overview(
     };
     // Newest first, a page at a time, until the window's start.
     let mut q = RunQuery {
-        tool: None,
-        kind: None,
-        caller: None,
         limit: 1000,
-        cursor: None,
+        ..RunQuery::default()
     };
     let mut series: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
     let mut per_tool: std::collections::HashMap<String, (Vec<f64>, u64)> = Default::default();

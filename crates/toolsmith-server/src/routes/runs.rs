@@ -16,6 +16,9 @@ struct RunParams {
     kind: Option<String>,
     /// Only calls by this token name.
     caller: Option<String>,
+    /// Only the call with this id (a result's `meta.call_id`; a result cut by
+    /// `max_result_bytes` names it).
+    call_id: Option<String>,
     /// Entries per page (50 when absent).
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<usize>,
@@ -44,6 +47,7 @@ async fn runs(
         tool: p.tool,
         kind: p.kind,
         caller: p.caller,
+        call_id: p.call_id,
         limit: page_limit(p.limit)?,
         cursor: p.cursor,
     };

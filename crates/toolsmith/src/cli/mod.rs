@@ -146,6 +146,10 @@ pub enum Command {
         /// Only calls with this outcome: ok, or an error kind such as timeout.
         #[arg(long)]
         kind: Option<String>,
+        /// Only the call with this id (a result's meta.call_id; a result cut by
+        /// max_result_bytes names it).
+        #[arg(long)]
+        call_id: Option<String>,
         #[arg(long, default_value_t = 50)]
         limit: usize,
         #[arg(long)]
@@ -494,9 +498,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             db,
             tool,
             kind,
+            call_id,
             limit,
             json,
-        } => registry::runs(&db, tool, kind, limit, json),
+        } => registry::runs(&db, tool, kind, call_id, limit, json),
         Command::Diff {
             name,
             from,

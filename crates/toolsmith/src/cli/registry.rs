@@ -67,6 +67,7 @@ pub(super) fn runs(
     db: &DbArg,
     tool: Option<String>,
     kind: Option<String>,
+    call_id: Option<String>,
     limit: usize,
     json: bool,
 ) -> Result<ExitCode> {
@@ -75,6 +76,7 @@ pub(super) fn runs(
             .runs(&RunQuery {
                 tool,
                 kind,
+                call_id,
                 limit,
                 ..RunQuery::default()
             })
