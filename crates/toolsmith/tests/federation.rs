@@ -602,7 +602,18 @@ fn a_changed_upstream_definition_is_held_until_approved() {
         ok && out.contains("describe: changed") && out.contains("id_rsa"),
         "{out}{err}"
     );
+    // The new text asks for a key: the guardrail scanner holds it, so approving it needs
+    // --allow.
+    assert!(
+        out.contains("! hold secret-request at /description"),
+        "{out}"
+    );
     let (ok, out, err) = cli(&["servers", "approve", "fm", "--db", &db]);
+    assert!(
+        !ok && err.contains("secret-request") && err.contains("--allow"),
+        "{out}{err}"
+    );
+    let (ok, out, err) = cli(&["servers", "approve", "fm", "--allow", "--db", &db]);
     assert!(
         ok && out.contains("approved 1 change(s): describe"),
         "{out}{err}"

@@ -255,7 +255,14 @@ impl ResultGuard {
                 let note = format!(
                     "\n[toolsmith cut this result to {max} of its {total} bytes (max_result_bytes); {entry}]"
                 );
-                shrink(value, max, &note);
+                // Room for the note is kept, so it can go at the end of the last text left
+                // when the cut did not fall inside a text.
+                let reserve = json_len(&Value::from(note.as_str()));
+                let mut placed = false;
+                shrink(value, max.saturating_sub(reserve), &note, &mut placed);
+                if !placed && let Some(last) = last_text(value) {
+                    last.push_str(&note);
+                }
                 report.cut = Some(Cut {
                     from_bytes: total as u64,
                     to_bytes: json_len(value) as u64,
@@ -307,11 +314,22 @@ fn json_len(v: &Value) -> usize {
     c.0
 }
 
+/// The last string of `v`, depth first.
+fn last_text(v: &mut Value) -> Option<&mut String> {
+    match v {
+        Value::String(s) => Some(s),
+        Value::Array(items) => items.iter_mut().rev().find_map(last_text),
+        Value::Object(map) => map.values_mut().rev().find_map(last_text),
+        _ => None,
+    }
+}
+
 /// Cuts `v` so its compact JSON is at most `budget` bytes (when the shape allows: an
 /// object's keys are kept as long as they fit): a string keeps its head on a character
-/// boundary and ends with `note`, an array and an object keep their head, the first item
-/// that does not fit is cut in turn. Scalars that do not fit become `null`.
-fn shrink(v: &mut Value, budget: usize, note: &str) {
+/// boundary and ends with `note` (`placed` says so), an array and an object keep their head,
+/// the first item that does not fit is cut in turn when there is room for more than the
+/// note. Scalars that do not fit become `null`.
+fn shrink(v: &mut Value, budget: usize, note: &str, placed: &mut bool) {
     if json_len(v) <= budget {
         return;
     }
@@ -333,6 +351,7 @@ fn shrink(v: &mut Value, budget: usize, note: &str) {
             s.truncate(at);
             if json_len(&Value::from(note)) < budget {
                 s.push_str(note);
+                *placed = true;
             }
         }
         Value::Array(items) => {
@@ -348,7 +367,7 @@ fn shrink(v: &mut Value, budget: usize, note: &str) {
                 }
                 let room = budget.saturating_sub(used + comma);
                 if room >= note.len() + 16 {
-                    shrink(item, room, note);
+                    shrink(item, room, note, placed);
                     keep += 1;
                 }
                 break;
@@ -371,7 +390,7 @@ fn shrink(v: &mut Value, budget: usize, note: &str) {
                 }
                 let room = budget.saturating_sub(used + comma + head);
                 if room >= note.len() + 16 {
-                    shrink(item, room, note);
+                    shrink(item, room, note, placed);
                     keep.push(key);
                 }
                 break;
@@ -461,13 +480,30 @@ mod tests {
             .map(|i| json!({"i": i, "s": "\"quoted\"\n"}))
             .collect();
         let mut v = Value::Array(items);
-        shrink(&mut v, 2_000, "[cut]");
+        shrink(&mut v, 2_000, "[cut]", &mut false);
         assert!(json_len(&v) <= 2_000);
         let kept = v.as_array().unwrap();
         assert!(kept.len() > 50 && kept[0]["i"] == 0, "{}", kept.len());
         let mut s = Value::from("\"".repeat(5000));
-        shrink(&mut s, 1000, "…");
+        shrink(&mut s, 1000, "…", &mut false);
         assert!(json_len(&s) <= 1000, "{}", json_len(&s));
+    }
+
+    #[test]
+    fn the_note_ends_the_last_text_when_the_cut_falls_between_items() {
+        let rows: Vec<Value> = (0..100)
+            .map(|i| json!({"i": i, "t": "y".repeat(1000)}))
+            .collect();
+        let mut r = ok(json!({"rows": rows}));
+        r.meta.call_id = Some("c0ffee".into());
+        ResultGuard::new(Some(5_000), &Scrub::default()).apply(&mut r);
+        let data = r.data.unwrap();
+        assert!(json_len(&data) <= 5_000, "{}", json_len(&data));
+        let last = data["rows"].as_array().unwrap().last().unwrap()["t"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(last.ends_with("call_id c0ffee]"), "{last}");
     }
 
     #[test]

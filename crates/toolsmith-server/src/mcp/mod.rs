@@ -81,6 +81,9 @@ pub struct McpServer {
     /// and whether their updates are being passed on.
     watches: offers::Watches,
     notifier: Arc<std::sync::OnceLock<()>>,
+    /// The registry's change signal as it was when each `subscriptions/listen` was
+    /// acknowledged (rmcp acknowledges before [`ServerHandler::listen`] runs).
+    acknowledged: Arc<std::sync::Mutex<Vec<tokio::sync::watch::Receiver<u64>>>>,
 }
 
 impl McpServer {
@@ -93,6 +96,7 @@ impl McpServer {
             log_level: Arc::default(),
             watches: Arc::default(),
             notifier: Arc::default(),
+            acknowledged: Arc::default(),
         }
     }
 
@@ -368,17 +372,47 @@ impl ServerHandler for McpServer {
         accepted.prompts_list_changed = requested.prompts_list_changed;
         accepted.resources_list_changed = requested.resources_list_changed;
         accepted.resource_subscriptions = requested.resource_subscriptions.clone();
+        self.acknowledged
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(self.state.subscribe());
         Some(accepted)
     }
 
     /// Only changes of what this client sees are sent: a tool joining or leaving its view,
     /// or a new version of one in it; its prompts, resources or templates changing.
+    /// A change between the acknowledgment and the first look at what the client sees
+    /// may be in that look already: it is told once, as a change of everything it follows.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let mut changes = self.state.subscribe();
+        let early = self
+            .acknowledged
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop();
+        let mut changes = early.unwrap_or_else(|| self.state.subscribe());
         let view = self.current_view(context.request_context()).await?;
         let mut seen = self.seen(&view).await?;
         let wants = context.accepted().clone();
         let on = |f: Option<bool>| f == Some(true);
+        if changes.has_changed().unwrap_or(false) {
+            changes.borrow_and_update();
+            let sink = context.sink();
+            let told = async {
+                if on(wants.tools_list_changed) {
+                    sink.notify_tool_list_changed().await?;
+                }
+                if on(wants.prompts_list_changed) {
+                    sink.notify_prompt_list_changed().await?;
+                }
+                if on(wants.resources_list_changed) {
+                    sink.notify_resource_list_changed().await?;
+                }
+                Ok::<(), rmcp::service::SubscriptionSendError>(())
+            };
+            if told.await.is_err() {
+                return Ok(());
+            }
+        }
         // The resources it names, watched while it listens (one outside its view, never).
         let mut watches = Vec::new();
         for uri in wants.resource_subscriptions.iter().flatten() {
