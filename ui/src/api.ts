@@ -139,6 +139,22 @@ export interface ChangeView {
   /** The approved definition, served now (absent for an added tool). */
   before?: Record<string, unknown>;
   now?: Record<string, unknown>;
+  /** What the guardrail scanner finds in `now`, most severe first. */
+  findings: Finding[];
+}
+
+/** One guardrail finding: the rule, where, and the span with its context (hidden characters spelled out). */
+export interface Finding {
+  rule: string;
+  severity: 'warn' | 'hold';
+  path: string;
+  part: 'key' | 'value';
+  start: number;
+  end: number;
+  matched: string;
+  before: string;
+  after: string;
+  why: string;
 }
 
 export interface ToolSummary {
@@ -226,6 +242,8 @@ export interface ToolView {
   input_schema: JsonSchema;
   /** For tools that start processes: the policy and what this server's kernel enforces. */
   sandbox?: SandboxReport;
+  /** What the guardrail scanner finds in the definition as a model sees it (absent: nothing). */
+  findings?: Finding[];
 }
 
 /** `meta.sandbox`: a policy and what the kernel enforced of it. */
@@ -465,8 +483,8 @@ export const api = {
   serverChanges: (name: string) => request<{ changes: ChangeView[] }>('GET', `/servers/${encodeURIComponent(name)}/changes`),
   refreshServer: (name: string) => request<{ asked: boolean }>('POST', `/servers/${encodeURIComponent(name)}/refresh`),
   restartServer: (name: string) => request<{ restarted: boolean }>('POST', `/servers/${encodeURIComponent(name)}/restart`),
-  decide: (name: string, decision: 'approve' | 'reject', tools: string[]) =>
-    request<{ tools: string[] }>('POST', `/servers/${encodeURIComponent(name)}/${decision}`, { tools }),
+  decide: (name: string, decision: 'approve' | 'reject', tools: string[], allow = false) =>
+    request<{ tools: string[] }>('POST', `/servers/${encodeURIComponent(name)}/${decision}`, allow ? { tools, allow } : { tools }),
   runs: (p: { tool?: string; kind?: string; caller?: string; limit?: number; cursor?: string | null }) =>
     request<RunList>('GET', `/runs${query(p)}`),
   export: (p: { format: string; strict?: boolean; tag?: string; name?: string }) =>

@@ -2,8 +2,9 @@
 // and word), tools, restarts, held changes and last error, kept live; a server's page with its
 // definition (secrets as ***), status, pid and uptime, the end of its stderr (following new
 // lines, copyable), its tools, Refresh and Restart, and the changes its upstream made that
-// wait for a decision — each with its differences side by side, approved or rejected one by
-// one or all at once.
+// wait for a decision — each with its differences side by side and what the guardrail
+// scanner found in it (a held one is approved only with "Allow and approve"), approved or
+// rejected one by one or all at once.
 
 import { Suspense, lazy, useEffect, useRef, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
@@ -13,6 +14,7 @@ import { allows, api, type ChangeView, type ServerView } from '../api';
 import { useDark, useMe } from '../context';
 import { CopyButton } from './Tool';
 import { Pill } from '../Pill';
+import { Findings, holds } from '../Findings';
 import { changeSummary, diffRows, statusText, statusTone, uptime, type DiffRow } from '../servers';
 
 // Monaco loads only when a schema diff is opened.
@@ -173,7 +175,8 @@ function PendingChanges({ name, changes, admin, error }: { name: string; changes
   const { message } = AntApp.useApp();
   const pending = changes.filter((c) => c.status === 'pending');
   const decide = useMutation({
-    mutationFn: ({ decision, tools }: { decision: 'approve' | 'reject'; tools: string[] }) => api.decide(name, decision, tools),
+    mutationFn: ({ decision, tools, allow }: { decision: 'approve' | 'reject'; tools: string[]; allow?: boolean }) =>
+      api.decide(name, decision, tools, allow),
     onSuccess: (done, { decision }) => {
       void message.success(`${decision === 'approve' ? 'Approved' : 'Rejected'}: ${done.tools.join(', ') || 'nothing'}`);
       void client.invalidateQueries({ queryKey: ['servers'] });
@@ -206,13 +209,29 @@ function PendingChanges({ name, changes, admin, error }: { name: string; changes
             <Typography.Text strong>{c.tool}</Typography.Text>
             <Pill tone={c.kind === 'removed' ? 'danger' : c.kind === 'added' ? 'info' : 'warn'}>{changeSummary(c.kind, c.diff)}</Pill>
             <Typography.Text type="secondary">seen {new Date(c.detected_at_ms).toLocaleString()}</Typography.Text>
-            <Button type="primary" size="small" disabled={!admin} onClick={() => decide.mutate({ decision: 'approve', tools: [c.tool] })}>
-              Approve
-            </Button>
+            {holds(c.findings) ? (
+              <Button danger size="small" disabled={!admin} onClick={() => decide.mutate({ decision: 'approve', tools: [c.tool], allow: true })}>
+                Allow and approve
+              </Button>
+            ) : (
+              <Button type="primary" size="small" disabled={!admin} onClick={() => decide.mutate({ decision: 'approve', tools: [c.tool] })}>
+                Approve
+              </Button>
+            )}
             <Button size="small" disabled={!admin} onClick={() => decide.mutate({ decision: 'reject', tools: [c.tool] })}>
               Reject
             </Button>
           </Space>
+          {holds(c.findings) && (
+            <Alert
+              type="warning"
+              showIcon
+              style={{ marginBottom: 8 }}
+              title="Held by the guardrail scanner"
+              description="Its text has what attacks on models hide in definitions; it is not served until someone who read the findings allows it."
+            />
+          )}
+          <Findings findings={c.findings} />
           <Table<DiffRow>
             rowKey="path"
             size="small"

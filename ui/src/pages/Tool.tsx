@@ -13,6 +13,7 @@ import { schemaToParams } from '../definition';
 import { DangerTag, EnabledSwitch } from './Tools';
 import { TestPanel } from '../TestPanel';
 import { Pill } from '../Pill';
+import { Findings } from '../Findings';
 import { statusText, statusTone } from '../servers';
 
 const code: React.CSSProperties = { fontFamily: 'monospace', whiteSpace: 'pre-wrap', wordBreak: 'break-all', margin: 0 };
@@ -470,6 +471,7 @@ export default function ToolPage() {
             children: (
               <Space direction="vertical" style={{ width: '100%' }} size="large">
                 <Definition d={d} schema={t.input_schema} />
+                <Findings findings={t.findings} />
                 {t.sandbox && <SandboxSection report={t.sandbox} />}
               </Space>
             ),
