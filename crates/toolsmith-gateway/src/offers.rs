@@ -296,14 +296,14 @@ impl Gateway {
                 .await
                 .map_err(OfferError::from),
         };
-        self.record_offer(
-            door,
-            "resources/read",
+        let (result, guarded) = self.guard_offer(server.as_deref(), result);
+        let asked = Asked {
+            method: "resources/read",
             server,
-            json!({ "uri": uri }),
-            &result,
-            started,
-        );
+            arguments: json!({ "uri": uri }),
+            guardrails: guarded,
+        };
+        self.record_offer(door, asked, &result, started);
         result
     }
 
@@ -334,8 +334,47 @@ impl Gateway {
                 .map_err(OfferError::from),
         };
         let server = found.map(|(server, _, _)| server);
-        self.record_offer(door, "prompts/get", server, logged, &result, started);
+        let (result, guarded) = self.guard_offer(server.as_deref(), result);
+        let asked = Asked {
+            method: "prompts/get",
+            server,
+            arguments: logged,
+            guardrails: guarded,
+        };
+        self.record_offer(door, asked, &result, started);
         result
+    }
+
+    /// The result guardrails of `server` (its `max_result_bytes` and `scrub`, its own secret
+    /// values) applied to a resource's contents or a prompt's messages, said in the answer's
+    /// `_meta` (`io.toolsmith/guardrails`) and returned for the run log.
+    fn guard_offer(
+        &self,
+        server: Option<&str>,
+        result: Result<Value, OfferError>,
+    ) -> (Result<Value, OfferError>, Option<Value>) {
+        let Some(def) = server.and_then(|s| self.engine.upstreams().definition(s)) else {
+            return (result, None);
+        };
+        let mut value = match result {
+            Ok(value) => value,
+            Err(e) => return (Err(e), None),
+        };
+        let done = def
+            .results
+            .guard()
+            .apply_value(&mut value, &def.secret_values());
+        if done.is_empty() {
+            return (Ok(value), None);
+        }
+        let report = serde_json::to_value(&done).unwrap_or_default();
+        if let Some(map) = value.as_object_mut() {
+            let meta = map.entry("_meta").or_insert_with(|| json!({}));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert("io.toolsmith/guardrails".into(), report.clone());
+            }
+        }
+        (Ok(value), Some(report))
     }
 
     /// A run-log entry for a read or a get (the method as its tool, who asked, the server,
@@ -343,12 +382,16 @@ impl Gateway {
     fn record_offer(
         &self,
         door: &Door,
-        method: &str,
-        server: Option<String>,
-        arguments: Value,
+        asked: Asked,
         result: &Result<Value, OfferError>,
         started: Instant,
     ) {
+        let Asked {
+            method,
+            server,
+            arguments,
+            guardrails,
+        } = asked;
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         let outcome = result.as_ref().map_or_else(|e| e.kind(), |_| "ok");
         self.metrics.offer(
@@ -375,7 +418,7 @@ impl Gateway {
             upstream: server,
             sandbox: None,
             call_id: None,
-            guardrails: None,
+            guardrails,
         });
     }
 
@@ -419,6 +462,15 @@ impl Gateway {
         };
         Ok(self.engine.upstreams().complete(&server, params).await?)
     }
+}
+
+/// What a read or a get asked, as its run-log entry records it.
+struct Asked {
+    method: &'static str,
+    server: Option<String>,
+    arguments: Value,
+    /// What the server's result guardrails did to the answer.
+    guardrails: Option<Value>,
 }
 
 #[cfg(test)]

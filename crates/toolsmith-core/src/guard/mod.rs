@@ -182,6 +182,10 @@ impl Scan<'_> {
     }
 
     fn text(&mut self, text: &str, path: &str, part: Part) {
+        if part == Part::Key && KEYWORDS.binary_search(&text).is_ok() {
+            // A JSON Schema or MCP keyword says nothing of its own (what it holds is read).
+            return;
+        }
         self.characters(text, path, part);
         for (rule, start, end) in rules::matches(text) {
             self.push(
@@ -339,6 +343,55 @@ impl Scan<'_> {
     }
 }
 
+/// The keys of MCP definitions and JSON Schema, sorted: not scanned as text.
+const KEYWORDS: &[&str] = &[
+    "$defs",
+    "$id",
+    "$ref",
+    "$schema",
+    "additionalProperties",
+    "allOf",
+    "annotations",
+    "anyOf",
+    "arguments",
+    "const",
+    "default",
+    "definitions",
+    "deprecated",
+    "description",
+    "destructiveHint",
+    "enum",
+    "examples",
+    "exclusiveMaximum",
+    "exclusiveMinimum",
+    "format",
+    "idempotentHint",
+    "inputSchema",
+    "items",
+    "maxItems",
+    "maxLength",
+    "maximum",
+    "mimeType",
+    "minItems",
+    "minLength",
+    "minimum",
+    "multipleOf",
+    "name",
+    "not",
+    "nullable",
+    "oneOf",
+    "openWorldHint",
+    "outputSchema",
+    "pattern",
+    "properties",
+    "readOnlyHint",
+    "required",
+    "title",
+    "type",
+    "uniqueItems",
+    "uriTemplate",
+];
+
 /// Whether a tool name is unlike an ordinary word: it has a separator, a digit or an inner
 /// capital, and at least four characters.
 fn distinctive(name: &str) -> bool {
@@ -357,3 +410,9 @@ pub fn scan_tool(tool: &crate::Tool, others: &BTreeSet<String>) -> Vec<Finding> 
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+#[test]
+fn keywords_are_sorted_for_binary_search() {
+    assert!(KEYWORDS.windows(2).all(|w| w[0] < w[1]));
+}

@@ -20,7 +20,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::result::{Cut, ToolResult};
+use crate::result::{Cut, Guardrails, ToolResult};
 
 /// The cap when neither the tool, its server nor the catalog's `defaults` says: 1 MiB of
 /// JSON, about a quarter of a million tokens.
@@ -275,6 +275,24 @@ impl ResultGuard {
         }
     }
 
+    /// [`Self::apply`] for an answer that is not a tool's result (a resource's contents, a
+    /// prompt's messages): `secrets` (the server's own secret values) become `***` first.
+    /// Answers what was done (empty when nothing).
+    pub fn apply_value(&self, value: &mut Value, secrets: &[String]) -> Guardrails {
+        let mut r = ToolResult::ok(std::mem::take(value), Default::default());
+        if let Some(data) = &mut r.data {
+            let n = crate::secrets::scrub_value(data, secrets);
+            if n > 0 {
+                let mut g = Guardrails::default();
+                g.scrubbed.insert("tool_secret".into(), n);
+                r.meta.guardrails = Some(g);
+            }
+        }
+        self.apply(&mut r);
+        *value = r.data.take().unwrap_or_default();
+        r.meta.guardrails.unwrap_or_default()
+    }
+
     fn scrub_value(&self, value: &mut Value, counts: &mut BTreeMap<String, u32>) {
         match value {
             Value::String(s) => self.scrub_text(s, counts),
@@ -418,13 +436,13 @@ mod tests {
         let pat = format!("ghp_{}", "a1B2".repeat(9));
         let mut r = ok(json!({"out": format!("id={key} and {pat}"), "list": [key]}));
         guard.apply(&mut r);
-        let data = r.data.unwrap();
+        let data = r.data.expect("as built above");
         assert_eq!(
             data["out"],
             "id=[scrubbed:aws_access_key] and [scrubbed:github_token]"
         );
         assert_eq!(data["list"][0], "[scrubbed:aws_access_key]");
-        let report = serde_json::to_string(&r.meta.guardrails).unwrap();
+        let report = serde_json::to_string(&r.meta.guardrails).expect("as built above");
         assert_eq!(
             report,
             r#"{"scrubbed":{"aws_access_key":2,"github_token":1}}"#
@@ -443,7 +461,10 @@ mod tests {
         };
         let mut r = ok(json!("AKIAIOSFODNN7EXAMPLE TKT-1234"));
         ResultGuard::new(None, &scrub).apply(&mut r);
-        assert_eq!(r.data.unwrap(), "AKIAIOSFODNN7EXAMPLE [scrubbed:ticket]");
+        assert_eq!(
+            r.data.expect("as built above"),
+            "AKIAIOSFODNN7EXAMPLE [scrubbed:ticket]"
+        );
         let bad = Scrub {
             off: vec!["nope".into()],
             add: vec![ScrubRule {
@@ -460,16 +481,21 @@ mod tests {
         let text = "é".repeat(300_000); // 600 KB of two-byte characters
         let mut r = ok(json!({"content": [{"type": "text", "text": text}], "isError": false}));
         ResultGuard::new(Some(10_000), &Scrub::default()).apply(&mut r);
-        let data = r.data.unwrap();
+        let data = r.data.expect("as built above");
         let len = json_len(&data);
         assert!(len <= 10_000 && len > 9_000, "{len}");
-        let text = data["content"][0]["text"].as_str().unwrap();
+        let text = data["content"][0]["text"].as_str().expect("as built above");
         assert!(
             text.starts_with("éé") && text.contains("toolsmith cut this result to 10000 of its"),
             "{}",
             &text[text.len() - 200..]
         );
-        let cut = r.meta.guardrails.unwrap().cut.unwrap();
+        let cut = r
+            .meta
+            .guardrails
+            .expect("as built above")
+            .cut
+            .expect("as built above");
         assert_eq!((cut.to_bytes as usize, cut.max_result_bytes), (len, 10_000));
         assert!(cut.from_bytes > 600_000);
     }
@@ -482,7 +508,7 @@ mod tests {
         let mut v = Value::Array(items);
         shrink(&mut v, 2_000, "[cut]", &mut false);
         assert!(json_len(&v) <= 2_000);
-        let kept = v.as_array().unwrap();
+        let kept = v.as_array().expect("as built above");
         assert!(kept.len() > 50 && kept[0]["i"] == 0, "{}", kept.len());
         let mut s = Value::from("\"".repeat(5000));
         shrink(&mut s, 1000, "…", &mut false);
@@ -497,11 +523,15 @@ mod tests {
         let mut r = ok(json!({"rows": rows}));
         r.meta.call_id = Some("c0ffee".into());
         ResultGuard::new(Some(5_000), &Scrub::default()).apply(&mut r);
-        let data = r.data.unwrap();
+        let data = r.data.expect("as built above");
         assert!(json_len(&data) <= 5_000, "{}", json_len(&data));
-        let last = data["rows"].as_array().unwrap().last().unwrap()["t"]
+        let last = data["rows"]
+            .as_array()
+            .expect("as built above")
+            .last()
+            .expect("as built above")["t"]
             .as_str()
-            .unwrap()
+            .expect("as built above")
             .to_owned();
         assert!(last.ends_with("call_id c0ffee]"), "{last}");
     }
@@ -511,6 +541,6 @@ mod tests {
         let mut r = ok(json!({"a": 1}));
         ResultGuard::new(None, &Scrub::default()).apply(&mut r);
         assert_eq!(r.meta.guardrails, None);
-        assert_eq!(r.data.unwrap(), json!({"a": 1}));
+        assert_eq!(r.data.expect("as built above"), json!({"a": 1}));
     }
 }

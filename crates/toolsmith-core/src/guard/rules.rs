@@ -121,8 +121,12 @@ pub static RULES: &[Rule] = &[
     },
 ];
 
-static SET: LazyLock<RegexSet> =
-    LazyLock::new(|| RegexSet::new(RULES.iter().map(|r| r.pattern)).expect("the rules compile"));
+static SET: LazyLock<RegexSet> = LazyLock::new(|| {
+    regex::RegexSetBuilder::new(RULES.iter().map(|r| r.pattern))
+        .dfa_size_limit(64 << 20)
+        .build()
+        .expect("the rules compile")
+});
 
 static EACH: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     RULES

@@ -88,7 +88,7 @@ mod tests {
         assert_eq!(visible("\u{1B}[2Kx"), "⟨ESC⟩[2Kx");
         let tagged: String = "hi"
             .chars()
-            .map(|c| char::from_u32(0xE0000 + c as u32).unwrap())
+            .map(|c| char::from_u32(0xE0000 + c as u32).expect("a tag character"))
             .collect();
         assert_eq!(visible(&format!("ok{tagged}.")), "ok⟨tags:\"hi\"⟩.");
         assert_eq!(visible("plain — ünïcode"), "plain — ünïcode");
@@ -97,7 +97,7 @@ mod tests {
     #[test]
     fn context_cuts_on_characters() {
         let text = "ééééé MATCH ééééé";
-        let start = text.find("MATCH").unwrap();
+        let start = text.find("MATCH").expect("as built above");
         let (b, a) = context(text, start, start + 5, 3);
         assert_eq!(b, "…éé ");
         assert_eq!(a, " éé…");

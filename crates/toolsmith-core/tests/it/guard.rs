@@ -35,9 +35,9 @@ fn every_published_attack_is_held_with_the_rule_of_its_class() {
     for a in &attacks {
         let others: BTreeSet<String> = a["others"]
             .as_array()
-            .unwrap()
+            .expect("as built above")
             .iter()
-            .map(|o| o.as_str().unwrap().to_owned())
+            .map(|o| o.as_str().expect("as built above").to_owned())
             .collect();
         let kind = match a["kind"].as_str() {
             Some("prompt") => Kind::Prompt,
@@ -45,7 +45,7 @@ fn every_published_attack_is_held_with_the_rule_of_its_class() {
             _ => Kind::Tool,
         };
         let found = guard::scan(kind, &a["definition"], &others);
-        classes.insert(a["class"].as_str().unwrap().to_owned());
+        classes.insert(a["class"].as_str().expect("as built above").to_owned());
         if !guard::holds(&found) {
             missed.push(format!(
                 "{} ({}): {found:?}",
@@ -90,9 +90,9 @@ fn the_classes_are_caught_by_the_rules_written_for_them() {
         let hit = attacks.iter().filter(|a| a["class"] == class).any(|a| {
             let others = a["others"]
                 .as_array()
-                .unwrap()
+                .expect("as built above")
                 .iter()
-                .map(|o| o.as_str().unwrap().to_owned())
+                .map(|o| o.as_str().expect("as built above").to_owned())
                 .collect();
             guard::scan(Kind::Tool, &a["definition"], &others)
                 .iter()

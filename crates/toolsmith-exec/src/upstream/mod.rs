@@ -303,6 +303,11 @@ impl Upstreams {
         self.get(name).map(|u| u.status())
     }
 
+    /// Its definition as the engine runs it.
+    pub fn definition(&self, name: &str) -> Option<McpServer> {
+        self.get(name).map(|u| u.def.clone())
+    }
+
     /// Its last listing (MCP `Tool` objects), if it listed.
     pub fn tools_of(&self, name: &str) -> Option<Vec<Value>> {
         self.get(name).and_then(|u| lock(&u.state).tools.clone())
