@@ -119,5 +119,29 @@ fn results(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, scanner, results);
+/// The common case: a command's small result, `{"stdout", "stderr", "exit_code"}`.
+fn small(c: &mut Criterion) {
+    let r = ToolResult::ok(
+        json!({"stdout": "hello world\n", "stderr": "", "exit_code": 0}),
+        Meta::default(),
+    );
+    let mut g = c.benchmark_group("a command's small result");
+    g.bench_function("baseline: serde_json to text", |b| {
+        b.iter(|| black_box(serde_json::to_string(&r).expect("json")))
+    });
+    let guard = ResultPolicy::default().guard();
+    g.bench_function("scrub (10 shapes) + size check", |b| {
+        b.iter_batched(
+            || r.clone(),
+            |mut r| {
+                guard.apply(&mut r);
+                r
+            },
+            criterion::BatchSize::SmallInput,
+        )
+    });
+    g.finish();
+}
+
+criterion_group!(benches, scanner, results, small);
 criterion_main!(benches);

@@ -19,7 +19,6 @@ use toolsmith_core::upstream::{McpServer, OnSuspicious};
 use toolsmith_store::{Query, Registry, StoreError, StoreExt};
 
 use crate::Gateway;
-use crate::offer_pins::{PROMPT, TEMPLATE};
 
 /// The names of every tool of the registry that is not `server`'s: registry names, and the
 /// upstream names of other servers' tools.
@@ -55,9 +54,10 @@ pub fn scan_key(key: &str, said: Option<&Value>, others: &BTreeSet<String>) -> V
     let Some(said) = said else {
         return Vec::new();
     };
-    let kind = if key.starts_with(PROMPT) {
+    // The keys `offer_pins` gives prompts and templates.
+    let kind = if key.starts_with("prompt:") {
         Kind::Prompt
-    } else if key.starts_with(TEMPLATE) {
+    } else if key.starts_with("template:") {
         Kind::Template
     } else {
         Kind::Tool
@@ -66,6 +66,14 @@ pub fn scan_key(key: &str, said: Option<&Value>, others: &BTreeSet<String>) -> V
 }
 
 impl Gateway {
+    /// [`foreign_names`] of this gateway's registry.
+    pub(crate) async fn foreign_names(
+        &self,
+        server: Option<&str>,
+    ) -> Result<BTreeSet<String>, StoreError> {
+        foreign_names(&self.store, server).await
+    }
+
     /// Whether `def`'s listing of `key` as `said` is kept out of service by its findings
     /// (`on_suspicious: hold`); counts and logs them either way.
     pub(crate) fn suspicious(

@@ -11,7 +11,8 @@
 //! REST routes and CLI commands list, approve and reject them.
 //!
 //! A definition that is not the approved one is scanned first, as a tool's is
-//! ([`crate::guardrails`]): one the scanner holds waits for a person, first listing or not.
+//! (`Gateway::suspicious`, docs/guardrails.md): one the scanner holds waits for a person,
+//! first listing or not.
 //!
 //! What is pinned is the whole object the server listed (name, title, description,
 //! arguments or URI template, MIME type, icons). A prompt's messages and a resource's contents
@@ -72,7 +73,7 @@ pub async fn reconcile(
     let first = pins.is_empty() && changes.is_empty();
     let accept = def.on_change == OnChange::Accept;
     let now = keyed(offer);
-    let others = crate::guardrails::foreign_names(&state.store, Some(server)).await?;
+    let others = state.foreign_names(Some(server)).await?;
     for (key, said) in &now {
         if pins.get(key) != Some(said) && state.suspicious(&def, key, said, &others) {
             let kind = if pins.contains_key(key) {

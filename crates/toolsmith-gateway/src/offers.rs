@@ -360,10 +360,11 @@ impl Gateway {
             Ok(value) => value,
             Err(e) => return (Err(e), None),
         };
-        let done = def
-            .results
-            .guard()
-            .apply_value(&mut value, &def.secret_values());
+        let secrets = toolsmith_core::secrets::scrub_value(&mut value, &def.secret_values());
+        let mut done = def.results.guard().apply_value(&mut value);
+        if secrets > 0 {
+            done.scrubbed.insert("tool_secret".into(), secrets);
+        }
         if done.is_empty() {
             return (Ok(value), None);
         }

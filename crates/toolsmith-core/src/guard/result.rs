@@ -276,18 +276,9 @@ impl ResultGuard {
     }
 
     /// [`Self::apply`] for an answer that is not a tool's result (a resource's contents, a
-    /// prompt's messages): `secrets` (the server's own secret values) become `***` first.
-    /// Answers what was done (empty when nothing).
-    pub fn apply_value(&self, value: &mut Value, secrets: &[String]) -> Guardrails {
+    /// prompt's messages). Answers what was done (empty when nothing).
+    pub fn apply_value(&self, value: &mut Value) -> Guardrails {
         let mut r = ToolResult::ok(std::mem::take(value), Default::default());
-        if let Some(data) = &mut r.data {
-            let n = crate::secrets::scrub_value(data, secrets);
-            if n > 0 {
-                let mut g = Guardrails::default();
-                g.scrubbed.insert("tool_secret".into(), n);
-                r.meta.guardrails = Some(g);
-            }
-        }
         self.apply(&mut r);
         *value = r.data.take().unwrap_or_default();
         r.meta.guardrails.unwrap_or_default()
