@@ -104,6 +104,10 @@ struct ImportAnswer {
     filtered: usize,
     /// With `on_change: hold`: the tools whose changes wait, and the source they wait under.
     held: Vec<String>,
+    /// What the guardrail scanner finds in the imported tools, by tool (only those with
+    /// findings): shown, not held — the document is the importer's choice.
+    #[schema(value_type = Object)]
+    findings: BTreeMap<String, Vec<toolsmith_core::guard::Finding>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     source: Option<String>,
 }
@@ -217,6 +221,18 @@ async fn import_openapi(
         .iter()
         .map(|t| t.to_catalog_value(Secrets::Redact))
         .collect();
+    // The document's tools may name each other; shadowing is not looked for here.
+    let none = std::collections::BTreeSet::new();
+    let findings = tools
+        .iter()
+        .map(|t| {
+            (
+                t.name.to_string(),
+                toolsmith_core::guard::scan_tool(t, &none),
+            )
+        })
+        .filter(|(_, f)| !f.is_empty())
+        .collect();
     let mut held = Vec::new();
     let (created, updated, unchanged) = if body.dry_run {
         let mut created = Vec::new();
@@ -256,6 +272,7 @@ async fn import_openapi(
         version: imported.version,
         dry_run: body.dry_run,
         tools: shown,
+        findings,
         created,
         updated,
         unchanged,

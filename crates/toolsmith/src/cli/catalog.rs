@@ -5,7 +5,7 @@ use super::*;
 pub(super) fn check(file: &std::path::Path, json: bool) -> Result<ExitCode> {
     let catalog = load_catalog(file)?;
     let mut warnings = sandbox_warnings(&catalog);
-    warnings.extend(guardrail_warnings(&catalog));
+    warnings.extend(guardrail_warnings(&catalog.tools));
     output::check_summary(file, &catalog, &warnings, json);
     Ok(ExitCode::SUCCESS)
 }
@@ -32,12 +32,13 @@ fn sandbox_warnings(catalog: &toolsmith_core::Catalog) -> Vec<String> {
 }
 
 /// What the guardrail scanner finds in each tool as a model would see it, one warning per
-/// finding (a local catalog is the operator's own: nothing is held, only shown). Tools of
-/// one catalog may name each other, so shadowing is not looked for here.
-fn guardrail_warnings(catalog: &toolsmith_core::Catalog) -> Vec<String> {
+/// finding (a local catalog or an imported document is the operator's choice: nothing is
+/// held, only shown). Tools of one catalog or document may name each other, so shadowing is
+/// not looked for here.
+pub(super) fn guardrail_warnings(tools: &[toolsmith_core::Tool]) -> Vec<String> {
     let none = std::collections::BTreeSet::new();
     let mut out = Vec::new();
-    for t in &catalog.tools {
+    for t in tools {
         for f in toolsmith_core::guard::scan_tool(t, &none) {
             let finding = serde_json::to_value(&f).unwrap_or_default();
             out.push(format!(

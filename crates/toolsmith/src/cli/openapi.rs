@@ -163,6 +163,9 @@ pub(super) fn import(
         return Ok(ExitCode::SUCCESS);
     }
     let tools = openapi::tools(&imported, src).map_err(|e| anyhow::anyhow!("{spec}: {e}"))?;
+    for warning in super::catalog::guardrail_warnings(&tools) {
+        eprintln!("  warning: {warning}");
+    }
     let spec = spec.to_owned();
     let hold = args.on_change == "hold";
     let source =
