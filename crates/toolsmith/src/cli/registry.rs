@@ -13,6 +13,9 @@ pub(super) fn import(file: PathBuf, db: &DbArg, prune: bool, json: bool) -> Resu
         if !json {
             output::say_held(&held, false);
         }
+        for warning in super::catalog::guardrail_warnings(&catalog.tools) {
+            eprintln!("  warning: {warning}");
+        }
         if !catalog.servers.is_empty() && !json {
             outln!(
                 "MCP servers: {} created, {} updated, {} unchanged",
