@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { changeSummary, diffRows, emptyServer, fieldName, importRows, needsValues, serverDefinition, sideText, statusText, statusTone, uptime, withTags } from './servers';
+import { changeSummary, diffRows, emptyServer, fieldName, importRows, needsValues, serverDefinition, sideText, statusText, statusTone, uptime, visible, withTags } from './servers';
 
 describe('servers', () => {
+  it('spells out what a reviewer would not see, as the server does', () => {
+    expect(visible('a\u200bb')).toBe('a⟨U+200B⟩b');
+    expect(visible('\u001b[2Kx')).toBe('⟨ESC⟩[2Kx');
+    const tagged = [...'hi'].map((c) => String.fromCodePoint(0xe0000 + c.charCodeAt(0))).join('');
+    expect(visible(`ok${tagged}.`)).toBe('ok⟨tags:"hi"⟩.');
+    expect(visible('plain — ünïcode\n\ttab')).toBe('plain — ünïcode\n\ttab');
+    expect(diffRows([{ path: 'description', from: 'a', to: 'a\u202eb' }])[0]!.after).toBe('a⟨U+202E⟩b');
+  });
+
   it('gives each status a tone and words', () => {
     expect(statusTone('ready')).toBe('ok');
     expect(statusTone('failed')).toBe('danger');

@@ -48,8 +48,59 @@ export interface DiffRow {
 /** A value as it reads in a diff: strings as they are, anything else as JSON, absent as "—". */
 export function sideText(v: unknown): string {
   if (v === undefined || v === null) return '—';
-  if (typeof v === 'string') return v;
-  return JSON.stringify(v, null, 2);
+  if (typeof v === 'string') return visible(v);
+  return visible(JSON.stringify(v, null, 2));
+}
+
+/** Whether a code point renders as nothing or reorders text (as the server's guardrail scanner says). */
+function hidden(code: number): boolean {
+  return (
+    (code >= 0x200b && code <= 0x200f) ||
+    (code >= 0x202a && code <= 0x202e) ||
+    (code >= 0x2060 && code <= 0x2064) ||
+    (code >= 0x2066 && code <= 0x2069) ||
+    code === 0xfeff ||
+    code === 0x180e ||
+    code === 0x115f ||
+    code === 0x1160 ||
+    code === 0x3164 ||
+    code === 0xffa0 ||
+    (code >= 0xfff9 && code <= 0xfffb) ||
+    (code >= 0xe0100 && code <= 0xe01ef) ||
+    code === 0xad
+  );
+}
+
+/** Whether a code point is a control character a terminal acts on (not tab or a line break). */
+function control(code: number): boolean {
+  return code <= 0x08 || code === 0x0b || code === 0x0c || (code >= 0x0e && code <= 0x1f) || (code >= 0x7f && code <= 0x9f);
+}
+
+/**
+ * `text` with what a reviewer would not see spelled out, as the server spells it in findings:
+ * `⟨U+200B⟩`, `⟨ESC⟩`, and a run of Unicode tag characters as the ASCII it hides, `⟨tags:"…"⟩`.
+ */
+export function visible(text: string): string {
+  let out = '';
+  let tags = '';
+  const flush = () => {
+    if (tags) out += `⟨tags:${JSON.stringify(tags)}⟩`;
+    tags = '';
+  };
+  for (const ch of text) {
+    const code = ch.codePointAt(0) ?? 0;
+    if (code >= 0xe0000 && code <= 0xe007f) {
+      const t = code - 0xe0000;
+      tags += t >= 0x20 && t < 0x7f ? String.fromCharCode(t) : '?';
+      continue;
+    }
+    flush();
+    if (code === 0x1b) out += '⟨ESC⟩';
+    else if (hidden(code) || control(code)) out += `⟨U+${code.toString(16).toUpperCase().padStart(4, '0')}⟩`;
+    else out += ch;
+  }
+  flush();
+  return out;
 }
 
 /** The rows of a change: its differences, path by path, in the server's order. */

@@ -335,6 +335,10 @@ impl Gateway {
         };
         let server = found.map(|(server, _, _)| server);
         let (result, guarded) = self.guard_offer(server.as_deref(), result);
+        let result = result.map(|mut got| {
+            self.scan_messages(server.as_deref().unwrap_or_default(), &mut got);
+            got
+        });
         let asked = Asked {
             method: "prompts/get",
             server,
@@ -343,6 +347,39 @@ impl Gateway {
         };
         self.record_offer(door, asked, &result, started);
         result
+    }
+
+    /// What the guardrail scanner finds in a prompt's messages, in its `_meta`
+    /// (`io.toolsmith/findings`), counted and logged. Messages are instructions by nature and
+    /// differ with each request's arguments, so they are shown, never held.
+    fn scan_messages(&self, server: &str, got: &mut Value) {
+        let Some(messages) = got.get("messages").cloned() else {
+            return;
+        };
+        let scanned = json!({ "messages": messages });
+        let findings = toolsmith_core::guard::scan(
+            toolsmith_core::guard::Kind::Prompt,
+            &scanned,
+            &Default::default(),
+        );
+        if findings.is_empty() {
+            return;
+        }
+        self.metrics.findings(server, &findings);
+        tracing::info!(
+            server,
+            "a prompt of MCP server `{server}` answered with guardrail findings ({})",
+            toolsmith_core::guard::rule_list(&findings)
+        );
+        if let Some(map) = got.as_object_mut() {
+            let meta = map.entry("_meta").or_insert_with(|| json!({}));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert(
+                    "io.toolsmith/findings".into(),
+                    serde_json::to_value(&findings).unwrap_or_default(),
+                );
+            }
+        }
     }
 
     /// The result guardrails of `server` (its `max_result_bytes` and `scrub`, its own secret
