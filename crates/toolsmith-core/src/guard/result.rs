@@ -5,10 +5,11 @@
 //!   [`crate::pipeline::CompiledTool::scrub`]), and common credential shapes — cloud keys,
 //!   GitHub/GitLab/Slack/Stripe/model-provider tokens, private key blocks, JWTs — replaced by
 //!   `[scrubbed:RULE]`; a tool's `scrub:` turns built-in shapes off and adds its own patterns.
-//! - **Cutting**: a result larger than `max_result_bytes` (as JSON) is cut to fit, strings
-//!   on a character boundary and arrays and objects by leaving their tail out, so what
-//!   remains is still valid JSON of the same shape; the string that was cut ends with a
-//!   note saying how much was kept.
+//! - **Cutting**: a result larger than `max_result_bytes` (as JSON) is cut to fit — strings
+//!   on a character boundary, arrays by leaving their tail out, objects by cutting their
+//!   largest entry (or leaving their tail out when the rest is too large) — so what remains
+//!   is still valid JSON of the same shape; the last text left ends with a note saying how
+//!   much was kept and naming the call.
 //!
 //! `meta.guardrails` says what was scrubbed (by rule, how many strings) and cut — never a
 //! scrubbed value.
@@ -384,6 +385,26 @@ fn shrink(v: &mut Value, budget: usize, note: &str, placed: &mut bool) {
             items.truncate(keep);
         }
         Value::Object(map) => {
+            // The largest entry is cut when the others fit beside it, so the small ones an
+            // object is read by (a content block's `type`, `isError`) stay.
+            let total = 1 + map
+                .iter()
+                .map(|(k, v)| json_len(&Value::from(k.as_str())) + 2 + json_len(v))
+                .sum::<usize>()
+                .max(1);
+            let largest = map
+                .iter()
+                .map(|(k, v)| (json_len(v), k.clone()))
+                .max()
+                .map(|(len, key)| (key, len));
+            if let Some((key, len)) = largest {
+                let rest = total - len;
+                if rest + note.len() + 16 <= budget {
+                    let item = map.get_mut(&key).expect("a key of the map");
+                    shrink(item, budget - rest, note, placed);
+                    return;
+                }
+            }
             let mut used = 2;
             let mut keep = Vec::new();
             let keys: Vec<String> = map.keys().cloned().collect();
@@ -525,6 +546,29 @@ mod tests {
             .expect("as built above")
             .to_owned();
         assert!(last.ends_with("call_id c0ffee]"), "{last}");
+    }
+
+    #[test]
+    fn a_cut_mcp_result_keeps_every_block_readable() {
+        let blocks: Vec<Value> = (0..50)
+            .map(|i| json!({"type": "text", "text": format!("{i} ").repeat(2000)}))
+            .collect();
+        let mut r = ok(json!({"content": blocks, "isError": false}));
+        ResultGuard::new(Some(20_000), &Scrub::default()).apply(&mut r);
+        let data = r.data.expect("data");
+        assert!(json_len(&data) <= 20_000, "{}", json_len(&data));
+        assert_eq!(data["isError"], false);
+        let kept = data["content"].as_array().expect("content");
+        assert!(!kept.is_empty());
+        assert!(
+            kept.iter()
+                .all(|b| b["type"] == "text" && b["text"].is_string()),
+            "{data}"
+        );
+        let last = kept.last().expect("a block")["text"]
+            .as_str()
+            .expect("text");
+        assert!(last.contains("toolsmith cut this result"), "{last}");
     }
 
     #[test]
