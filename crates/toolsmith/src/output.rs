@@ -587,3 +587,44 @@ mod tests {
         assert_eq!(super::utc(951_782_400_000), "2000-02-29 00:00:00");
     }
 }
+
+/// What the guardrail scanner finds in each tool as a model would see it, one warning per
+/// finding (a local catalog or an imported document is the operator's choice: nothing is
+/// held, only shown). Tools of one catalog or document may name each other, so shadowing is
+/// not looked for here.
+pub(crate) fn guardrail_warnings(tools: &[toolsmith_core::Tool]) -> Vec<String> {
+    let none = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for t in tools {
+        for f in toolsmith_core::guard::scan_tool(t, &none) {
+            let finding = serde_json::to_value(&f).unwrap_or_default();
+            out.push(format!(
+                "tool `{}`: guardrail finding{}",
+                t.name,
+                finding_line(&finding).trim_start_matches("  !")
+            ));
+        }
+    }
+    out
+}
+
+/// `  ! hold concealment at /description [value 12..40]: …before«matched»after…` — one
+/// finding as a line, its span's hidden characters spelled out.
+pub(crate) fn finding_line(f: &Value) -> String {
+    let s = |k: &str| f[k].as_str().unwrap_or_default().to_owned();
+    format!(
+        "  ! {} {} at {} ({} {}..{}): {}«{}»{}",
+        s("severity"),
+        s("rule"),
+        match s("path").as_str() {
+            "" => "/".to_owned(),
+            p => p.to_owned(),
+        },
+        s("part"),
+        f["start"],
+        f["end"],
+        s("before").replace('\n', "⏎"),
+        s("matched").replace('\n', "⏎"),
+        s("after").replace('\n', "⏎"),
+    )
+}

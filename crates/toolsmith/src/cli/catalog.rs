@@ -5,7 +5,7 @@ use super::*;
 pub(super) fn check(file: &std::path::Path, json: bool) -> Result<ExitCode> {
     let catalog = load_catalog(file)?;
     let mut warnings = sandbox_warnings(&catalog);
-    warnings.extend(guardrail_warnings(&catalog.tools));
+    warnings.extend(crate::output::guardrail_warnings(&catalog.tools));
     output::check_summary(file, &catalog, &warnings, json);
     Ok(ExitCode::SUCCESS)
 }
@@ -29,26 +29,6 @@ fn sandbox_warnings(catalog: &toolsmith_core::Catalog) -> Vec<String> {
             Some(format!("tool `{}`: {hint}", t.name))
         })
         .collect()
-}
-
-/// What the guardrail scanner finds in each tool as a model would see it, one warning per
-/// finding (a local catalog or an imported document is the operator's choice: nothing is
-/// held, only shown). Tools of one catalog or document may name each other, so shadowing is
-/// not looked for here.
-pub(super) fn guardrail_warnings(tools: &[toolsmith_core::Tool]) -> Vec<String> {
-    let none = std::collections::BTreeSet::new();
-    let mut out = Vec::new();
-    for t in tools {
-        for f in toolsmith_core::guard::scan_tool(t, &none) {
-            let finding = serde_json::to_value(&f).unwrap_or_default();
-            out.push(format!(
-                "tool `{}`: guardrail finding{}",
-                t.name,
-                super::servers::finding_line(&finding).trim_start_matches("  !")
-            ));
-        }
-    }
-    out
 }
 
 pub(super) fn list(catalog: &CatalogArg, json: bool) -> Result<ExitCode> {

@@ -163,7 +163,7 @@ pub(super) fn import(
         return Ok(ExitCode::SUCCESS);
     }
     let tools = openapi::tools(&imported, src).map_err(|e| anyhow::anyhow!("{spec}: {e}"))?;
-    for warning in super::catalog::guardrail_warnings(&tools) {
+    for warning in crate::output::guardrail_warnings(&tools) {
         eprintln!("  warning: {warning}");
     }
     let spec = spec.to_owned();

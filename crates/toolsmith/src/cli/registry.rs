@@ -13,7 +13,7 @@ pub(super) fn import(file: PathBuf, db: &DbArg, prune: bool, json: bool) -> Resu
         if !json {
             output::say_held(&held, false);
         }
-        for warning in super::catalog::guardrail_warnings(&catalog.tools) {
+        for warning in crate::output::guardrail_warnings(&catalog.tools) {
             eprintln!("  warning: {warning}");
         }
         if !catalog.servers.is_empty() && !json {

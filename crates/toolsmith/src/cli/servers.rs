@@ -355,32 +355,11 @@ fn changes(name: Option<String>, args: ServersArgs) -> Result<ExitCode> {
                 );
             }
             for f in c["findings"].as_array().into_iter().flatten() {
-                outln!("{}", finding_line(f));
+                outln!("{}", crate::output::finding_line(f));
             }
         }
         Ok(ExitCode::SUCCESS)
     })
-}
-
-/// `  ! hold concealment at /description [value 12..40]: …before«matched»after…` — one
-/// finding as a line, its span's hidden characters spelled out.
-pub(super) fn finding_line(f: &Value) -> String {
-    let s = |k: &str| f[k].as_str().unwrap_or_default().to_owned();
-    format!(
-        "  ! {} {} at {} ({} {}..{}): {}«{}»{}",
-        s("severity"),
-        s("rule"),
-        match s("path").as_str() {
-            "" => "/".to_owned(),
-            p => p.to_owned(),
-        },
-        s("part"),
-        f["start"],
-        f["end"],
-        s("before").replace('\n', "⏎"),
-        s("matched").replace('\n', "⏎"),
-        s("after").replace('\n', "⏎"),
-    )
 }
 
 fn decide(
