@@ -563,31 +563,6 @@ pub fn say_held(held: &[(String, toolsmith_store::held::HeldReport)], stderr: bo
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn control_characters_are_shown_not_obeyed() {
-        use super::terminal_safe;
-        assert_eq!(terminal_safe("plain\ttext\n"), "plain\ttext\n");
-        assert_eq!(
-            terminal_safe("\x1b]52;c;cHduZWQ=\x07\x1b[31mRED\r\u{9b}2J"),
-            "\\x1b]52;c;cHduZWQ=\\x07\\x1b[31mRED\\r\\u{9b}2J"
-        );
-        assert_eq!(
-            terminal_safe("a\u{202e}b\u{200b}c\u{e0041}"),
-            "a\\u{202e}b\\u{200b}c\\u{e0041}"
-        );
-        assert_eq!(terminal_safe("\x7f"), "\\x7f");
-    }
-
-    #[test]
-    fn utc_dates() {
-        assert_eq!(super::utc(0), "1970-01-01 00:00:00");
-        assert_eq!(super::utc(1_795_000_000_000), "2026-11-18 11:06:40");
-        assert_eq!(super::utc(951_782_400_000), "2000-02-29 00:00:00");
-    }
-}
-
 /// What the guardrail scanner finds in each tool as a model would see it, one warning per
 /// finding (a local catalog or an imported document is the operator's choice: nothing is
 /// held, only shown). Tools of one catalog or document may name each other, so shadowing is
@@ -627,4 +602,29 @@ pub(crate) fn finding_line(f: &Value) -> String {
         s("matched").replace('\n', "⏎"),
         s("after").replace('\n', "⏎"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn control_characters_are_shown_not_obeyed() {
+        use super::terminal_safe;
+        assert_eq!(terminal_safe("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(
+            terminal_safe("\x1b]52;c;cHduZWQ=\x07\x1b[31mRED\r\u{9b}2J"),
+            "\\x1b]52;c;cHduZWQ=\\x07\\x1b[31mRED\\r\\u{9b}2J"
+        );
+        assert_eq!(
+            terminal_safe("a\u{202e}b\u{200b}c\u{e0041}"),
+            "a\\u{202e}b\\u{200b}c\\u{e0041}"
+        );
+        assert_eq!(terminal_safe("\x7f"), "\\x7f");
+    }
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(super::utc(0), "1970-01-01 00:00:00");
+        assert_eq!(super::utc(1_795_000_000_000), "2026-11-18 11:06:40");
+        assert_eq!(super::utc(951_782_400_000), "2000-02-29 00:00:00");
+    }
 }
