@@ -4,7 +4,7 @@
 
 import { Alert, Descriptions, List, Space, Typography } from 'antd';
 import type { ToolResult } from './api';
-import { bytes, duration, omittedBytes, streamsOf, structuredData, summary } from './result';
+import { bytes, duration, guardrailsText, omittedBytes, streamsOf, structuredData, summary } from './result';
 import { Pill } from './Pill';
 
 const pre: React.CSSProperties = {
@@ -121,6 +121,8 @@ export function ResultView({ result }: { result: ToolResult }) {
           )}
         </Descriptions.Item>
         <Descriptions.Item label="Truncated">{m.truncated ? 'yes' : 'no'}</Descriptions.Item>
+        {m.guardrails && <Descriptions.Item label="Guardrails">{guardrailsText(m.guardrails)}</Descriptions.Item>}
+        {m.call_id && <Descriptions.Item label="Call id">{m.call_id}</Descriptions.Item>}
         {m.lossy && <Descriptions.Item label="Lossy">non-UTF-8 bytes were replaced</Descriptions.Item>}
       </Descriptions>
     </Space>

@@ -304,7 +304,16 @@ export interface ToolResult {
     stdout_bytes?: number;
     stderr_bytes?: number;
     lossy?: boolean;
+    /** The call's id in the execution log. */
+    call_id?: string;
+    guardrails?: Guardrails;
   };
+}
+
+/** What the result guardrails did: credentials scrubbed by rule (how many), the result cut. */
+export interface Guardrails {
+  scrubbed?: Record<string, number>;
+  cut?: { from_bytes: number; to_bytes: number; max_result_bytes: number };
 }
 
 export interface CheckResult {
@@ -330,6 +339,9 @@ export interface RunRecord {
   upstream?: string;
   /** What the kernel enforced of the call's sandbox (calls that started a process). */
   sandbox?: SandboxReport;
+  /** The call's id (a result's `meta.call_id`). */
+  call_id?: string;
+  guardrails?: Guardrails;
 }
 
 export interface RunList {

@@ -1,10 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import type { ToolResult } from './api';
-import { bytes, duration, omittedBytes, streamsOf, structuredData, summary } from './result';
+import { bytes, duration, guardrailsText, omittedBytes, streamsOf, structuredData, summary } from './result';
 
 const meta = { tool: 't', version: 1, duration_ms: 12.34 };
 
 describe('results', () => {
+  it('says what the result guardrails did, never a value', () => {
+    expect(guardrailsText(undefined)).toBe('—');
+    expect(guardrailsText({ scrubbed: { aws_access_key: 2, tool_secret: 1 } })).toBe('scrubbed aws_access_key ×2, tool_secret ×1');
+    expect(guardrailsText({ cut: { from_bytes: 52428800, to_bytes: 1048000, max_result_bytes: 1048576 } })).toBe(
+      'cut 50.0 MiB → 1023.4 KiB (max_result_bytes 1048576)',
+    );
+  });
+
   it('finds the output streams of a command, and of a failed process', () => {
     const ok: ToolResult = { success: true, data: { stdout: 'hi\n', stderr: '', exit_code: 0 }, meta };
     expect(streamsOf(ok)).toEqual({ stdout: 'hi\n', stderr: '' });

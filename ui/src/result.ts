@@ -1,7 +1,7 @@
 // What a ToolResult shows: the process's output streams (from a command's data, or from an
 // error's output), structured data, and the facts of `meta`. Pure functions.
 
-import type { ToolResult } from './api';
+import type { Guardrails, ToolResult } from './api';
 
 export interface Streams {
   stdout: string;
@@ -48,6 +48,16 @@ export function duration(ms: number | undefined): string {
 export function summary(r: ToolResult): string {
   const took = duration(r.meta.duration_ms);
   return r.success ? `ok in ${took}` : `${r.error?.kind ?? 'error'} after ${took}`;
+}
+
+/** What the result guardrails did, in words: `scrubbed aws_access_key ×1; cut 50.0 MiB → 1.0 MiB`; `—` for nothing. */
+export function guardrailsText(g: Guardrails | undefined): string {
+  if (!g) return '—';
+  const parts: string[] = [];
+  const scrubbed = Object.entries(g.scrubbed ?? {});
+  if (scrubbed.length > 0) parts.push(`scrubbed ${scrubbed.map(([rule, n]) => `${rule} ×${n}`).join(', ')}`);
+  if (g.cut) parts.push(`cut ${bytes(g.cut.from_bytes)} → ${bytes(g.cut.to_bytes)} (max_result_bytes ${g.cut.max_result_bytes})`);
+  return parts.length > 0 ? parts.join('; ') : '—';
 }
 
 /** `1.5 KiB` and so on. */

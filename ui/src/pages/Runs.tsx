@@ -5,8 +5,8 @@ import { useState } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Alert, Button, Descriptions, Input, Select, Space, Table, Typography } from 'antd';
-import { api, type RunRecord, type SandboxReport } from '../api';
-import { duration } from '../result';
+import { api, type Guardrails, type RunRecord, type SandboxReport } from '../api';
+import { duration, guardrailsText } from '../result';
 import { useDebounced } from './Tools';
 import { Pill } from '../Pill';
 import { Pager } from '../Pager';
@@ -84,6 +84,8 @@ export default function RunsPage() {
               {r.upstream && <Descriptions.Item label="MCP server">{r.upstream}</Descriptions.Item>}
               <Descriptions.Item label="Version that ran">{r.version}</Descriptions.Item>
               <Descriptions.Item label="Output truncated">{r.truncated ? 'yes' : 'no'}</Descriptions.Item>
+              {r.guardrails && <Descriptions.Item label="Guardrails">{guardrailsText(r.guardrails)}</Descriptions.Item>}
+              {r.call_id && <Descriptions.Item label="Call id">{r.call_id}</Descriptions.Item>}
               <Descriptions.Item label="Try again">
                 <Button onClick={() => navigate(`/tools/${encodeURIComponent(r.tool)}?tab=test`, { state: { args: r.arguments } })}>
                   Open in Test panel with these arguments
@@ -102,6 +104,7 @@ export default function RunsPage() {
           { title: 'Duration', dataIndex: 'duration_ms', render: (ms: number) => duration(ms) },
           { title: 'Exit code', dataIndex: 'exit_code', render: (c: number | null) => c ?? '—' },
           { title: 'Sandbox', dataIndex: 'sandbox', render: (s?: SandboxReport) => sandboxText(s) },
+          { title: 'Guardrails', dataIndex: 'guardrails', render: (g?: Guardrails) => guardrailsText(g) },
         ]}
       />
       <Pager
