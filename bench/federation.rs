@@ -10,6 +10,8 @@
 //! 2. 64 concurrent calls of `nap` (200 ms on a thread of its own upstream) through one
 //!    upstream: all answered, and the wall time beside the same 64 sent directly.
 //! 3. `tools/list` of 3 upstreams × 300 tools against 900 local tools, every page followed.
+//! 4. `resources/read` and `prompts/get` of the same upstream, directly and through each
+//!    toolsmith, interleaved as in 1.
 //!
 //! `cargo bench -p toolsmith --bench federation`. `FASTMCP_PYTHON` names a Python with
 //! `fastmcp` (see bench/README.md) for the FastMCP rows; `BENCH_CALLS` (default 1000) calls
@@ -314,4 +316,82 @@ fn main() {
             f.as_secs_f64() / l.as_secs_f64()
         );
     }
+
+    // 4. resources/read and prompts/get of the same upstream, interleaved.
+    for t in [stdio.as_ref() as &dyn Transport, &http] {
+        offered(t);
+    }
+    let paths: [(&str, &dyn Transport, &str); 3] = [
+        ("direct to the upstream (stdio)", direct.as_ref(), "hello"),
+        ("through toolsmith mcp (stdio)", stdio.as_ref(), "up__hello"),
+        ("through toolsmith serve (HTTP)", &http, "up__hello"),
+    ];
+    let mut reads: Vec<Vec<Duration>> = vec![Vec::new(); 3];
+    let mut gets: Vec<Vec<Duration>> = vec![Vec::new(); 3];
+    for round in 0..calls + 100 {
+        for (i, (_, t, prompt)) in paths.iter().enumerate() {
+            let s = Instant::now();
+            read(*t);
+            let read_took = s.elapsed();
+            let s = Instant::now();
+            get(*t, prompt);
+            let get_took = s.elapsed();
+            if round >= 100 {
+                reads[i].push(read_took);
+                gets[i].push(get_took);
+            }
+        }
+    }
+    println!(
+        "
+{calls} `resources/read` and `prompts/get` per path, interleaved\n"
+    );
+    println!("| request | path | p50 | p99 | added to the direct p50 |\n|---|---|---|---|---|");
+    for (method, series) in [("resources/read", &mut reads), ("prompts/get", &mut gets)] {
+        let direct_p50 = pct(&mut series[0].clone(), 0.5);
+        for (i, (what, _, _)) in paths.iter().enumerate() {
+            let (p50, p99) = (pct(&mut series[i], 0.5), pct(&mut series[i], 0.99));
+            println!(
+                "| {method} | {what} | {} | {} | +{} |",
+                ms(p50),
+                ms(p99),
+                ms(p50.saturating_sub(direct_p50))
+            );
+        }
+    }
+}
+
+/// Waits until `t` lists the upstream's prompt (its offer discovered).
+fn offered(t: &dyn Transport) {
+    let started = Instant::now();
+    loop {
+        let v =
+            t.request(&json!({"jsonrpc": "2.0", "id": 1, "method": "prompts/list", "params": {}}));
+        let listed = v["result"]["prompts"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|p| p["name"] == "up__hello"));
+        if listed {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the upstream's prompt never appeared: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `resources/read` of the upstream's note through `t`, its answer checked.
+fn read(t: &dyn Transport) {
+    let v = t.request(&json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "bench://note"}}));
+    assert_eq!(v["result"]["contents"][0]["text"], "a note", "{v}");
+}
+
+/// `prompts/get` of `name` through `t`, its answer checked.
+fn get(t: &dyn Transport, name: &str) {
+    let v = t.request(&json!({"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": {"name": name, "arguments": {"name": "Ada"}}}));
+    assert_eq!(
+        v["result"]["messages"][0]["content"]["text"], "Say hello to Ada.",
+        "{v}"
+    );
 }

@@ -1,7 +1,8 @@
 """The upstream of `cargo bench -p toolsmith --bench federation`: a stdio MCP server on the
 standard library alone, so that what is measured is the proxy, not the upstream. Tools:
 `ping` (answers at once, inline), `nap` (sleeps `ms` milliseconds on a thread of its own, so
-many naps overlap) and TS_EXTRA more (`t_0000`…, for listing).
+many naps overlap) and TS_EXTRA more (`t_0000`…, for listing); one resource
+(`bench://note`) and one prompt (`hello`, argument `name`), answered inline.
 
     python upstream.py
 """
@@ -49,9 +50,22 @@ for line in sys.stdin:
     method, params = message.get("method"), message.get("params") or {}
     if method == "initialize":
         answer(message["id"], {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                               "capabilities": {"tools": {}}, "serverInfo": {"name": "bench", "version": "1"}})
+                               "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
+                               "serverInfo": {"name": "bench", "version": "1"}})
     elif method == "tools/list":
         answer(message["id"], {"tools": TOOLS})
+    elif method == "resources/list":
+        answer(message["id"], {"resources": [{"uri": "bench://note", "name": "note", "mimeType": "text/plain"}]})
+    elif method == "resources/templates/list":
+        answer(message["id"], {"resourceTemplates": []})
+    elif method == "resources/read":
+        answer(message["id"], {"contents": [{"uri": params.get("uri"), "mimeType": "text/plain", "text": "a note"}]})
+    elif method == "prompts/list":
+        answer(message["id"], {"prompts": [{"name": "hello", "description": "Greets someone.",
+                                            "arguments": [{"name": "name", "required": True}]}]})
+    elif method == "prompts/get":
+        who = (params.get("arguments") or {}).get("name", "")
+        answer(message["id"], {"messages": [{"role": "user", "content": {"type": "text", "text": f"Say hello to {who}."}}]})
     elif method == "tools/call" and params.get("name") == "nap":
         ms = params.get("arguments", {}).get("ms", 0)
         threading.Thread(target=nap, args=(message["id"], ms), daemon=True).start()

@@ -74,6 +74,9 @@ pub struct Gateway {
     /// The current version of the tools called lately, as read at one registry generation:
     /// a call finds its tool here instead of reading the registry (see [`Self::current`]).
     current: Mutex<(u64, HashMap<String, Arc<CompiledTool>>)>,
+    /// The upstreams' offers as served (prompts and templates approved), read at one
+    /// registry generation: a read or a get does not read the pins (see `offers::offers`).
+    served_offers: Mutex<Option<(u64, Vec<toolsmith_exec::upstream::ServerOffer>)>>,
     /// Counts registry changes; MCP snapshots and list_changed notifications follow it.
     changes: tokio::sync::watch::Sender<u64>,
     /// What could not be served of each upstream's tools (name collisions, refused
@@ -135,6 +138,7 @@ impl Gateway {
             run_retention: run_retention.max(1),
             compiled: Mutex::default(),
             current: Mutex::default(),
+            served_offers: Mutex::default(),
             changes: tokio::sync::watch::Sender::new(0),
             federation_problems: problems::Problems::default(),
             metrics: metrics::Metrics::new(),

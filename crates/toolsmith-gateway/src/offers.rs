@@ -197,11 +197,26 @@ fn served_prompts(offers: &[ServerOffer], view: &View) -> Vec<(String, String, V
 impl Gateway {
     /// What each upstream offers now, its prompts and templates as approved
     /// ([`crate::offer_pins`]).
+    ///
+    /// Kept per registry generation (taken before the read, so a change that raced with it
+    /// makes the kept one stale, never the reverse): every change of an upstream's offer or
+    /// of its pins is a registry change (`offer_pins::reconcile`, approvals, the servers'
+    /// sync), so a read or a get between two changes reads no pins.
     async fn offers(&self) -> Vec<ServerOffer> {
+        let generation = self.generation();
+        if let Some((at, kept)) = &*self.served_offers.lock().unwrap_or_else(|e| e.into_inner())
+            && *at == generation
+        {
+            return kept.clone();
+        }
         let mut out = Vec::new();
         for mut o in self.engine.upstreams().offers() {
             o.offer = std::sync::Arc::new(self.approved(&o.server, &o.offer).await);
             out.push(o);
+        }
+        let mut kept = self.served_offers.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.as_ref().is_none_or(|(at, _)| *at <= generation) {
+            *kept = Some((generation, out.clone()));
         }
         out
     }
