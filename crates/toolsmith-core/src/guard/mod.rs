@@ -187,34 +187,15 @@ impl Scan<'_> {
             return;
         }
         self.characters(text, path, part);
-        for (rule, start, end) in rules::matches(text) {
-            self.push(
-                rule.id,
-                rule.severity,
-                rule.why,
-                path,
-                part,
-                text,
-                start,
-                end,
-            );
-        }
-        if part == Part::Key && text.contains(['_', '-']) {
-            // A parameter name spelling a request (`content_from_reading_ssh_id_rsa`, CyberArk's
-            // full-schema poisoning) reads as words once its separators are spaces; the
-            // separators are one byte each, so the spans stay the same.
-            let words = text.replace(['_', '-'], " ");
-            for (rule, start, end) in rules::matches(&words) {
-                self.push(
-                    rule.id,
-                    rule.severity,
-                    rule.why,
-                    path,
-                    part,
-                    text,
-                    start,
-                    end,
-                );
+        // A parameter name spelling a request (`content_from_reading_ssh_id_rsa`, CyberArk's
+        // full-schema poisoning) reads as words once its separators are spaces; the
+        // separators are one byte each, so the spans stay the same.
+        let words =
+            (part == Part::Key && text.contains(['_', '-'])).then(|| text.replace(['_', '-'], " "));
+        for read in [Some(text), words.as_deref()].into_iter().flatten() {
+            for (rule, start, end) in rules::matches(read) {
+                let (id, severity, why) = (rule.id, rule.severity, rule.why);
+                self.push(id, severity, why, path, part, text, start, end);
             }
         }
         self.shadowing(text, path, part);
