@@ -50,11 +50,20 @@ pub fn start(state: &Arc<Gateway>) -> tokio::task::JoinHandle<()> {
             tokio::select! {
                 event = events.recv() => match event {
                     Ok(Event::Listed { server, tools, offer }) => {
-                        if let Err(e) = reconcile(&state, &server, &tools).await {
+                        // The names shadowing looks for: no tool of this server's, so one
+                        // reading serves its tools and its prompts and templates.
+                        let others = match crate::guardrails::foreign_names(&state.store, Some(&server)).await {
+                            Ok(others) => others,
+                            Err(e) => {
+                                tracing::error!(server = %server, "reading the registry's tool names for MCP server `{server}`'s listing: {e}");
+                                continue;
+                            }
+                        };
+                        if let Err(e) = reconcile(&state, &server, &tools, &others).await {
                             tracing::error!(server = %server, "applying the tools MCP server `{server}` listed: {e}");
                         }
                         let author = upstream_author(&server);
-                        if let Err(e) = offer_pins::reconcile(&state, &server, &offer, &author).await {
+                        if let Err(e) = offer_pins::reconcile(&state, &server, &offer, &author, &others).await {
                             tracing::error!(server = %server, "applying the prompts and templates MCP server `{server}` listed: {e}");
                         }
                     }
@@ -167,18 +176,19 @@ pub fn upstream_author(server: &str) -> String {
     format!("upstream:{server}")
 }
 
-/// Applies one listing of `server` to the registry, by its pins and its `on_change`.
+/// Applies one listing of `server` to the registry, by its pins and its `on_change`;
+/// `others` are the names shadowing looks for ([`crate::guardrails::foreign_names`]).
 pub async fn reconcile(
     state: &Arc<Gateway>,
     server: &str,
     listed: &[Value],
+    others: &std::collections::BTreeSet<String>,
 ) -> Result<(), StoreError> {
     let def = state.store.get_server(server).await?.server;
     // Prompts and templates are pinned beside the tools (`offer_pins`), under keys of their own.
     let (pins, changes) = pending::pins_and_changes(state, server, |k| !is_offer_key(k)).await?;
     let first = pins.is_empty();
     let author = upstream_author(server);
-    let others = crate::guardrails::foreign_names(&state.store, Some(server)).await?;
     let mut problems = Vec::new();
     let now: BTreeMap<String, Value> = listed
         .iter()
@@ -188,7 +198,7 @@ pub async fn reconcile(
         })
         .collect();
     for (tool, said) in &now {
-        if pins.get(tool) != Some(said) && state.suspicious(&def, tool, said, &others) {
+        if pins.get(tool) != Some(said) && state.suspicious(&def, tool, said, others) {
             // Kept out of service whatever `on_change` says, in a first listing too.
             let kind = match pins.contains_key(tool) {
                 true => "changed",

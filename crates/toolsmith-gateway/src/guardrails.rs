@@ -66,14 +66,6 @@ pub fn scan_key(key: &str, said: Option<&Value>, others: &BTreeSet<String>) -> V
 }
 
 impl Gateway {
-    /// [`foreign_names`] of this gateway's registry.
-    pub(crate) async fn foreign_names(
-        &self,
-        server: Option<&str>,
-    ) -> Result<BTreeSet<String>, StoreError> {
-        foreign_names(&self.store, server).await
-    }
-
     /// Whether `def`'s listing of `key` as `said` is kept out of service by its findings
     /// (`on_suspicious: hold`); counts and logs them either way.
     pub(crate) fn suspicious(

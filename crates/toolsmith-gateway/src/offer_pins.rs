@@ -61,21 +61,22 @@ fn keyed(offer: &Offer) -> BTreeMap<String, Value> {
 }
 
 /// Applies one listing's prompts and templates of `server` to its pins and changes; what is
-/// approved at once is approved by `author` (the upstream).
+/// approved at once is approved by `author` (the upstream). `others` are the names
+/// shadowing looks for.
 pub async fn reconcile(
     state: &Arc<Gateway>,
     server: &str,
     offer: &Offer,
     author: &str,
+    others: &std::collections::BTreeSet<String>,
 ) -> Result<(), StoreError> {
     let def = state.store.get_server(server).await?.server;
     let (pins, changes) = pending::pins_and_changes(state, server, is_offer_key).await?;
     let first = pins.is_empty() && changes.is_empty();
     let accept = def.on_change == OnChange::Accept;
     let now = keyed(offer);
-    let others = state.foreign_names(Some(server)).await?;
     for (key, said) in &now {
-        if pins.get(key) != Some(said) && state.suspicious(&def, key, said, &others) {
+        if pins.get(key) != Some(said) && state.suspicious(&def, key, said, others) {
             let kind = if pins.contains_key(key) {
                 "changed"
             } else {
