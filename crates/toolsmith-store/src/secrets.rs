@@ -65,24 +65,37 @@ impl SecretKey {
 
     /// `plain`, sealed.
     pub fn seal_text(&self, plain: &str) -> String {
+        format!(
+            "{MARK}{}",
+            base64::engine::general_purpose::STANDARD
+                .encode(self.seal_bytes(plain.as_bytes(), AAD))
+        )
+    }
+
+    /// The nonce and the ciphertext of `plain`, bound to `aad`.
+    fn seal_bytes(&self, plain: &[u8], aad: &[u8]) -> Vec<u8> {
         let cipher = XChaCha20Poly1305::new((&self.0).into());
         let mut nonce = [0u8; 24];
         fill_random(&mut nonce);
         let sealed = cipher
-            .encrypt(
-                &XNonce::from(nonce),
-                Payload {
-                    msg: plain.as_bytes(),
-                    aad: AAD,
-                },
-            )
+            .encrypt(&XNonce::from(nonce), Payload { msg: plain, aad })
             .unwrap_or_default();
         let mut out = nonce.to_vec();
         out.extend_from_slice(&sealed);
-        format!(
-            "{MARK}{}",
-            base64::engine::general_purpose::STANDARD.encode(out)
-        )
+        out
+    }
+
+    /// What [`Self::seal_bytes`] sealed under `aad`; `None` when it was sealed otherwise.
+    fn open_bytes(&self, bytes: &[u8], aad: &[u8]) -> Option<Vec<u8>> {
+        if bytes.len() < 24 {
+            return None;
+        }
+        let (nonce, ct) = bytes.split_at(24);
+        let nonce: [u8; 24] = nonce.try_into().ok()?;
+        let cipher = XChaCha20Poly1305::new((&self.0).into());
+        cipher
+            .decrypt(&XNonce::from(nonce), Payload { msg: ct, aad })
+            .ok()
     }
 
     /// A sealed value opened; an error when it was sealed with another key or damaged.
@@ -96,15 +109,7 @@ impl SecretKey {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(body)
             .map_err(|_| wrong())?;
-        if bytes.len() < 24 {
-            return Err(wrong());
-        }
-        let (nonce, ct) = bytes.split_at(24);
-        let nonce: [u8; 24] = nonce.try_into().map_err(|_| wrong())?;
-        let cipher = XChaCha20Poly1305::new((&self.0).into());
-        let plain = cipher
-            .decrypt(&XNonce::from(nonce), Payload { msg: ct, aad: AAD })
-            .map_err(|_| wrong())?;
+        let plain = self.open_bytes(&bytes, AAD).ok_or_else(wrong)?;
         String::from_utf8(plain).map_err(|_| wrong())
     }
 }
@@ -130,6 +135,36 @@ pub fn use_key(key: Option<SecretKey>) {
 
 pub(crate) fn key() -> Option<Arc<SecretKey>> {
     KEY.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Bound to a call's state sealed for a client ([`seal_state`]): a sealed secret does not
+/// open as one, nor one as a secret.
+const STATE_AAD: &[u8] = b"toolsmith request state v1";
+
+/// The key of [`seal_state`] when the process has none: its own, so state sealed here opens
+/// only here (replicas share the registry's key, and so each other's state).
+static PROCESS_KEY: std::sync::OnceLock<SecretKey> = std::sync::OnceLock::new();
+
+fn state_key() -> Arc<SecretKey> {
+    key().unwrap_or_else(|| Arc::new(PROCESS_KEY.get_or_init(SecretKey::generate).clone()))
+}
+
+/// `plain` sealed for a client to hold and send back (a relayed call's `requestState`):
+/// encrypted and authenticated under the registry's key (XChaCha20-Poly1305), as URL-safe
+/// base64. The client can neither read it nor change it unnoticed; any replica with the key
+/// opens it.
+pub fn seal_state(plain: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(state_key().seal_bytes(plain.as_bytes(), STATE_AAD))
+}
+
+/// What [`seal_state`] sealed; `None` for anything else (changed, made up, sealed with
+/// another key).
+pub fn open_state(sealed: &str) -> Option<String> {
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(sealed)
+        .ok()?;
+    String::from_utf8(state_key().open_bytes(&bytes, STATE_AAD)?).ok()
 }
 
 /// Whether this process has a key ([`use_key`]).
@@ -274,6 +309,40 @@ pub(crate) fn open(mut definition: Value) -> Result<Value> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn sealed_state_opens_only_unchanged_and_never_as_a_secret() {
+        let sealed = seal_state(r#"{"tool":"a"}"#);
+        assert!(!sealed.contains("tool"), "{sealed}");
+        assert_eq!(open_state(&sealed).as_deref(), Some(r#"{"tool":"a"}"#));
+        // Each byte changed, the state does not open.
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(&sealed)
+            .expect("base64");
+        for i in [0, 23, 24, bytes.len() - 1] {
+            let mut changed = bytes.clone();
+            changed[i] ^= 1;
+            let text = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(changed);
+            assert_eq!(open_state(&text), None, "byte {i} changed");
+        }
+        assert_eq!(open_state("not state"), None);
+        assert_eq!(open_state(""), None);
+        // A secret sealed with the same key is no state, and state no secret.
+        let key = state_key();
+        let secret = key.seal_text("x");
+        let body = secret.strip_prefix(MARK).expect("mark");
+        let as_state = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(
+            base64::engine::general_purpose::STANDARD
+                .decode(body)
+                .expect("base64"),
+        );
+        assert_eq!(open_state(&as_state), None);
+        let as_secret = format!(
+            "{MARK}{}",
+            base64::engine::general_purpose::STANDARD.encode(bytes)
+        );
+        assert!(key.open_text(&as_secret).is_err());
+    }
 
     #[test]
     fn only_secret_fields_are_sealed_and_they_open_only_with_their_key() {

@@ -19,6 +19,7 @@ const SERVER_KEYS: &[&str] = &[
     "tools",
     "on_change",
     "on_suspicious",
+    "protocol",
     "max_result_bytes",
     "scrub",
     "timeout_ms",
@@ -162,6 +163,15 @@ impl Loader<'_> {
                 e,
             )
             .unwrap_or_default();
+        let protocol = f
+            .choice(
+                "protocol",
+                "protocol era",
+                &crate::upstream::Protocol::WORDS,
+                crate::upstream::Protocol::from_word,
+                e,
+            )
+            .unwrap_or_default();
         let results = super::defaults::read_results(&f, e).or(results_default);
         let timeout_ms = f
             .uint("timeout_ms", e)
@@ -214,6 +224,7 @@ impl Loader<'_> {
             tools,
             on_change,
             on_suspicious,
+            protocol,
             results,
             timeout_ms,
             idle_timeout_ms,

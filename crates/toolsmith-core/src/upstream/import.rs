@@ -241,6 +241,7 @@ fn server(
         tools: BTreeMap::new(),
         on_change: OnChange::Hold,
         on_suspicious: Default::default(),
+        protocol: Default::default(),
         results: Default::default(),
         timeout_ms: DEFAULT_TIMEOUT_MS,
         idle_timeout_ms: None,

@@ -40,6 +40,8 @@ pub struct McpServer {
     pub on_change: OnChange,
     /// What happens to a definition the guardrail scanner holds ([`crate::guard`]).
     pub on_suspicious: OnSuspicious,
+    /// Which protocol era toolsmith speaks to it.
+    pub protocol: Protocol,
     /// `max_result_bytes` and `scrub` of its tools' results.
     pub results: crate::guard::result::ResultPolicy,
     /// Each call's timeout, unless a tool's override says otherwise.
@@ -134,6 +136,39 @@ impl OnSuspicious {
             Self::Hold => "hold",
             Self::Warn => "warn",
         }
+    }
+}
+
+/// Which protocol era toolsmith speaks to an upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// The newest the server offers: `server/discover` first (2026-07-28, stateless), the
+    /// `initialize` handshake when it does not know it.
+    #[default]
+    Auto,
+    /// 2026-07-28 only (`server/discover`, per-request `_meta`).
+    Modern,
+    /// The `initialize` handshake (2025-11-25 and before).
+    Legacy,
+}
+
+impl Protocol {
+    /// The catalog's words for each.
+    pub const WORDS: [&'static str; 3] = ["auto", "2026-07-28", "2025-11-25"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => Self::WORDS[0],
+            Self::Modern => Self::WORDS[1],
+            Self::Legacy => Self::WORDS[2],
+        }
+    }
+
+    /// The era a catalog word names.
+    pub fn from_word(word: &str) -> Option<Self> {
+        [Self::Auto, Self::Modern, Self::Legacy]
+            .into_iter()
+            .find(|p| p.as_str() == word)
     }
 }
 
@@ -311,6 +346,9 @@ impl McpServer {
         }
         if self.on_suspicious != OnSuspicious::Hold {
             m.insert("on_suspicious".into(), json!(self.on_suspicious.as_str()));
+        }
+        if self.protocol != Protocol::Auto {
+            m.insert("protocol".into(), json!(self.protocol.as_str()));
         }
         self.results.write(&mut m);
         if self.timeout_ms != DEFAULT_TIMEOUT_MS {
@@ -505,6 +543,7 @@ mod tests {
             tools: BTreeMap::new(),
             on_change: OnChange::Hold,
             on_suspicious: OnSuspicious::Hold,
+            protocol: Protocol::Auto,
             results: Default::default(),
             timeout_ms: DEFAULT_TIMEOUT_MS,
             idle_timeout_ms: None,

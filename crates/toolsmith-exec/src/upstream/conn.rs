@@ -11,8 +11,9 @@ use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::ClientHandler;
 use rmcp::model::{
     ClientJsonRpcMessage, ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest,
-    JsonRpcMessage, ProgressNotificationParam, ProgressToken, RequestId,
+    JsonRpcMessage, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId,
 };
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::service::{InboundStreamOrigin, RequestContext};
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::common::client_side_sse::BoxedSseResponse;
@@ -23,7 +24,7 @@ use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
-use toolsmith_core::upstream::{McpServer, Transport};
+use toolsmith_core::upstream::{McpServer, Protocol, Transport};
 
 use super::{Progress, Spawning, Upstream, lock};
 use crate::limits::{self, CallCgroup};
@@ -294,7 +295,10 @@ pub(crate) async fn connect(up: &Arc<Upstream>, handler: Handler) -> Result<Conn
                 line: 0,
                 up: up.clone(),
             };
-            match rmcp::serve_client(handler, (stdout, stdin)).await {
+            match handler
+                .serve_with_lifecycle((stdout, stdin), lifecycle(&up.def))
+                .await
+            {
                 Ok(service) => Ok(Conn {
                     service,
                     process: Some(process),
@@ -332,7 +336,8 @@ pub(crate) async fn connect(up: &Arc<Upstream>, handler: Handler) -> Result<Conn
                 SessionAware(client),
                 config,
             );
-            let service = rmcp::serve_client(handler, transport)
+            let service = handler
+                .serve_with_lifecycle(transport, lifecycle(&up.def))
                 .await
                 .map_err(|e| e.to_string())?;
             Ok(Conn {
@@ -340,6 +345,22 @@ pub(crate) async fn connect(up: &Arc<Upstream>, handler: Handler) -> Result<Conn
                 process: None,
             })
         }
+    }
+}
+
+/// How the connection starts, by the server's `protocol`: `server/discover` first and the
+/// `initialize` handshake when the server does not know it (`auto`), or only one of them.
+fn lifecycle(def: &McpServer) -> ClientLifecycleMode {
+    let modern = vec![ProtocolVersion::V_2026_07_28];
+    match def.protocol {
+        Protocol::Auto => ClientLifecycleMode::Auto {
+            preferred_versions: modern,
+            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        },
+        Protocol::Modern => ClientLifecycleMode::Discover {
+            preferred_versions: modern,
+        },
+        Protocol::Legacy => ClientLifecycleMode::Initialize,
     }
 }
 

@@ -19,6 +19,7 @@
 //! listed with its tools and reached through [`offer`].
 
 mod conn;
+mod listen;
 mod logs;
 mod offer;
 mod probe;
@@ -113,6 +114,25 @@ pub struct Downstream {
     /// Where the upstream's log messages during the call go (each a
     /// `LoggingMessageNotificationParam` as JSON); none: they are not passed on.
     pub log: Option<mpsc::UnboundedSender<Value>>,
+    /// The caller answers an upstream's "input required" itself (a client on the 2026-07-28
+    /// protocol): the result is handed back as it came (`resultType: input_required`, its
+    /// requests and state) instead of being answered here.
+    pub relay_inputs: bool,
+    /// The caller's answers to such a result, sent with the call: its `inputResponses` and
+    /// the upstream's own `requestState`.
+    pub resume: Option<Resume>,
+    /// The caller's client capabilities (JSON), declared to a 2026-07-28 upstream in the
+    /// call's `_meta` in place of toolsmith's, so it asks only what the caller can answer.
+    pub client_capabilities: Option<Value>,
+}
+
+/// A relayed call sent again with the caller's answers.
+#[derive(Debug, Clone, Default)]
+pub struct Resume {
+    /// `inputResponses`, by the upstream's keys.
+    pub input_responses: Map<String, Value>,
+    /// The upstream's `requestState`, as it gave it.
+    pub request_state: Option<String>,
 }
 
 /// Where a 2026-07-28 request opts in to the server's log messages (SEP-2575).
@@ -210,6 +230,9 @@ pub(crate) struct Upstream {
     /// Why the connection was closed by toolsmith, when it was (a message over the size
     /// limit): what the calls it ended are told.
     pub broken: Mutex<Option<String>>,
+    /// The resources toolsmith's clients watch here, for a 2026-07-28 upstream (whose
+    /// `subscriptions/listen` filter names them: [`listen`]).
+    pub watched: Mutex<std::collections::BTreeSet<String>>,
 }
 
 pub(crate) struct State {
@@ -235,6 +258,8 @@ pub(crate) enum Control {
     Start,
     /// Stop for good.
     Stop,
+    /// The watched resources changed: open the subscription again with them.
+    Rewatch,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -417,9 +442,14 @@ impl Upstreams {
                 .get_or_insert_with(Default::default)
                 .insert(LOG_LEVEL_META.into(), Value::from("debug"));
         }
+        if let Some(resume) = &downstream.resume {
+            params.input_responses =
+                serde_json::from_value(Value::Object(resume.input_responses.clone())).ok();
+            params.request_state = resume.request_state.clone();
+        }
         // An upstream on the 2026-07-28 protocol asks for input by answering "input
-        // required": answered here (asked through `elicit`, or declined) and the call sent
-        // again, a few rounds at most.
+        // required": handed back to a caller that answers it itself, else answered here
+        // (asked through `elicit`, or declined) and the call sent again, a few rounds at most.
         for _ in 0..MAX_INPUT_ROUNDS {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             match self
@@ -432,6 +462,10 @@ impl Upstreams {
                 })? {
                 ServerResult::CallToolResult(result) => {
                     return serde_json::to_value(result)
+                        .map_err(|e| UpstreamError::Failed(e.to_string()));
+                }
+                ServerResult::InputRequiredResult(asked) if downstream.relay_inputs => {
+                    return serde_json::to_value(asked)
                         .map_err(|e| UpstreamError::Failed(e.to_string()));
                 }
                 ServerResult::InputRequiredResult(asked) => {
@@ -466,7 +500,7 @@ impl Upstreams {
         let in_flight = up.logs.enter(downstream.log.clone());
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer
-            .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
+            .send_request_with_option(request, request_options(timeout, downstream))
             .await
             .map_err(|e| up.failure(e))?;
         let route = (downstream.progress.clone())
@@ -494,6 +528,20 @@ impl Upstreams {
         }
     }
 }
+
+/// A call's request options: its timeout, and the caller's client capabilities in place of
+/// toolsmith's when it answers the upstream's questions itself.
+fn request_options(timeout: Duration, downstream: &Downstream) -> PeerRequestOptions {
+    let mut options = PeerRequestOptions::with_timeout(timeout);
+    if let Some(Value::Object(caps)) = &downstream.client_capabilities {
+        let meta = serde_json::json!({ CLIENT_CAPABILITIES_META: caps });
+        options.meta = serde_json::from_value(meta).ok();
+    }
+    options
+}
+
+/// Where a 2026-07-28 request declares its client's capabilities (SEP-2575).
+const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
 
 async fn await_answer(handle: RequestHandle<RoleClient>) -> Result<ServerResult, ServiceError> {
     handle.await_response().await

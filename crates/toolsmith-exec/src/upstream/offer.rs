@@ -137,6 +137,9 @@ impl Upstreams {
     #[allow(deprecated)] // resources/subscribe is the protocol before 2026-07-28's listen.
     pub async fn subscribe_resource(&self, server: &str, uri: &str) -> Result<(), UpstreamError> {
         let up = self.upstream(server)?;
+        if up.watch(uri, true).await? {
+            return Ok(());
+        }
         let request: rmcp::model::SubscribeRequestParams = params(json!({ "uri": uri }))?;
         up.ask(|peer| async move { peer.subscribe(request).await })
             .await
@@ -147,6 +150,9 @@ impl Upstreams {
     #[allow(deprecated)] // resources/unsubscribe is the protocol before 2026-07-28's listen.
     pub async fn unsubscribe_resource(&self, server: &str, uri: &str) -> Result<(), UpstreamError> {
         let up = self.upstream(server)?;
+        if up.watch(uri, false).await? {
+            return Ok(());
+        }
         let request: rmcp::model::UnsubscribeRequestParams = params(json!({ "uri": uri }))?;
         up.ask(|peer| async move { peer.unsubscribe(request).await })
             .await
@@ -160,6 +166,30 @@ impl Upstreams {
 }
 
 impl Upstream {
+    /// On a 2026-07-28 upstream, adds `uri` to (or takes it from) the resources its
+    /// subscription watches, and says so (`true`); an older upstream is told with
+    /// `resources/subscribe` instead (`false`).
+    async fn watch(&self, uri: &str, on: bool) -> Result<bool, UpstreamError> {
+        let peer = self
+            .ready_peer(Duration::from_millis(self.def.timeout_ms))
+            .await?;
+        if !super::listen::modern(&peer) {
+            return Ok(false);
+        }
+        let changed = {
+            let mut watched = super::lock(&self.watched);
+            if on {
+                watched.insert(uri.to_owned())
+            } else {
+                watched.remove(uri)
+            }
+        };
+        if changed {
+            let _ = self.control.send(super::Control::Rewatch);
+        }
+        Ok(true)
+    }
+
     /// One request on the ready connection, within the server's timeout; its result as JSON.
     async fn ask<T, F>(
         &self,

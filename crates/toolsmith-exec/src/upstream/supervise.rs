@@ -8,6 +8,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 use toolsmith_core::upstream::{McpServer, Transport};
 
 use super::conn::{self, Conn, Handler};
+use super::listen;
 use super::{
     BACKOFF_MAX, Control, Event, RELIST_EVERY, START_TIMEOUT, Spawning, State, Status, Upstream,
     lock, now_ms,
@@ -42,6 +43,7 @@ pub(crate) fn spawn(
         changed: watch::Sender::new(0),
         stderr: Mutex::default(),
         broken: Mutex::default(),
+        watched: Mutex::default(),
         control,
         events,
         spawning,
@@ -115,9 +117,12 @@ async fn run(up: Arc<Upstream>, mut control: mpsc::UnboundedReceiver<Control>) {
             Ended::Idle => {
                 stopped(&up);
                 // Wait for a call (or a refresh) to need it again.
-                match control.recv().await {
-                    Some(Control::Start | Control::Refresh) => {}
-                    Some(Control::Stop) | None => return,
+                loop {
+                    match control.recv().await {
+                        Some(Control::Start | Control::Refresh) => break,
+                        Some(Control::Rewatch) => {}
+                        Some(Control::Stop) | None => return,
+                    }
                 }
                 started_once = false;
                 continue;
@@ -141,7 +146,7 @@ async fn run(up: Arc<Upstream>, mut control: mpsc::UnboundedReceiver<Control>) {
                     stopped(&up);
                     return;
                 }
-                Some(Control::Refresh | Control::Start) => {}
+                Some(Control::Refresh | Control::Start | Control::Rewatch) => {}
             },
         }
         backoff = (backoff * 2).min(BACKOFF_MAX);
@@ -207,6 +212,12 @@ async fn follow(
         Transport::Stdio { .. } => up.def.idle_timeout_ms.map(Duration::from_millis),
         Transport::Http { .. } => None,
     };
+    let modern = listen::modern(conn.service.peer());
+    let watched = || lock(&up.watched).clone();
+    let mut heard = match modern {
+        true => listen::open(&up.def.name, conn.service.peer(), &watched()).await,
+        false => None,
+    };
     let mut relist = tokio::time::interval(RELIST_EVERY);
     relist.tick().await;
     let mut idle_check = tokio::time::interval(Duration::from_secs(1));
@@ -230,9 +241,23 @@ async fn follow(
                     return Ended::Failed(e);
                 }
             }
+            h = listen::next(&mut heard) => match h {
+                listen::Heard::ListChanged => {
+                    if let Err(e) = list(up, &conn).await {
+                        return Ended::Failed(e);
+                    }
+                }
+                listen::Heard::ResourceUpdated(uri) => {
+                    let _ = up.events.send(Event::ResourceUpdated { server: up.def.name.clone(), uri });
+                }
+                listen::Heard::Other | listen::Heard::Ended => {}
+            },
             _ = relist.tick() => {
                 if let Err(e) = list(up, &conn).await {
                     return Ended::Failed(e);
+                }
+                if modern && heard.is_none() {
+                    heard = listen::open(&up.def.name, conn.service.peer(), &watched()).await;
                 }
             }
             c = control.recv() => match c {
@@ -242,6 +267,14 @@ async fn follow(
                     }
                 }
                 Some(Control::Start) => {}
+                Some(Control::Rewatch) => {
+                    if modern {
+                        if let Some(mut old) = heard.take() {
+                            let _ = old.cancel().await;
+                        }
+                        heard = listen::open(&up.def.name, conn.service.peer(), &watched()).await;
+                    }
+                }
                 Some(Control::Stop) | None => return Ended::Stop,
             },
             _ = idle_check.tick(), if idle_after.is_some() => {

@@ -13,12 +13,16 @@
 //! subscription that sends `list_changed`), [`params`] (repairing `tools/call` params before
 //! rmcp reads them), [`snapshot`] (the tools as MCP serves them), [`view`] (which of them a
 //! request sees), [`search`] (search mode), [`ask`] (questions an upstream asks a 2026-07-28
-//! client), [`result`] (a result in MCP's form), [`offers`] (the upstreams' resources,
+//! client on an older upstream's behalf), [`relay`] (a 2026-07-28 upstream's "input required"
+//! handed to a 2026-07-28 client, its state sealed), [`confirm`] (confirmation of dangerous
+//! tools), [`result`] (a result in MCP's form), [`offers`] (the upstreams' resources,
 //! prompts and completions). Logging will be a file of its own here.
 
 mod ask;
+mod confirm;
 mod offers;
 pub mod params;
+mod relay;
 mod result;
 mod run;
 pub mod search;
@@ -29,10 +33,10 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-    GetPromptRequestParams, GetPromptResponse, Implementation, InputRequest, InputRequiredResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig, SubscriptionFilter,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -47,6 +51,7 @@ use toolsmith_gateway::Gateway;
 use toolsmith_gateway::view::View;
 
 use ask::{Next, Parking};
+use confirm::Confirmation;
 
 /// Tools per `tools/list` page.
 pub const PAGE_SIZE: usize = 200;
@@ -118,74 +123,6 @@ impl McpServer {
         *guard = Some(s.clone());
         Ok(s)
     }
-
-    /// Whether a call may run: always for safe tools or with --allow-dangerous; otherwise
-    /// the user is asked through elicitation when the client can show a form (as an
-    /// input-required result on protocol 2026-07-28, a server request before it).
-    async fn confirmation(
-        &self,
-        tool: &CompiledTool,
-        arguments: &Value,
-        request: &CallToolRequestParams,
-        ctx: &RequestContext<RoleServer>,
-    ) -> Confirmation {
-        if !tool.tool.is_dangerous() || self.options.allow_dangerous {
-            return Confirmation::Confirmed;
-        }
-        if let Some(answer) = request
-            .input_responses
-            .as_ref()
-            .and_then(|r| r.get(CONFIRM_KEY))
-        {
-            return Confirmation::answered(answer);
-        }
-        if ctx
-            .client_capabilities()
-            .is_none_or(|c| c.elicitation.is_none())
-        {
-            return Confirmation::NotAsked;
-        }
-        let message = format!(
-            "Run the dangerous tool `{}` ({}) with these arguments?\n{}",
-            tool.tool.name,
-            tool.tool.description,
-            serde_json::to_string_pretty(arguments).unwrap_or_default()
-        );
-        let params = json!({
-            "mode": "form",
-            "message": message,
-            "requestedSchema": {
-                "type": "object",
-                "properties": {"confirm": {"type": "boolean", "title": "Run it", "default": false}},
-                "required": ["confirm"]
-            }
-        });
-        let modern = ctx
-            .protocol_version()
-            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-        if modern {
-            let ask = json!({"method": "elicitation/create", "params": params});
-            return match serde_json::from_value::<InputRequest>(ask) {
-                Ok(ask) => Confirmation::Ask(InputRequiredResult::from_input_requests(
-                    [(CONFIRM_KEY.to_owned(), ask)].into_iter().collect(),
-                )),
-                Err(e) => {
-                    tracing::error!("building the confirmation request: {e}");
-                    Confirmation::NotAsked
-                }
-            };
-        }
-        let Ok(params) = serde_json::from_value(params) else {
-            return Confirmation::NotAsked;
-        };
-        match ctx.peer.create_elicitation(params).await {
-            Ok(answer) => Confirmation::answered(&serde_json::to_value(answer).unwrap_or_default()),
-            Err(e) => {
-                tracing::warn!("asking the user to confirm `{}`: {e}", tool.tool.name);
-                Confirmation::NotAsked
-            }
-        }
-    }
 }
 
 /// Whether an upstream's questions go to this client as "input required": a client on the
@@ -196,27 +133,6 @@ fn asks_back(ctx: &RequestContext<RoleServer>) -> bool {
         && ctx
             .client_capabilities()
             .is_some_and(|c| c.elicitation.is_some())
-}
-
-/// The key of the confirmation in an input-required round trip.
-const CONFIRM_KEY: &str = "toolsmith_confirm";
-
-/// What the user said about running a dangerous tool.
-enum Confirmation {
-    Confirmed,
-    Declined,
-    /// The client cannot ask (no elicitation): refused with advice.
-    NotAsked,
-    /// Ask first (protocol 2026-07-28): the client retries the call with the answer.
-    Ask(InputRequiredResult),
-}
-
-impl Confirmation {
-    /// An elicitation answer: `{"action": "accept", "content": {"confirm": true}}` runs.
-    fn answered(answer: &Value) -> Self {
-        let yes = answer["action"] == "accept" && answer["content"]["confirm"] == true;
-        if yes { Self::Confirmed } else { Self::Declined }
-    }
 }
 
 /// Reads every enabled tool and renders it for MCP.
@@ -546,10 +462,11 @@ impl McpServer {
         &self,
         admitted: toolsmith_gateway::call::Admitted,
         arguments: Value,
-        confirmed: bool,
+        (confirmed, resume): (bool, Option<toolsmith_gateway::upstream::Resume>),
         ctx: &RequestContext<RoleServer>,
     ) -> Next {
         let mut options = self.call_options(confirmed, ctx);
+        relay::prepare(&mut options.downstream, ctx, resume);
         if let Some(token) = ctx.meta.get_progress_token() {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
             options.downstream.progress = Some(tx);
@@ -624,6 +541,25 @@ impl McpServer {
             Err(refused) => return Ok(self.finish(&tool, refused, false)),
         };
         let upstream = tool.tool.executor.upstream().is_some();
+        // The answers to an upstream's "input required" relayed to this client: the state it
+        // was given, opened and checked (a bad one is refused before anything runs).
+        let opened = match request.request_state.as_deref() {
+            Some(state) if upstream && relay::names_relay(Some(state)) => {
+                let answers = (request.input_responses.as_ref())
+                    .and_then(|r| serde_json::to_value(r).ok())
+                    .and_then(|v| v.as_object().cloned());
+                let opened = relay::open(
+                    state,
+                    tool.tool.name.as_str(),
+                    &door.log_name,
+                    answers,
+                    relay::now_ms(),
+                )
+                .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+                Some(opened)
+            }
+            _ => None,
+        };
         // The answer to an upstream's question asked of this client (protocol 2026-07-28):
         // the parked call goes on.
         if let Some(state) = request
@@ -659,8 +595,11 @@ impl McpServer {
             };
             return Ok(self.finish(&tool, result, false));
         }
-        let (confirmed, declined) = match self.confirmation(&tool, &arguments, &request, &ctx).await
-        {
+        let confirmation = match &opened {
+            Some(o) if o.confirmed => Confirmation::Confirmed,
+            _ => self.confirmation(&tool, &arguments, &request, &ctx).await,
+        };
+        let (confirmed, declined) = match confirmation {
             Confirmation::Ask(ask) => return Ok(CallToolResponse::InputRequired(ask)),
             Confirmation::Confirmed => (true, false),
             Confirmation::Declined => (false, true),
@@ -668,18 +607,31 @@ impl McpServer {
         };
         // An upstream's questions go to a 2026-07-28 client as "input required": the call is
         // parked until the answer comes with the call sent again.
+        let resume = opened.map(|o| o.resume);
         let result = if upstream && asks_back(&ctx) {
             match self
-                .parked_run(admitted, arguments.clone(), confirmed, &ctx)
+                .parked_run(admitted, arguments.clone(), (confirmed, resume), &ctx)
                 .await
             {
                 Next::Ask(asked) => return Ok(CallToolResponse::InputRequired(asked)),
                 Next::Done(result) => *result,
             }
         } else {
-            self.run(admitted, &tool, arguments.clone(), confirmed, &ctx)
-                .await
+            self.run(
+                admitted,
+                &tool,
+                arguments.clone(),
+                (confirmed, resume),
+                &ctx,
+            )
+            .await
         };
+        // A 2026-07-28 upstream's "input required", for this client to answer.
+        if let Some(asked) =
+            relay::relayed(&tool, &result, &door.log_name, confirmed, relay::now_ms())
+        {
+            return Ok(CallToolResponse::InputRequired(asked));
+        }
         Ok(self.finish(&tool, result, declined))
     }
 }

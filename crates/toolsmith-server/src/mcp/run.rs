@@ -47,11 +47,12 @@ impl McpServer {
         admitted: toolsmith_gateway::call::Admitted,
         tool: &Arc<CompiledTool>,
         arguments: Value,
-        confirmed: bool,
+        (confirmed, resume): (bool, Option<toolsmith_gateway::upstream::Resume>),
         ctx: &RequestContext<RoleServer>,
     ) -> ToolResult {
         let token = ctx.meta.get_progress_token();
         let mut options = self.call_options(confirmed, ctx);
+        super::relay::prepare(&mut options.downstream, ctx, resume);
         // An upstream tool's own progress goes to the client under the client's token.
         let upstream = tool.tool.executor.upstream().is_some();
         let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
