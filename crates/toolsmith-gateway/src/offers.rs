@@ -49,7 +49,7 @@ impl OfferError {
 impl From<UpstreamError> for OfferError {
     fn from(e: UpstreamError) -> Self {
         match e {
-            UpstreamError::Rpc { code, message } => Self::Rpc { code, message },
+            UpstreamError::Rpc { code, message, .. } => Self::Rpc { code, message },
             UpstreamError::Unknown(s) => Self::Upstream(format!("no MCP server {s:?} here")),
             UpstreamError::Down(why) | UpstreamError::Failed(why) => Self::Upstream(why),
             UpstreamError::Timeout(t) => {
@@ -330,6 +330,7 @@ impl Gateway {
         view: &View,
         name: &str,
         arguments: Map<String, Value>,
+        resume: Option<toolsmith_exec::upstream::Resume>,
     ) -> Result<Value, OfferError> {
         let started = Instant::now();
         let found = served_prompts(&self.offers().await, view)
@@ -344,7 +345,7 @@ impl Gateway {
             Some((server, own, _)) => self
                 .engine
                 .upstreams()
-                .get_prompt(server, own, arguments)
+                .get_prompt(server, own, arguments, resume)
                 .await
                 .map_err(OfferError::from),
         };

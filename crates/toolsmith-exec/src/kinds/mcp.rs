@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use toolsmith_core::model::McpTarget;
 
 use super::*;
-use crate::upstream::UpstreamError;
+use crate::upstream::{CLIENT_ERROR, MISSING_CLIENT_CAPABILITY, UpstreamError};
 
 impl Engine {
     pub(crate) async fn run_mcp(
@@ -63,15 +63,29 @@ impl Engine {
             Err(UpstreamError::Down(why) | UpstreamError::Failed(why)) => {
                 ToolResult::err(ErrorKind::Upstream, why, Vec::new(), meta)
             }
-            Err(UpstreamError::Rpc { code, message }) => ToolResult::err(
-                ErrorKind::Upstream,
-                format!(
-                    "MCP server `{}` answered tools/call of `{}` with error {code}: {message}",
-                    target.server, target.tool
-                ),
-                Vec::new(),
-                meta,
-            ),
+            Err(UpstreamError::Rpc {
+                code,
+                message,
+                data,
+            }) => {
+                let result = ToolResult::err(
+                    ErrorKind::Upstream,
+                    format!(
+                        "MCP server `{}` answered tools/call of `{}` with error {code}: {message}",
+                        target.server, target.tool
+                    ),
+                    Vec::new(),
+                    meta,
+                );
+                // The caller's own fault (it did not declare what the tool needs): the error
+                // as the upstream gave it, for an MCP client to be told in the same words.
+                match code == MISSING_CLIENT_CAPABILITY {
+                    true => result.with_output(serde_json::json!({
+                        CLIENT_ERROR: {"code": code, "message": message, "data": data}
+                    })),
+                    false => result,
+                }
+            }
         }
     }
 }

@@ -138,6 +138,12 @@ pub struct Resume {
 /// Where a 2026-07-28 request opts in to the server's log messages (SEP-2575).
 const LOG_LEVEL_META: &str = "io.modelcontextprotocol/logLevel";
 
+/// MCP's "missing required client capability" error (2026-07-28, SEP-2575).
+pub const MISSING_CLIENT_CAPABILITY: i32 = -32021;
+/// Where a failed upstream call's output holds an error that is the client's own (its
+/// `code`, `message` and `data` as the upstream gave them).
+pub const CLIENT_ERROR: &str = "clientError";
+
 /// How many times one call may answer "input required" before it is given up.
 const MAX_INPUT_ROUNDS: usize = 8;
 
@@ -176,7 +182,11 @@ pub enum UpstreamError {
     /// No answer within the timeout (a cancellation was sent).
     Timeout(Duration),
     /// The server answered with a JSON-RPC error.
-    Rpc { code: i32, message: String },
+    Rpc {
+        code: i32,
+        message: String,
+        data: Option<Value>,
+    },
     /// The connection broke during the call, or the answer made no sense.
     Failed(String),
 }
@@ -683,6 +693,7 @@ impl Upstream {
             ServiceError::McpError(e) => UpstreamError::Rpc {
                 code: e.code.0,
                 message: e.message.to_string(),
+                data: e.data,
             },
             ServiceError::Timeout { timeout } => UpstreamError::Timeout(timeout),
             other => match lock(&self.broken).clone() {

@@ -9,7 +9,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CompleteRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
+use rmcp::model::{
+    CompleteRequestParams, GetPromptRequestParams, GetPromptResponse, ReadResourceRequestParams,
+};
 use rmcp::service::{RoleClient, ServiceError};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -109,18 +111,35 @@ impl Upstreams {
             .await
     }
 
-    /// `prompts/get` of `name` (the upstream's name) at `server` with `arguments`.
+    /// `prompts/get` of `name` (the upstream's name) at `server` with `arguments` — and the
+    /// answers to its "input required", when this is the request sent again. A 2026-07-28
+    /// upstream's "input required" is the answer as it came (`resultType: input_required`).
     pub async fn get_prompt(
         &self,
         server: &str,
         name: &str,
         arguments: serde_json::Map<String, Value>,
+        resume: Option<super::Resume>,
     ) -> Result<Value, UpstreamError> {
         let up = self.upstream(server)?;
-        let request: GetPromptRequestParams =
+        let mut request: GetPromptRequestParams =
             params(json!({ "name": name, "arguments": arguments }))?;
-        up.ask(|peer| async move { peer.get_prompt(request).await })
-            .await
+        if let Some(resume) = resume {
+            request.input_responses = serde_json::from_value(Value::Object(resume.input_responses))
+                .map_err(|e| UpstreamError::Failed(format!("inputResponses: {e}")))?;
+            request.request_state = resume.request_state;
+        }
+        // (rmcp's two answers as the one JSON value they are on the wire.)
+        up.ask(|peer| async move {
+            peer.get_prompt_once(request).await.map(|r| match r {
+                GetPromptResponse::Complete(done) => serde_json::to_value(done).unwrap_or_default(),
+                GetPromptResponse::InputRequired(asked) => {
+                    serde_json::to_value(asked).unwrap_or_default()
+                }
+                _ => Value::Null,
+            })
+        })
+        .await
     }
 
     /// `completion/complete` at `server`, its params as the client sent them (the reference

@@ -543,22 +543,14 @@ impl McpServer {
         let upstream = tool.tool.executor.upstream().is_some();
         // The answers to an upstream's "input required" relayed to this client: the state it
         // was given, opened and checked (a bad one is refused before anything runs).
-        let opened = match request.request_state.as_deref() {
-            Some(state) if upstream && relay::names_relay(Some(state)) => {
-                let answers = (request.input_responses.as_ref())
-                    .and_then(|r| serde_json::to_value(r).ok())
-                    .and_then(|v| v.as_object().cloned());
-                let opened = relay::open(
-                    state,
-                    tool.tool.name.as_str(),
-                    &door.log_name,
-                    answers,
-                    relay::now_ms(),
-                )
-                .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
-                Some(opened)
-            }
-            _ => None,
+        let opened = match upstream {
+            true => relay::resume(
+                &request.request_state,
+                &request.input_responses,
+                tool.tool.name.as_str(),
+                &door.log_name,
+            )?,
+            false => None,
         };
         // The answer to an upstream's question asked of this client (protocol 2026-07-28):
         // the parked call goes on.
@@ -626,6 +618,9 @@ impl McpServer {
             )
             .await
         };
+        if let Some(e) = relay::client_error(&tool, &result) {
+            return Err(e);
+        }
         // A 2026-07-28 upstream's "input required", for this client to answer.
         if let Some(asked) =
             relay::relayed(&tool, &result, &door.log_name, confirmed, relay::now_ms())

@@ -191,16 +191,38 @@ impl McpServer {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let view = self.view(ctx).await?;
+        let door = self.door(ctx);
+        // A 2026-07-28 prompt's "input required" is relayed to the client as a tool's is
+        // ([`super::relay`]), its state bound to the prompt and the caller.
+        let key = format!("prompt:{}", request.name);
+        let resume = super::relay::resume(
+            &request.request_state,
+            &request.input_responses,
+            &key,
+            &door.log_name,
+        )?;
         let answer = self
             .state
             .get_prompt(
-                &self.door(ctx),
+                &door,
                 &view,
                 &request.name,
                 request.arguments.unwrap_or_default(),
+                resume.map(|o| o.resume),
             )
             .await
             .map_err(error)?;
+        if super::relay::relays(ctx)
+            && let Some(asked) = super::relay::seal_asked(
+                &answer,
+                &key,
+                &door.log_name,
+                false,
+                super::relay::now_ms(),
+            )
+        {
+            return Ok(GetPromptResponse::InputRequired(asked));
+        }
         Ok(GetPromptResponse::Complete(result(answer)?))
     }
 

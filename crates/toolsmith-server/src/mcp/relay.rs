@@ -17,7 +17,7 @@ use rmcp::service::RequestContext;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toolsmith_core::{CompiledTool, ToolResult};
-use toolsmith_gateway::upstream::{Downstream, Resume};
+use toolsmith_gateway::upstream::{CLIENT_ERROR, Downstream, Resume};
 
 /// What a relayed call's `requestState` starts with.
 pub const PREFIX: &str = "tsr1.";
@@ -117,6 +117,27 @@ pub fn open(
     })
 }
 
+/// The answers a request brings to a relayed "input required" (its `requestState` one of
+/// ours), opened for `key` and `caller`: `None` for a request that is not such an answer, a
+/// -32602 error for a state refused.
+pub fn resume(
+    state: &Option<String>,
+    answers: &Option<rmcp::model::InputResponses>,
+    key: &str,
+    caller: &str,
+) -> Result<Option<Opened>, rmcp::ErrorData> {
+    let Some(state) = state.as_deref().filter(|s| names_relay(Some(s))) else {
+        return Ok(None);
+    };
+    let answers = answers
+        .as_ref()
+        .and_then(|r| serde_json::to_value(r).ok())
+        .and_then(|v| v.as_object().cloned());
+    open(state, key, caller, answers, now_ms())
+        .map(Some)
+        .map_err(|e| rmcp::ErrorData::invalid_params(e.to_string(), None))
+}
+
 /// The upstream's "input required" in `result` (an upstream tool's call made with
 /// `relay_inputs`), its state sealed for `caller`; `None` for any other result.
 pub fn relayed(
@@ -128,12 +149,24 @@ pub fn relayed(
 ) -> Option<InputRequiredResult> {
     tool.tool.executor.upstream()?;
     let data = result.data.as_ref().filter(|_| result.error.is_none())?;
-    if data.get("resultType").and_then(Value::as_str) != Some("input_required") {
+    seal_asked(data, tool.tool.name.as_str(), caller, confirmed, now_ms)
+}
+
+/// `answer` when it is an upstream's "input required", its state sealed for `key` (a
+/// tool's name, `prompt:` and a prompt's) and `caller`; `None` for any other answer.
+pub fn seal_asked(
+    answer: &Value,
+    key: &str,
+    caller: &str,
+    confirmed: bool,
+    now_ms: i64,
+) -> Option<InputRequiredResult> {
+    if answer.get("resultType").and_then(Value::as_str) != Some("input_required") {
         return None;
     }
-    let mut asked: InputRequiredResult = serde_json::from_value(data.clone()).ok()?;
+    let mut asked: InputRequiredResult = serde_json::from_value(answer.clone()).ok()?;
     let sealed = Sealed {
-        tool: tool.tool.name.to_string(),
+        tool: key.to_owned(),
         caller: caller.to_owned(),
         confirmed,
         upstream: asked.request_state.take(),
@@ -145,6 +178,21 @@ pub fn relayed(
         toolsmith_store::secrets::seal_state(&plain)
     ));
     Some(asked)
+}
+
+/// An upstream's error that is the client's own fault — it did not declare a capability the
+/// tool needs (-32021) — as the upstream gave it, for the client: `None` for any other result.
+pub fn client_error(tool: &CompiledTool, result: &ToolResult) -> Option<rmcp::ErrorData> {
+    tool.tool.executor.upstream()?;
+    let e = result.error.as_ref()?.output.as_ref()?.get(CLIENT_ERROR)?;
+    let code = i32::try_from(e.get("code")?.as_i64()?).ok()?;
+    let message = e.get("message")?.as_str()?.to_owned();
+    let data = e.get("data").filter(|d| !d.is_null()).cloned();
+    Some(rmcp::ErrorData::new(
+        rmcp::model::ErrorCode(code),
+        message,
+        data,
+    ))
 }
 
 /// Now, in ms since the epoch.

@@ -116,7 +116,7 @@ async fn get_prompt(
         .map(|(k, v)| (k, Value::String(v)))
         .collect();
     let answer = s
-        .get_prompt(&rest_door(&caller), &v, &name, arguments)
+        .get_prompt(&rest_door(&caller), &v, &name, arguments, None)
         .await;
     Ok(Json(answer.map_err(offer_error)?))
 }
