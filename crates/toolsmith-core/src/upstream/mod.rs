@@ -142,8 +142,8 @@ impl OnSuspicious {
 /// Which protocol era toolsmith speaks to an upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Protocol {
-    /// The newest the server offers: `server/discover` first (2026-07-28, stateless), the
-    /// `initialize` handshake when it does not know it.
+    /// The `initialize` handshake (2025-11-25), in which a server can ask its caller during a
+    /// call; `server/discover` (2026-07-28) for a server that refuses it.
     #[default]
     Auto,
     /// 2026-07-28 only (`server/discover`, per-request `_meta`).

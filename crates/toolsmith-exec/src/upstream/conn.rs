@@ -140,6 +140,7 @@ pub(crate) async fn answer_inputs(
 }
 
 /// The client side toolsmith presents to an upstream.
+#[derive(Clone)]
 pub(crate) struct Handler {
     /// The server's name, for what is logged here.
     pub server: String,
@@ -282,11 +283,53 @@ impl Process {
 }
 
 /// Connects to `def`: starts its process (stdio) or opens its client (HTTP), then the MCP
-/// handshake.
+/// handshake of the era its `protocol` says — under `auto` the `initialize` handshake, and
+/// `server/discover` (started afresh) when the server refuses that handshake.
 pub(crate) async fn connect(up: &Arc<Upstream>, handler: Handler) -> Result<Conn, String> {
+    let modes = lifecycles(&up.def);
+    let last = modes.len() - 1;
+    for (i, mode) in modes.into_iter().enumerate() {
+        match connect_with(up, handler.clone(), mode).await {
+            Ok(conn) => return Ok(conn),
+            Err(Refused::Handshake(why)) if i < last => {
+                tracing::info!(server = %up.def.name, "MCP server refused the initialize handshake ({why}); trying server/discover (2026-07-28)");
+            }
+            Err(Refused::Handshake(why) | Refused::Other(why)) => return Err(why),
+        }
+    }
+    Err("no handshake to try".into())
+}
+
+/// Why a connection did not start.
+enum Refused {
+    /// The server answered the handshake, but with an error or no version in common: one of
+    /// the other era may work.
+    Handshake(String),
+    /// Anything else (no process, no answer, a broken transport).
+    Other(String),
+}
+
+impl Refused {
+    fn of(e: rmcp::service::ClientInitializeError, tail: String) -> Self {
+        use rmcp::service::ClientInitializeError as E;
+        let why = format!("{e}{tail}");
+        match e {
+            E::JsonRpcError(_) | E::NoCompatibleProtocolVersion { .. } => Self::Handshake(why),
+            _ => Self::Other(why),
+        }
+    }
+}
+
+/// One attempt of [`connect`] with one handshake.
+async fn connect_with(
+    up: &Arc<Upstream>,
+    handler: Handler,
+    mode: ClientLifecycleMode,
+) -> Result<Conn, Refused> {
     match &up.def.transport {
         Transport::Stdio { .. } => {
-            let (mut process, stdin, stdout) = spawn(&up.def, &up.spawning).await?;
+            let (mut process, stdin, stdout) =
+                spawn(&up.def, &up.spawning).await.map_err(Refused::Other)?;
             up.update(|st| st.pid = Some(process.pid));
             drain_stderr(up, &mut process);
             *lock(&up.broken) = None;
@@ -295,10 +338,7 @@ pub(crate) async fn connect(up: &Arc<Upstream>, handler: Handler) -> Result<Conn
                 line: 0,
                 up: up.clone(),
             };
-            match handler
-                .serve_with_lifecycle((stdout, stdin), lifecycle(&up.def))
-                .await
-            {
+            match handler.serve_with_lifecycle((stdout, stdin), mode).await {
                 Ok(service) => Ok(Conn {
                     service,
                     process: Some(process),
@@ -311,7 +351,7 @@ pub(crate) async fn connect(up: &Arc<Upstream>, handler: Handler) -> Result<Conn
                     )
                     .await
                     .unwrap_or_else(|_| "it did not answer the MCP handshake".into());
-                    Err(format!("{e} ({exited})"))
+                    Err(Refused::of(e, format!(" ({exited})")))
                 }
             }
         }
@@ -320,16 +360,17 @@ pub(crate) async fn connect(up: &Arc<Upstream>, handler: Handler) -> Result<Conn
             let mut headers = HashMap::new();
             for (k, v) in up.def.resolved_headers() {
                 let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
-                    .map_err(|e| format!("header {k:?}: {e}"))?;
-                let value = reqwest::header::HeaderValue::from_str(&v)
-                    .map_err(|_| format!("header {k:?}: not a valid header value"))?;
+                    .map_err(|e| Refused::Other(format!("header {k:?}: {e}")))?;
+                let value = reqwest::header::HeaderValue::from_str(&v).map_err(|_| {
+                    Refused::Other(format!("header {k:?}: not a valid header value"))
+                })?;
                 headers.insert(name, value);
             }
             let client = reqwest::Client::builder()
                 .connect_timeout(std::time::Duration::from_secs(10))
                 .user_agent(concat!("toolsmith/", env!("CARGO_PKG_VERSION")))
                 .build()
-                .map_err(|e| format!("the HTTP client could not start: {e}"))?;
+                .map_err(|e| Refused::Other(format!("the HTTP client could not start: {e}")))?;
             let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(headers);
             let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
@@ -337,9 +378,9 @@ pub(crate) async fn connect(up: &Arc<Upstream>, handler: Handler) -> Result<Conn
                 config,
             );
             let service = handler
-                .serve_with_lifecycle(transport, lifecycle(&up.def))
+                .serve_with_lifecycle(transport, mode)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| Refused::of(e, String::new()))?;
             Ok(Conn {
                 service,
                 process: None,
@@ -348,19 +389,18 @@ pub(crate) async fn connect(up: &Arc<Upstream>, handler: Handler) -> Result<Conn
     }
 }
 
-/// How the connection starts, by the server's `protocol`: `server/discover` first and the
-/// `initialize` handshake when the server does not know it (`auto`), or only one of them.
-fn lifecycle(def: &McpServer) -> ClientLifecycleMode {
-    let modern = vec![ProtocolVersion::V_2026_07_28];
+/// The handshakes to try, in order, by the server's `protocol`: under `auto` the
+/// `initialize` handshake first — the era in which an upstream can ask its caller during a
+/// call (servers written against the older SDK interfaces ask only that way) — then
+/// `server/discover` for a server that speaks only 2026-07-28.
+fn lifecycles(def: &McpServer) -> Vec<ClientLifecycleMode> {
+    let modern = || ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
     match def.protocol {
-        Protocol::Auto => ClientLifecycleMode::Auto {
-            preferred_versions: modern,
-            legacy_version: Some(ProtocolVersion::V_2025_11_25),
-        },
-        Protocol::Modern => ClientLifecycleMode::Discover {
-            preferred_versions: modern,
-        },
-        Protocol::Legacy => ClientLifecycleMode::Initialize,
+        Protocol::Auto => vec![ClientLifecycleMode::Initialize, modern()],
+        Protocol::Modern => vec![modern()],
+        Protocol::Legacy => vec![ClientLifecycleMode::Initialize],
     }
 }
 

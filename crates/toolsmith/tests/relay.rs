@@ -1,0 +1,304 @@
+//! A 2026-07-28 upstream's "input required" relayed through `serve` to a 2026-07-28 client
+//! (SEP-2322): the conformance fixture (`tests/conformance/upstream.py`, the official Python
+//! SDK) behind two `serve` replicas of one registry, each round of a call sent to the other
+//! replica; the sealed state refused when changed, another caller's or another tool's; a
+//! dangerous tool's confirmation carried in the state; a prompt's "input required"; an
+//! upstream's -32021 passed on as that error.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+const ADA: &str = "ada-secret-0123456789";
+const BOB: &str = "bob-secret-0123456789";
+
+/// The fixture upstream on a free port, killed when dropped.
+struct Upstream(Child, u16);
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+fn fixture(python: &str) -> Upstream {
+    let port = free_port();
+    let child = Command::new(python)
+        .arg(repo().join("crates/toolsmith/tests/conformance/upstream.py"))
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the fixture upstream");
+    let up = Upstream(child, port);
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the fixture upstream did not listen within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    up
+}
+
+/// One 2026-07-28 request (per-request `_meta`, the protocol header) as `token`; the HTTP
+/// status and the JSON-RPC answer.
+fn ask(url: &str, token: &str, method: &str, params: Value, caps: Value) -> (u16, Value) {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": {"name": "relay-test", "version": "1"},
+    });
+    let name = params["name"].as_str().unwrap_or_default().to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let req = ureq::http::Request::builder()
+        .method("POST")
+        .uri(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .header("mcp-name", name)
+        .header("authorization", format!("Bearer {token}"))
+        .body(body.to_string().into_bytes())
+        .expect("request");
+    let mut resp = agent.run(req).expect("send");
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    // An answer on an event stream: its last `data:` line.
+    let json_text = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .next_back()
+        .unwrap_or(&text)
+        .trim()
+        .to_owned();
+    let answer = serde_json::from_str(&json_text).unwrap_or(Value::String(text));
+    (status, answer)
+}
+
+fn caps() -> Value {
+    json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {}})
+}
+
+fn accept(content: Value) -> Value {
+    json!({"action": "accept", "content": content})
+}
+
+/// A tool call's round with `answers` and `state`.
+fn call(url: &str, token: &str, tool: &str, answers: Value, state: Option<&str>) -> Value {
+    let mut params = json!({"name": tool, "arguments": {}});
+    if !answers.is_null() {
+        params["inputResponses"] = answers;
+    }
+    if let Some(s) = state {
+        params["requestState"] = json!(s);
+    }
+    ask(url, token, "tools/call", params, caps()).1
+}
+
+fn asked(answer: &Value) -> (Vec<String>, String) {
+    let result = &answer["result"];
+    assert_eq!(result["resultType"], "input_required", "{answer}");
+    let keys = result["inputRequests"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    let state = result["requestState"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (keys, state)
+}
+
+fn text(answer: &Value) -> String {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn catalog(dir: &Path, port: u16) -> std::path::PathBuf {
+    let path = dir.join("relay.yaml");
+    let yaml = format!(
+        "mcp_servers:\n  - name: fixture\n    url: http://127.0.0.1:{port}/mcp\n    prefix: \"\"\n    \
+         on_change: accept\n    protocol: \"2026-07-28\"\n    include: [\"test_input_required_*\", test_missing_capability]\n    \
+         tools:\n      test_input_required_result_multi_round: {{danger: safe}}\n      \
+         test_missing_capability: {{danger: safe}}\n      test_input_required_result_request_state: {{danger: safe}}\n      \
+         test_input_required_result_capabilities: {{danger: safe}}\n"
+    );
+    std::fs::write(&path, yaml).expect("write catalog");
+    path
+}
+
+#[test]
+#[ignore = "needs TOOLSMITH_TEST_PYTHON (the official MCP Python SDK of .ci/requirements.txt)"]
+fn input_required_is_relayed_across_replicas_and_its_state_holds() {
+    let python = python();
+    let up = fixture(&python);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("registry.db").display().to_string();
+    import_all(&db, &[catalog(dir.path(), up.1)]);
+    let tokens = [
+        "--token",
+        &format!("ada:call={ADA}"),
+        "--token",
+        &format!("bob:call={BOB}"),
+    ];
+    let (_a, rest_a, mcp_a) = serve(&db, dir.path(), &tokens);
+    let (_b, _rest_b, mcp_b) = serve(&db, dir.path(), &tokens);
+    // The upstream's first listing is in on both replicas.
+    let started = Instant::now();
+    while call(
+        &mcp_b,
+        ADA,
+        "test_input_required_result_multi_round",
+        Value::Null,
+        None,
+    )["error"]
+        .is_object()
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the fixture's tools were never served ({rest_a})"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // Three rounds, each on the other replica: the upstream's questions as it asked them.
+    let tool = "test_input_required_result_multi_round";
+    let (keys, state1) = asked(&call(&mcp_a, ADA, tool, Value::Null, None));
+    assert_eq!(keys, ["step1"]);
+    assert!(state1.starts_with("tsr1."), "{state1}");
+    // The upstream's own state travels sealed: nothing of it readable.
+    assert!(
+        !state1.contains("round") && !state1.contains('{'),
+        "{state1}"
+    );
+    let step1 = json!({"step1": accept(json!({"name": "Ada"}))});
+    let (keys, state2) = asked(&call(&mcp_b, ADA, tool, step1.clone(), Some(&state1)));
+    assert_eq!(keys, ["step2"]);
+    assert_ne!(state1, state2);
+
+    // A changed state, another caller's use of it, or its use for another tool: refused
+    // before anything runs.
+    let step2 = json!({"step2": accept(json!({"color": "blue"}))});
+    let tampered = format!("{state2}x");
+    for (who, tool_name, state) in [
+        (ADA, tool, tampered.as_str()),
+        (BOB, tool, state2.as_str()),
+        (
+            ADA,
+            "test_input_required_result_request_state",
+            state2.as_str(),
+        ),
+        (ADA, tool, "tsr1.AAAA"),
+    ] {
+        let answer = call(&mcp_a, who, tool_name, step2.clone(), Some(state));
+        assert_eq!(
+            answer["error"]["code"], -32602,
+            "{who} {tool_name}: {answer}"
+        );
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("requestState")),
+            "{answer}"
+        );
+    }
+    let done = call(&mcp_a, ADA, tool, step2, Some(&state2));
+    assert_eq!(
+        text(&done),
+        "Multi-round complete for Ada who likes blue",
+        "{done}"
+    );
+
+    // A dangerous tool: toolsmith's confirmation first, then the upstream's question; the
+    // confirmation rides the sealed state, so the last round does not ask it again.
+    let dangerous = "test_input_required_result_elicitation";
+    let (keys, _) = asked(&call(&mcp_a, ADA, dangerous, Value::Null, None));
+    assert_eq!(keys, ["toolsmith_confirm"]);
+    let confirm = json!({"toolsmith_confirm": accept(json!({"confirm": true}))});
+    let (keys, state) = asked(&call(&mcp_b, ADA, dangerous, confirm, None));
+    assert_eq!(keys, ["user_name"]);
+    let named = json!({"user_name": accept(json!({"name": "Grace"}))});
+    let done = call(&mcp_a, ADA, dangerous, named, Some(&state));
+    assert_eq!(text(&done), "Hello, Grace!", "{done}");
+
+    // The upstream asks only what the client declared it can answer: toolsmith declares the
+    // client's capabilities upstream, not its own.
+    let only_sampling = ask(
+        &mcp_a,
+        ADA,
+        "tools/call",
+        json!({"name": "test_input_required_result_capabilities", "arguments": {}}),
+        json!({"sampling": {}}),
+    )
+    .1;
+    assert_eq!(asked(&only_sampling).0, ["sample_input"]);
+
+    // A prompt's "input required", relayed the same way.
+    let prompt = json!({"name": "test_input_required_result_prompt"});
+    let (_, first) = ask(&mcp_a, ADA, "prompts/get", prompt.clone(), caps());
+    let (keys, state) = asked(&first);
+    assert_eq!(keys, ["user_context"]);
+    let mut again = prompt;
+    again["inputResponses"] = json!({"user_context": accept(json!({"context": "tests"}))});
+    again["requestState"] = json!(state);
+    let (_, got) = ask(&mcp_b, ADA, "prompts/get", again, caps());
+    assert_eq!(
+        got["result"]["messages"][0]["content"]["text"], "Prompt with context: tests",
+        "{got}"
+    );
+
+    // The upstream's -32021 reaches the client as that error, with HTTP 400.
+    let (status, answer) = ask(
+        &mcp_a,
+        ADA,
+        "tools/call",
+        json!({"name": "test_missing_capability", "arguments": {}}),
+        json!({}),
+    );
+    assert_eq!(
+        (status, answer["error"]["code"].clone()),
+        (400, json!(-32021)),
+        "{answer}"
+    );
+    assert_eq!(
+        answer["error"]["data"]["requiredCapabilities"],
+        json!({"sampling": {}})
+    );
+    // With the capability declared, the same tool runs.
+    let (status, answer) = ask(
+        &mcp_a,
+        ADA,
+        "tools/call",
+        json!({"name": "test_missing_capability", "arguments": {}}),
+        json!({"sampling": {}}),
+    );
+    assert_eq!(
+        (status, text(&answer)),
+        (200, "Success".to_owned()),
+        "{answer}"
+    );
+    drop(up);
+}
