@@ -1,0 +1,65 @@
+//! What a caller offers an upstream tool's call ([`Downstream`]): where the upstream's
+//! progress and log messages go, who answers its questions, and — for a caller on the
+//! 2026-07-28 protocol that answers "input required" itself — its capabilities and the
+//! answers it sends back ([`Resume`]).
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use super::Progress;
+
+/// What the caller of an upstream tool offers the upstream: where its progress goes, and
+/// who answers its questions during the call. The default offers nothing: questions are
+/// declined.
+#[derive(Debug, Clone, Default)]
+pub struct Downstream {
+    pub progress: Option<mpsc::UnboundedSender<Progress>>,
+    pub elicit: Option<Elicitor>,
+    /// Where the upstream's log messages during the call go (each a
+    /// `LoggingMessageNotificationParam` as JSON); none: they are not passed on.
+    pub log: Option<mpsc::UnboundedSender<Value>>,
+    /// The caller answers an upstream's "input required" itself (a client on the 2026-07-28
+    /// protocol): the result is handed back as it came (`resultType: input_required`, its
+    /// requests and state) instead of being answered here.
+    pub relay_inputs: bool,
+    /// The caller's answers to such a result, sent with the call: its `inputResponses` and
+    /// the upstream's own `requestState`.
+    pub resume: Option<Resume>,
+    /// The caller's client capabilities (JSON), declared to a 2026-07-28 upstream in the
+    /// call's `_meta` in place of toolsmith's, so it asks only what the caller can answer.
+    pub client_capabilities: Option<Value>,
+}
+
+/// A relayed call sent again with the caller's answers.
+#[derive(Debug, Clone, Default)]
+pub struct Resume {
+    /// `inputResponses`, by the upstream's keys.
+    pub input_responses: Map<String, Value>,
+    /// The upstream's `requestState`, as it gave it.
+    pub request_state: Option<String>,
+}
+
+/// MCP's "missing required client capability" error (2026-07-28, SEP-2575).
+pub const MISSING_CLIENT_CAPABILITY: i32 = -32021;
+/// Where a failed upstream call's output holds an error that is the client's own (its
+/// `code`, `message` and `data` as the upstream gave them).
+pub const CLIENT_ERROR: &str = "clientError";
+
+/// Asks a downstream client's user what an upstream asks during a call (an
+/// `elicitation/create`): its params as JSON in, the answer (an `ElicitResult`) as JSON out.
+/// A call without one has every question declined.
+#[derive(Clone)]
+pub struct Elicitor(
+    pub Arc<dyn Fn(Value) -> BoxFuture<Result<Value, crate::BoxError>> + Send + Sync>,
+);
+
+/// A boxed future that can move between threads.
+pub type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
+impl std::fmt::Debug for Elicitor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Elicitor")
+    }
+}
