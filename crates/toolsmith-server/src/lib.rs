@@ -80,7 +80,9 @@ pub fn app_with(state: Arc<Gateway>, options: HttpOptions) -> Router {
         .map(String::from)
         .chain(policy.extra_origins().iter().cloned());
     let mut config = rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(false)
+        // Sessions for clients before 2026-07-28 (their server-to-client requests — an
+        // upstream's questions — need one); 2026-07-28 requests are stateless regardless.
+        .with_legacy_session_mode(true)
         .with_json_response(true)
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
@@ -89,9 +91,9 @@ pub fn app_with(state: Arc<Gateway>, options: HttpOptions) -> Router {
         config = config.disable_allowed_hosts();
     }
     let service = rmcp::transport::streamable_http_server::StreamableHttpService::new(
-        move || Ok(handler.clone()),
+        move || Ok(handler.for_connection()),
         Arc::new(
-            rmcp::transport::streamable_http_server::session::never::NeverSessionManager::default(),
+            rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default(),
         ),
         config,
     );

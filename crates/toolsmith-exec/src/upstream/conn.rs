@@ -9,9 +9,11 @@ use std::sync::{Arc, Mutex};
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::ClientHandler;
+#[allow(deprecated)] // Sampling is deprecated by 2026-07-28 (SEP-2577), still in use.
 use rmcp::model::{
-    ClientJsonRpcMessage, ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest,
-    JsonRpcMessage, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId,
+    ClientJsonRpcMessage, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ErrorCode, InputRequest, JsonRpcMessage,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::service::{InboundStreamOrigin, RequestContext};
@@ -59,7 +61,25 @@ impl ProgressRoutes {
 
 /// Who answers the questions of each call in flight, by the call's request id.
 #[derive(Clone, Default)]
-pub(crate) struct ElicitRoutes(Arc<Mutex<HashMap<RequestId, super::Elicitor>>>);
+pub(crate) struct ElicitRoutes(Arc<Mutex<HashMap<RequestId, Askers>>>);
+
+/// Who answers one call's questions: its user (elicitation), its model (sampling).
+#[derive(Clone, Default)]
+pub(crate) struct Askers {
+    pub elicit: Option<super::Elicitor>,
+    pub sample: Option<super::Elicitor>,
+}
+
+impl Askers {
+    /// The caller's, when it answers anything.
+    pub(crate) fn of(downstream: &super::Downstream) -> Option<Self> {
+        let askers = Self {
+            elicit: downstream.elicit.clone(),
+            sample: downstream.sample.clone(),
+        };
+        (askers.elicit.is_some() || askers.sample.is_some()).then_some(askers)
+    }
+}
 
 /// Removes a call's elicitor when dropped.
 pub(crate) struct Asks {
@@ -74,7 +94,7 @@ impl Drop for Asks {
 }
 
 impl ElicitRoutes {
-    pub(crate) fn add(&self, id: RequestId, e: super::Elicitor) -> Asks {
+    pub(crate) fn add(&self, id: RequestId, e: Askers) -> Asks {
         lock(&self.0).insert(id.clone(), e);
         Asks {
             routes: self.clone(),
@@ -85,7 +105,7 @@ impl ElicitRoutes {
     /// The elicitor of the call a question belongs to: the one the HTTP transport says it
     /// came with, else the only call in flight with one (over stdio a question names no
     /// call); `None` when that cannot be told — the question is declined.
-    fn of(&self, context: &RequestContext<RoleClient>) -> Option<super::Elicitor> {
+    fn of(&self, context: &RequestContext<RoleClient>) -> Option<Askers> {
         let routes = lock(&self.0);
         match context.extensions.get::<InboundStreamOrigin>() {
             Some(InboundStreamOrigin::OutboundRequest(id)) => routes.get(id).cloned(),
@@ -117,18 +137,34 @@ async fn ask(elicit: Option<&super::Elicitor>, params: Value) -> ElicitResult {
 }
 
 /// The answers to an "input required" result's requests: questions asked through
-/// `elicit` (or declined), an empty list of roots; sampling is not offered, so a request for
-/// it gets no answer.
+/// `elicit` (or declined), sampling requests through `sample` (none without it: the
+/// upstream asks again or gives up), an empty list of roots.
 pub(crate) async fn answer_inputs(
     requests: Option<rmcp::model::InputRequests>,
-    elicit: Option<&super::Elicitor>,
+    downstream: &super::Downstream,
 ) -> rmcp::model::InputResponses {
     let mut out = rmcp::model::InputResponses::new();
     for (key, request) in requests.into_iter().flatten() {
         let answer = match request {
             InputRequest::Elicitation(r) => serde_json::to_value(
-                ask(elicit, serde_json::to_value(&r.params).unwrap_or_default()).await,
+                ask(
+                    downstream.elicit.as_ref(),
+                    serde_json::to_value(&r.params).unwrap_or_default(),
+                )
+                .await,
             ),
+            InputRequest::CreateMessage(r) => match &downstream.sample {
+                Some(sample) => {
+                    match (sample.0)(serde_json::to_value(&r.params).unwrap_or_default()).await {
+                        Ok(v) => Ok(v),
+                        Err(e) => {
+                            tracing::info!("a sampling request could not be passed on: {e}");
+                            continue;
+                        }
+                    }
+                }
+                None => continue,
+            },
             InputRequest::ListRoots(_) => Ok(serde_json::json!({"roots": []})),
             _ => continue,
         };
@@ -222,10 +258,36 @@ impl ClientHandler for Handler {
         request: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> impl Future<Output = Result<ElicitResult, rmcp::ErrorData>> + Send + '_ {
-        let elicit = self.elicit.of(&context);
+        let elicit = self.elicit.of(&context).and_then(|a| a.elicit);
         async move {
             let params = serde_json::to_value(&request).unwrap_or_default();
             Ok(ask(elicit.as_ref(), params).await)
+        }
+    }
+
+    /// Passed on to the model of the call's caller when it can sample; refused otherwise.
+    #[allow(deprecated)] // Sampling is deprecated by 2026-07-28 (SEP-2577), still in use.
+    fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<CreateMessageResult, rmcp::ErrorData>> + Send + '_ {
+        let sample = self.elicit.of(&context).and_then(|a| a.sample);
+        async move {
+            let refused = |why: String| rmcp::ErrorData::new(ErrorCode::INVALID_REQUEST, why, None);
+            let Some(sample) = sample else {
+                return Err(refused(
+                    "the caller of this tool cannot answer sampling requests (its client did not declare sampling)".into(),
+                ));
+            };
+            let answer = (sample.0)(serde_json::to_value(&params).unwrap_or_default())
+                .await
+                .map_err(|e| refused(format!("the caller's client did not answer: {e}")))?;
+            serde_json::from_value(answer).map_err(|e| {
+                refused(format!(
+                    "the caller's client answered sampling with something else: {e}"
+                ))
+            })
         }
     }
 
@@ -234,6 +296,9 @@ impl ClientHandler for Handler {
         // Questions are passed on to the downstream client when it can ask its user.
         info.capabilities.elicitation =
             serde_json::from_value(serde_json::json!({"form": {}})).ok();
+        // Sampling requests go to the model of the caller whose call made them, when its
+        // client can sample (and are refused for the others).
+        info.capabilities.sampling = serde_json::from_value(serde_json::json!({})).ok();
         info.client_info.name = "toolsmith".into();
         info.client_info.version = env!("CARGO_PKG_VERSION").into();
         info

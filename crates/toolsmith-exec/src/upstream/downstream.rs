@@ -17,6 +17,10 @@ use super::Progress;
 pub struct Downstream {
     pub progress: Option<mpsc::UnboundedSender<Progress>>,
     pub elicit: Option<Elicitor>,
+    /// Who answers the upstream's sampling requests during the call (a
+    /// `sampling/createMessage`'s params in, a `CreateMessageResult` out); none: they are
+    /// refused.
+    pub sample: Option<Elicitor>,
     /// Where the upstream's log messages during the call go (each a
     /// `LoggingMessageNotificationParam` as JSON); none: they are not passed on.
     pub log: Option<mpsc::UnboundedSender<Value>>,
@@ -47,9 +51,9 @@ pub const MISSING_CLIENT_CAPABILITY: i32 = -32021;
 /// `code`, `message` and `data` as the upstream gave them).
 pub const CLIENT_ERROR: &str = "clientError";
 
-/// Asks a downstream client's user what an upstream asks during a call (an
-/// `elicitation/create`): its params as JSON in, the answer (an `ElicitResult`) as JSON out.
-/// A call without one has every question declined.
+/// Asks a downstream client what an upstream asks during a call (an `elicitation/create` of
+/// its user, or a `sampling/createMessage` of its model): the request's params as JSON in,
+/// the answer as JSON out. A call without one has every question declined.
 #[derive(Clone)]
 pub struct Elicitor(
     pub Arc<dyn Fn(Value) -> BoxFuture<Result<Value, crate::BoxError>> + Send + Sync>,

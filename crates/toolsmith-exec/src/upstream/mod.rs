@@ -429,9 +429,8 @@ impl Upstreams {
                         .map_err(|e| UpstreamError::Failed(e.to_string()));
                 }
                 ServerResult::InputRequiredResult(asked) => {
-                    params.input_responses = Some(
-                        conn::answer_inputs(asked.input_requests, downstream.elicit.as_ref()).await,
-                    );
+                    params.input_responses =
+                        Some(conn::answer_inputs(asked.input_requests, downstream).await);
                     params.request_state = asked.request_state;
                 }
                 other => {
@@ -465,7 +464,7 @@ impl Upstreams {
             .map_err(|e| up.failure(e))?;
         let route = (downstream.progress.clone())
             .map(|tx| up.progress.add(handle.progress_token.clone(), tx));
-        let _asks = (downstream.elicit.clone()).map(|e| up.elicit.add(handle.id.clone(), e));
+        let _asks = conn::Askers::of(downstream).map(|a| up.elicit.add(handle.id.clone(), a));
         let guard = CancelOnDrop {
             peer: Some(peer.clone()),
             id: handle.id.clone(),

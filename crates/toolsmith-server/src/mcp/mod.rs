@@ -105,6 +105,22 @@ impl McpServer {
         }
     }
 
+    /// A handler for one more connection (a Streamable HTTP session, or one stateless
+    /// request): the snapshot and the parked calls shared, what belongs to a connection —
+    /// its log level, watched resources, notifier, acknowledged subscriptions — its own.
+    pub fn for_connection(&self) -> Self {
+        Self {
+            state: self.state.clone(),
+            options: self.options.clone(),
+            snapshot: self.snapshot.clone(),
+            parking: self.parking.clone(),
+            log_level: Arc::default(),
+            watches: Arc::default(),
+            notifier: Arc::default(),
+            acknowledged: Arc::default(),
+        }
+    }
+
     /// The current snapshot, rebuilt first when the registry changed since it was taken.
     pub async fn snapshot(&self) -> Result<Arc<Snapshot>, ErrorData> {
         let mut guard = self.snapshot.lock().await;

@@ -61,6 +61,7 @@ impl McpServer {
         }
         if upstream {
             options.downstream.elicit = elicitor(ctx);
+            options.downstream.sample = sampler(ctx);
         }
         // Its log messages, at the level this client asked for.
         let (log_tx, mut logs) = tokio::sync::mpsc::unbounded_channel();
@@ -146,6 +147,32 @@ fn elicitor(ctx: &RequestContext<RoleServer>) -> Option<Elicitor> {
         Box::pin(async move {
             let params = serde_json::from_value(params)?;
             let answer = peer.create_elicitation(params).await?;
+            Ok(serde_json::to_value(answer)?)
+        })
+    })))
+}
+
+/// Who answers an upstream tool's sampling requests: this client's model, asked with a
+/// `sampling/createMessage` request, when the client can sample and the protocol lets a
+/// server ask during a call (before 2026-07-28; with it, the request reaches the client in
+/// the upstream's relayed "input required").
+#[allow(deprecated)] // Sampling is deprecated by 2026-07-28 (SEP-2577), still in use.
+fn sampler(ctx: &RequestContext<RoleServer>) -> Option<Elicitor> {
+    let modern = ctx
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+    let can_sample = ctx
+        .client_capabilities()
+        .is_some_and(|c| c.sampling.is_some());
+    if modern || !can_sample {
+        return None;
+    }
+    let peer = ctx.peer.clone();
+    Some(Elicitor(Arc::new(move |params: Value| {
+        let peer = peer.clone();
+        Box::pin(async move {
+            let params = serde_json::from_value(params)?;
+            let answer = peer.create_message(params).await?;
             Ok(serde_json::to_value(answer)?)
         })
     })))

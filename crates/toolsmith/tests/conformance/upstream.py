@@ -117,19 +117,38 @@ def test_error_handling() -> str:
     raise RuntimeError("This tool intentionally returns an error for testing")
 
 
+def modern(ctx: Context) -> bool:
+    """Whether the request is on the 2026-07-28 protocol, where a server asks by answering
+    "input required" (before it, by a request of its own during the call)."""
+    return (ctx.protocol_version or "") >= "2026-07-28"
+
+
 @server.tool(description="Asks the client's model (sampling/createMessage).")
-async def test_sampling(prompt: str, ctx: Context) -> str:
+async def test_sampling(prompt: str, ctx: Context) -> str | types.InputRequiredResult:
+    if modern(ctx):
+        got = answers(ctx)
+        if "sample" not in got:
+            return ask_for({"sample": sample(prompt, 100)})
+        said_back = (got["sample"].get("content") or {}).get("text", "")
+        return f"LLM response: {said_back}"
     answer = await ctx.request_context.session.create_message(
         [types.SamplingMessage(role="user", content=text(prompt))],
         max_tokens=100,
         related_request_id=ctx.request_id,
     )
     content = answer.content
-    said = content.text if isinstance(content, types.TextContent) else str(content)
-    return f"LLM response: {said}"
+    said_back = content.text if isinstance(content, types.TextContent) else str(content)
+    return f"LLM response: {said_back}"
 
 
-async def ask(ctx: Context, message: str, schema: dict) -> str:
+async def ask(ctx: Context, message: str, schema: dict) -> str | types.InputRequiredResult:
+    if modern(ctx):
+        got = answers(ctx)
+        if "answer" not in got:
+            request = {"method": "elicitation/create", "params": {"message": message, "requestedSchema": schema}}
+            return ask_for({"answer": request})
+        answer = got["answer"]
+        return f"Elicitation completed: action={answer.get('action')}, content={answer.get('content')}"
     answer = await ctx.request_context.session.elicit_form(
         message, schema, related_request_id=ctx.request_id
     )
@@ -137,7 +156,7 @@ async def ask(ctx: Context, message: str, schema: dict) -> str:
 
 
 @server.tool(description="Asks the user for a name and an email (elicitation).")
-async def test_elicitation(message: str, ctx: Context) -> str:
+async def test_elicitation(message: str, ctx: Context) -> str | types.InputRequiredResult:
     return await ask(
         ctx,
         message,
@@ -153,7 +172,7 @@ async def test_elicitation(message: str, ctx: Context) -> str:
 
 
 @server.tool(description="Asks the user with a default for every primitive type.")
-async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str | types.InputRequiredResult:
     return await ask(
         ctx,
         "Please review and update the form fields with defaults",
@@ -176,7 +195,7 @@ async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
 
 
 @server.tool(description="Asks the user with every kind of enum.")
-async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+async def test_elicitation_sep1330_enums(ctx: Context) -> str | types.InputRequiredResult:
     return await ask(
         ctx,
         "Please select options from the enum fields",
