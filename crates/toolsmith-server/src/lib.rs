@@ -11,6 +11,7 @@ pub mod auth;
 pub mod error;
 pub mod guard;
 pub mod mcp;
+mod mcp_sessions;
 pub mod metrics;
 pub mod openapi;
 mod routes;
@@ -90,6 +91,9 @@ pub fn app_with(state: Arc<Gateway>, options: HttpOptions) -> Router {
     if policy.any_host() {
         config = config.disable_allowed_hosts();
     }
+    config.session_store = Some(Arc::new(mcp_sessions::RegistrySessions(
+        state.store.clone(),
+    )));
     let service = rmcp::transport::streamable_http_server::StreamableHttpService::new(
         move || Ok(handler.for_connection()),
         Arc::new(

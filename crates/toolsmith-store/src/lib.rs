@@ -348,6 +348,23 @@ pub trait Store: Send + Sync {
         at_ms: i64,
         keep_ms: i64,
     ) -> impl Future<Output = Result<bool>> + Send;
+    /// Records (or refreshes) the MCP session `id` with what its client said at initialize
+    /// (`state`, JSON), at `at_ms`; sessions not refreshed for `keep_ms` are forgotten.
+    fn put_mcp_session(
+        &self,
+        id: &str,
+        state: &str,
+        at_ms: i64,
+        keep_ms: i64,
+    ) -> impl Future<Output = Result<()>> + Send;
+    /// The MCP session `id`'s state, if it was refreshed at or after `since_ms`.
+    fn mcp_session(
+        &self,
+        id: &str,
+        since_ms: i64,
+    ) -> impl Future<Output = Result<Option<String>>> + Send;
+    /// Forgets the MCP session `id` (its client ended it).
+    fn drop_mcp_session(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
 }
 
 /// Tools per transaction in a catalog import.

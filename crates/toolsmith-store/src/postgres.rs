@@ -28,6 +28,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0012_session_url.sql"),
     include_str!("../migrations/postgres/0013_peer_nonces.sql"),
     include_str!("../migrations/postgres/0014_run_guardrails.sql"),
+    include_str!("../migrations/postgres/0015_mcp_sessions.sql"),
 ];
 
 /// An arbitrary constant naming toolsmith's migration lock.

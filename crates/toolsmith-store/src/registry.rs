@@ -188,6 +188,15 @@ impl Store for Registry {
     async fn claim_nonce(&self, nonce: &str, at_ms: i64, keep_ms: i64) -> Result<bool> {
         forward!(self, claim_nonce(nonce, at_ms, keep_ms))
     }
+    async fn put_mcp_session(&self, id: &str, state: &str, at_ms: i64, keep_ms: i64) -> Result<()> {
+        forward!(self, put_mcp_session(id, state, at_ms, keep_ms))
+    }
+    async fn mcp_session(&self, id: &str, since_ms: i64) -> Result<Option<String>> {
+        forward!(self, mcp_session(id, since_ms))
+    }
+    async fn drop_mcp_session(&self, id: &str) -> Result<()> {
+        forward!(self, drop_mcp_session(id))
+    }
 }
 
 impl crate::UpstreamStore for Registry {

@@ -32,6 +32,12 @@ pub(crate) mod sql {
     pub const NONCE_PRUNE: &str = "DELETE FROM peer_nonces WHERE at_ms < $1";
     pub const NONCE_CLAIM: &str =
         "INSERT INTO peer_nonces (nonce, at_ms) VALUES ($1, $2) ON CONFLICT (nonce) DO NOTHING";
+    pub const MCP_SESSION_PRUNE: &str = "DELETE FROM mcp_sessions WHERE at_ms < $1";
+    pub const MCP_SESSION_PUT: &str = "INSERT INTO mcp_sessions (id, state, at_ms) VALUES ($1, $2, $3) \
+         ON CONFLICT (id) DO UPDATE SET state = $2, at_ms = $3";
+    pub const MCP_SESSION_GET: &str =
+        "SELECT state FROM mcp_sessions WHERE id = $1 AND at_ms >= $2";
+    pub const MCP_SESSION_DROP: &str = "DELETE FROM mcp_sessions WHERE id = $1";
 }
 
 /// Tools are versioned documents: their writes and reads are [`crate::documents`]'.
@@ -245,6 +251,44 @@ macro_rules! store_methods {
                         .await?;
                 }
             }
+            Ok(())
+        }
+
+        async fn put_mcp_session(
+            &self,
+            id: &str,
+            state: &str,
+            at_ms: i64,
+            keep_ms: i64,
+        ) -> crate::Result<()> {
+            use crate::shared::sql;
+            sqlx::query(sql::MCP_SESSION_PRUNE)
+                .bind(at_ms - keep_ms)
+                .execute(&self.pool)
+                .await?;
+            sqlx::query(sql::MCP_SESSION_PUT)
+                .bind(id)
+                .bind(state)
+                .bind(at_ms)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        }
+
+        async fn mcp_session(&self, id: &str, since_ms: i64) -> crate::Result<Option<String>> {
+            let row: Option<(String,)> = sqlx::query_as(crate::shared::sql::MCP_SESSION_GET)
+                .bind(id)
+                .bind(since_ms)
+                .fetch_optional(&self.pool)
+                .await?;
+            Ok(row.map(|(state,)| state))
+        }
+
+        async fn drop_mcp_session(&self, id: &str) -> crate::Result<()> {
+            sqlx::query(crate::shared::sql::MCP_SESSION_DROP)
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
             Ok(())
         }
 

@@ -48,6 +48,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0012_session_url.sql"),
     include_str!("../migrations/sqlite/0013_peer_nonces.sql"),
     include_str!("../migrations/sqlite/0014_run_guardrails.sql"),
+    include_str!("../migrations/sqlite/0015_mcp_sessions.sql"),
 ];
 
 /// The SQLite registry.

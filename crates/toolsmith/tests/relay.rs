@@ -302,3 +302,162 @@ fn input_required_is_relayed_across_replicas_and_its_state_holds() {
     );
     drop(up);
 }
+
+/// A JSON-RPC message on a session: the HTTP status, the `Mcp-Session-Id` the answer
+/// carries, and the SSE stream's messages, read on a thread as they come.
+fn session_post(
+    url: &str,
+    session: Option<&str>,
+    body: Value,
+) -> (u16, Option<String>, std::sync::mpsc::Receiver<Value>) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(120)))
+        .build()
+        .into();
+    let mut req = ureq::http::Request::builder()
+        .method("POST")
+        .uri(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("authorization", format!("Bearer {ADA}"));
+    if let Some(id) = session {
+        req = req.header("mcp-session-id", id);
+    }
+    let resp = agent
+        .run(req.body(body.to_string().into_bytes()).expect("request"))
+        .expect("send");
+    let status = resp.status().as_u16();
+    let id = resp
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = resp.into_body().into_reader();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(reader)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let data = line.strip_prefix("data:").unwrap_or(&line).trim();
+            if let Ok(v) = serde_json::from_str::<Value>(data)
+                && tx.send(v).is_err()
+            {
+                return;
+            }
+        }
+    });
+    (status, id, rx)
+}
+
+fn next_message(rx: &std::sync::mpsc::Receiver<Value>, what: &str) -> Value {
+    rx.recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("no {what} within 60 s"))
+}
+
+#[test]
+#[ignore = "needs TOOLSMITH_TEST_PYTHON (the official MCP Python SDK of .ci/requirements.txt)"]
+fn a_2025_session_moves_between_replicas_and_is_asked_during_a_call() {
+    let python = python();
+    let up = fixture(&python);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("registry.db").display().to_string();
+    // The fixture twice: spoken to in 2026-07-28 (its questions come as "input required",
+    // answered by asking the client) and in 2025-11-25 (it asks during the call).
+    let path = dir.path().join("eras.yaml");
+    let entry = |name: &str, protocol: &str| {
+        format!(
+            "  - name: {name}\n    url: http://127.0.0.1:{}/mcp\n    protocol: \"{protocol}\"\n    on_change: accept\n    \
+             include: [test_sampling, test_elicitation]\n    tools:\n      test_sampling: {{danger: safe}}\n      \
+             test_elicitation: {{danger: safe}}\n",
+            up.1
+        )
+    };
+    let yaml = format!(
+        "mcp_servers:\n{}{}",
+        entry("modern", "2026-07-28"),
+        entry("legacy", "2025-11-25")
+    );
+    std::fs::write(&path, yaml).expect("write catalog");
+    import_all(&db, &[path]);
+    let tokens = ["--token", &format!("ada:call={ADA}")];
+    let (_a, _, mcp_a) = serve(&db, dir.path(), &tokens);
+    let (_b, _, mcp_b) = serve(&db, dir.path(), &tokens);
+
+    // Initialize on replica A.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {"form": {}}, "sampling": {}},
+        "clientInfo": {"name": "relay-test", "version": "1"}}});
+    let (status, session, rx) = session_post(&mcp_a, None, init);
+    assert_eq!(status, 200);
+    let session = session.expect("serve gives a 2025-11-25 client a session");
+    let answer = next_message(&rx, "the initialize answer");
+    assert_eq!(
+        answer["result"]["protocolVersion"], "2025-11-25",
+        "{answer}"
+    );
+    let (status, _, _) = session_post(
+        &mcp_a,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert!(status == 202 || status == 200, "{status}");
+
+    // Each tool on replica B (which takes up the session from the registry): the upstream's
+    // question reaches this client during the call, and the answer finishes it.
+    let started = Instant::now();
+    for (i, server) in ["modern", "legacy"].into_iter().enumerate() {
+        for (j, (tool, args, reply, expected)) in [
+            (
+                "test_elicitation",
+                json!({"message": "Who are you?"}),
+                json!({"action": "accept", "content": {"username": "ada", "email": "ada@example.com"}}),
+                "Elicitation completed: action=accept",
+            ),
+            (
+                "test_sampling",
+                json!({"prompt": "Say hi"}),
+                json!({"role": "assistant", "content": {"type": "text", "text": "hi from the model"}, "model": "m"}),
+                "LLM response: hi from the model",
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let name = format!("{server}__{tool}");
+            let id = 10 + i * 10 + j;
+            // The upstream's first listing may still be on its way to replica B.
+            let (mut status, mut rx);
+            loop {
+                let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                    "params": {"name": name, "arguments": args}});
+                (status, _, rx) = session_post(&mcp_b, Some(&session), call);
+                assert_eq!(status, 200, "{name}");
+                let first = next_message(&rx, "the call's first message");
+                if first["error"]["code"] == -32602 && started.elapsed() < Duration::from_secs(60) {
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
+                let method = if tool == "test_sampling" { "sampling/createMessage" } else { "elicitation/create" };
+                assert_eq!(first["method"], method, "{name}: {first}");
+                let reply = json!({"jsonrpc": "2.0", "id": first["id"], "result": reply});
+                let (status, _, _) = session_post(&mcp_b, Some(&session), reply);
+                assert!(status == 202 || status == 200, "{status}");
+                break;
+            }
+            let result = loop {
+                let m = next_message(&rx, "the call's result");
+                if m.get("id") == Some(&json!(id)) {
+                    break m;
+                }
+            };
+            let said = result["result"]["content"][0]["text"].as_str().unwrap_or_default();
+            assert!(said.starts_with(expected), "{name}: {result}");
+        }
+    }
+    drop(up);
+}

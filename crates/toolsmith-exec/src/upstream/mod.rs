@@ -18,6 +18,7 @@
 //! its last error. What a server offers besides tools — resources, templates, prompts — is
 //! listed with its tools and reached through [`offer`].
 
+mod asks;
 mod conn;
 mod downstream;
 mod listen;
@@ -184,7 +185,7 @@ pub(crate) struct Upstream {
     /// Progress channels of calls in flight, by progress token.
     pub progress: conn::ProgressRoutes,
     /// Who answers the upstream's questions for each call in flight, by request id.
-    pub elicit: conn::ElicitRoutes,
+    pub elicit: asks::ElicitRoutes,
     /// The calls in flight and where their log messages go.
     pub logs: logs::LogRoutes,
     /// Why the connection was closed by toolsmith, when it was (a message over the size
@@ -430,7 +431,7 @@ impl Upstreams {
                 }
                 ServerResult::InputRequiredResult(asked) => {
                     params.input_responses =
-                        Some(conn::answer_inputs(asked.input_requests, downstream).await);
+                        Some(asks::answer_inputs(asked.input_requests, downstream).await);
                     params.request_state = asked.request_state;
                 }
                 other => {
@@ -464,7 +465,7 @@ impl Upstreams {
             .map_err(|e| up.failure(e))?;
         let route = (downstream.progress.clone())
             .map(|tx| up.progress.add(handle.progress_token.clone(), tx));
-        let _asks = conn::Askers::of(downstream).map(|a| up.elicit.add(handle.id.clone(), a));
+        let _asks = asks::Askers::of(downstream).map(|a| up.elicit.add(handle.id.clone(), a));
         let guard = CancelOnDrop {
             peer: Some(peer.clone()),
             id: handle.id.clone(),

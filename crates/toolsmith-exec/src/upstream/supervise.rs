@@ -8,11 +8,11 @@ use tokio::sync::{broadcast, mpsc, watch};
 use toolsmith_core::upstream::{McpServer, Transport};
 
 use super::conn::{self, Conn, Handler};
-use super::listen;
 use super::{
     BACKOFF_MAX, Control, Event, RELIST_EVERY, START_TIMEOUT, Spawning, State, Status, Upstream,
     lock, now_ms,
 };
+use super::{asks, listen};
 
 /// Creates an upstream and its supervising task (which starts it at once when enabled).
 pub(crate) fn spawn(
@@ -48,7 +48,7 @@ pub(crate) fn spawn(
         events,
         spawning,
         progress: conn::ProgressRoutes::default(),
-        elicit: conn::ElicitRoutes::default(),
+        elicit: asks::ElicitRoutes::default(),
         logs: Default::default(),
     });
     if enabled {

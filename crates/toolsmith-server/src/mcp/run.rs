@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::RoleServer;
-use rmcp::model::{ProgressNotificationParam, ProtocolVersion};
+use rmcp::model::{GetExtensions, ProgressNotificationParam, ProtocolVersion, ServerRequest};
 use rmcp::service::RequestContext;
 use serde_json::Value;
 use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
@@ -141,15 +141,34 @@ fn elicitor(ctx: &RequestContext<RoleServer>) -> Option<Elicitor> {
     if modern || !can_ask {
         return None;
     }
-    let peer = ctx.peer.clone();
-    Some(Elicitor(Arc::new(move |params: Value| {
-        let peer = peer.clone();
+    Some(ask_client(ctx, |params| {
+        Ok(ServerRequest::ElicitRequest(
+            rmcp::model::ElicitRequest::new(serde_json::from_value(params)?),
+        ))
+    }))
+}
+
+/// Asks this client with the request `make` builds from an upstream's params, on the stream
+/// of the client's own call: the request carries the call's id, since the upstream's
+/// question is passed on from another task (the upstream connection's, or the call's).
+fn ask_client(
+    ctx: &RequestContext<RoleServer>,
+    make: fn(Value) -> Result<ServerRequest, serde_json::Error>,
+) -> Elicitor {
+    let (peer, origin) = (ctx.peer.clone(), ctx.id.clone());
+    Elicitor(Arc::new(move |params: Value| {
+        let (peer, origin) = (peer.clone(), origin.clone());
         Box::pin(async move {
-            let params = serde_json::from_value(params)?;
-            let answer = peer.create_elicitation(params).await?;
+            let mut request = make(params)?;
+            request
+                .extensions_mut()
+                .insert(rmcp::service::OriginatingRequestId(origin));
+            // Sent from a task of its own: rmcp would otherwise mark it with the request the
+            // current task serves (an upstream's, on the upstream connection's task).
+            let answer = tokio::spawn(async move { peer.send_request(request).await }).await??;
             Ok(serde_json::to_value(answer)?)
         })
-    })))
+    }))
 }
 
 /// Who answers an upstream tool's sampling requests: this client's model, asked with a
@@ -167,15 +186,11 @@ fn sampler(ctx: &RequestContext<RoleServer>) -> Option<Elicitor> {
     if modern || !can_sample {
         return None;
     }
-    let peer = ctx.peer.clone();
-    Some(Elicitor(Arc::new(move |params: Value| {
-        let peer = peer.clone();
-        Box::pin(async move {
-            let params = serde_json::from_value(params)?;
-            let answer = peer.create_message(params).await?;
-            Ok(serde_json::to_value(answer)?)
-        })
-    })))
+    Some(ask_client(ctx, |params| {
+        Ok(ServerRequest::CreateMessageRequest(
+            rmcp::model::CreateMessageRequest::new(serde_json::from_value(params)?),
+        ))
+    }))
 }
 
 /// An upstream's progress under this client's token.

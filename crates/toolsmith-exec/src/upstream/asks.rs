@@ -1,0 +1,129 @@
+//! Who answers an upstream's questions during a call: the routes from a call in flight (by
+//! its request id) to its caller's askers — its user for elicitation, its model for
+//! sampling ([`super::Downstream`]) — and the answers to a 2026-07-28 upstream's "input
+//! required" when toolsmith answers them itself.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{ElicitResult, ElicitationAction, InputRequest, RequestId};
+use rmcp::service::{InboundStreamOrigin, RequestContext, RoleClient};
+use serde_json::Value;
+
+use super::lock;
+
+/// Who answers the questions of each call in flight, by the call's request id.
+#[derive(Clone, Default)]
+pub(crate) struct ElicitRoutes(Arc<Mutex<HashMap<RequestId, Askers>>>);
+
+/// Who answers one call's questions: its user (elicitation), its model (sampling).
+#[derive(Clone, Default)]
+pub(crate) struct Askers {
+    pub elicit: Option<super::Elicitor>,
+    pub sample: Option<super::Elicitor>,
+}
+
+impl Askers {
+    /// The caller's, when it answers anything.
+    pub(crate) fn of(downstream: &super::Downstream) -> Option<Self> {
+        let askers = Self {
+            elicit: downstream.elicit.clone(),
+            sample: downstream.sample.clone(),
+        };
+        (askers.elicit.is_some() || askers.sample.is_some()).then_some(askers)
+    }
+}
+
+/// Removes a call's elicitor when dropped.
+pub(crate) struct Asks {
+    routes: ElicitRoutes,
+    id: RequestId,
+}
+
+impl Drop for Asks {
+    fn drop(&mut self) {
+        lock(&self.routes.0).remove(&self.id);
+    }
+}
+
+impl ElicitRoutes {
+    pub(crate) fn add(&self, id: RequestId, e: Askers) -> Asks {
+        lock(&self.0).insert(id.clone(), e);
+        Asks {
+            routes: self.clone(),
+            id,
+        }
+    }
+
+    /// The elicitor of the call a question belongs to: the one the HTTP transport says it
+    /// came with, else the only call in flight with one (over stdio a question names no
+    /// call); `None` when that cannot be told — the question is declined.
+    pub(crate) fn of(&self, context: &RequestContext<RoleClient>) -> Option<Askers> {
+        let routes = lock(&self.0);
+        match context.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => routes.get(id).cloned(),
+            _ if routes.len() == 1 => routes.values().next().cloned(),
+            _ => None,
+        }
+    }
+}
+
+pub(crate) fn declined() -> ElicitResult {
+    ElicitResult::new(ElicitationAction::Decline)
+}
+
+/// Asks `elicit` (or declines) one question; the answer as rmcp's type.
+pub(crate) async fn ask(elicit: Option<&super::Elicitor>, params: Value) -> ElicitResult {
+    let Some(elicit) = elicit else {
+        return declined();
+    };
+    match (elicit.0)(params).await {
+        Ok(answer) => serde_json::from_value(answer).unwrap_or_else(|e| {
+            tracing::warn!("an elicitation answer toolsmith could not read: {e}");
+            declined()
+        }),
+        Err(e) => {
+            tracing::info!("an upstream's question could not be asked: {e}");
+            declined()
+        }
+    }
+}
+
+/// The answers to an "input required" result's requests: questions asked through
+/// `elicit` (or declined), sampling requests through `sample` (none without it: the
+/// upstream asks again or gives up), an empty list of roots.
+pub(crate) async fn answer_inputs(
+    requests: Option<rmcp::model::InputRequests>,
+    downstream: &super::Downstream,
+) -> rmcp::model::InputResponses {
+    let mut out = rmcp::model::InputResponses::new();
+    for (key, request) in requests.into_iter().flatten() {
+        let answer = match request {
+            InputRequest::Elicitation(r) => serde_json::to_value(
+                ask(
+                    downstream.elicit.as_ref(),
+                    serde_json::to_value(&r.params).unwrap_or_default(),
+                )
+                .await,
+            ),
+            InputRequest::CreateMessage(r) => match &downstream.sample {
+                Some(sample) => {
+                    match (sample.0)(serde_json::to_value(&r.params).unwrap_or_default()).await {
+                        Ok(v) => Ok(v),
+                        Err(e) => {
+                            tracing::info!("a sampling request could not be passed on: {e}");
+                            continue;
+                        }
+                    }
+                }
+                None => continue,
+            },
+            InputRequest::ListRoots(_) => Ok(serde_json::json!({"roots": []})),
+            _ => continue,
+        };
+        if let Ok(v) = answer {
+            out.insert(key, v);
+        }
+    }
+    out
+}
