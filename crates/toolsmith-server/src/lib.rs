@@ -81,9 +81,7 @@ pub fn app_with(state: Arc<Gateway>, options: HttpOptions) -> Router {
         .map(String::from)
         .chain(policy.extra_origins().iter().cloned());
     let mut config = rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default()
-        // Sessions for clients before 2026-07-28 (their server-to-client requests — an
-        // upstream's questions — need one); 2026-07-28 requests are stateless regardless.
-        .with_legacy_session_mode(true)
+        .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
@@ -91,16 +89,7 @@ pub fn app_with(state: Arc<Gateway>, options: HttpOptions) -> Router {
     if policy.any_host() {
         config = config.disable_allowed_hosts();
     }
-    config.session_store = Some(Arc::new(mcp_sessions::RegistrySessions(
-        state.store.clone(),
-    )));
-    let service = rmcp::transport::streamable_http_server::StreamableHttpService::new(
-        move || Ok(handler.for_connection()),
-        Arc::new(
-            rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default(),
-        ),
-        config,
-    );
+    let service = mcp_sessions::McpService::new(&state, handler, config);
     let mut router = routes::router();
     if !options.no_metrics {
         router = router.route(metrics::PATH, axum::routing::get(metrics::serve));
@@ -115,8 +104,14 @@ pub fn app_with(state: Arc<Gateway>, options: HttpOptions) -> Router {
             "/.well-known/oauth-protected-resource/{*resource}",
             axum::routing::get(auth::resource_metadata),
         )
-        .route_service("/mcp/{toolset}", service.clone())
-        .route_service("/mcp", service)
+        .route(
+            "/mcp/{toolset}",
+            axum::routing::any(mcp_sessions::dispatch).with_state(service.clone()),
+        )
+        .route(
+            "/mcp",
+            axum::routing::any(mcp_sessions::dispatch).with_state(service),
+        )
         .layer(axum::middleware::from_fn(mcp::params::repair_http))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
