@@ -1,7 +1,8 @@
 //! Request spans (SPEC §15): each HTTP request is a server span named after its route
 //! template (`POST /v1/tools/{name}/call`), continuing the trace of an incoming W3C
-//! `traceparent` header; an MCP `tools/call` is a span of its own continuing the trace its
-//! `_meta.traceparent` names (or the HTTP header's, over HTTP). The engine's call spans are
+//! `traceparent` header; an MCP `tools/call`, `resources/read` or `prompts/get` is a span of
+//! its own continuing the trace its `_meta.traceparent` names (or the HTTP header's, over
+//! HTTP). The engine's call spans are
 //! their children. Without trace export these spans are disabled at their call sites
 //! ([`toolsmith_gateway::trace`]).
 
@@ -50,13 +51,19 @@ fn header<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
-/// The span of an MCP `tools/call` of `tool`.
-pub fn mcp_call(tool: &str, ctx: &RequestContext<RoleServer>) -> tracing::Span {
+/// The span of an MCP request — `tools/call` of a tool, `resources/read` of a URI,
+/// `prompts/get` of a prompt — named by its method and what it names.
+pub fn mcp_request(
+    method: &'static str,
+    what: &str,
+    ctx: &RequestContext<RoleServer>,
+) -> tracing::Span {
     let span = tracing::info_span!(
         target: TARGET,
-        "mcp tools/call",
-        otel.name = %format_args!("tools/call {tool}"),
+        "mcp request",
+        otel.name = %format_args!("{method} {what}"),
         otel.kind = "server",
+        rpc.method = method,
     );
     if span.is_disabled() {
         return span;

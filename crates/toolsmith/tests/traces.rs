@@ -35,6 +35,8 @@ const TRACE_REST: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const TRACE_HTTP: &str = "5bf92f3577b34da6a3ce929d0e0e4737";
 const TRACE_QUEUE: &str = "6bf92f3577b34da6a3ce929d0e0e4738";
 const TRACE_MCP: &str = "0af7651916cd43dd8448eb211c80319c";
+const TRACE_READ: &str = "1af7651916cd43dd8448eb211c80319d";
+const TRACE_PROMPT: &str = "2af7651916cd43dd8448eb211c80319e";
 const PARENT: &str = "00f067aa0ba902b7";
 
 #[test]
@@ -161,6 +163,49 @@ mcp_servers:
     let upstream = echoed["traceparent"].as_str().unwrap_or_default();
     assert!(upstream.starts_with(&format!("00-{TRACE_MCP}-")), "{reply}");
 
+    // resources/read and prompts/get too: each a span continuing its _meta trace, the trace
+    // passed on to the upstream (which answers with the _meta it got).
+    let mut sent_on = Vec::new();
+    for (method, params, trace, text_at) in [
+        (
+            "resources/read",
+            json!({"uri": "tiny://meta"}),
+            TRACE_READ,
+            "/result/contents/0/text",
+        ),
+        (
+            "prompts/get",
+            json!({"name": "tiny__meta"}),
+            TRACE_PROMPT,
+            "/result/messages/0/content/text",
+        ),
+    ] {
+        let mut params = params;
+        params["_meta"] = json!({"traceparent": traced(trace)});
+        let (status, reply) = common::post_mcp(
+            &mcp,
+            json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params}),
+            None,
+        );
+        assert_eq!(status, 200, "{reply}");
+        let echoed: Value = serde_json::from_str(
+            reply
+                .pointer(text_at)
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        )
+        .unwrap_or_else(|e| panic!("{method}: {e}: {reply}"));
+        let upstream = echoed["traceparent"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            upstream.starts_with(&format!("00-{trace}-")),
+            "{method}: {reply}"
+        );
+        sent_on.push(upstream);
+    }
+
     // Stopped: what is still queued is exported before the process ends.
     let stopped = Command::new("kill")
         .args(["-TERM", &server.0.id().to_string()])
@@ -240,6 +285,18 @@ mcp_servers:
     );
     assert_eq!(call["attributes"]["tool.kind"], "mcp");
     assert_eq!(call["attributes"]["caller"], "mcp");
+    // The read's and the get's spans, under the callers' own; each passed itself on.
+    for (name, trace, upstream) in [
+        ("resources/read tiny://meta", TRACE_READ, &sent_on[0]),
+        ("prompts/get tiny__meta", TRACE_PROMPT, &sent_on[1]),
+    ] {
+        let span = child(&all, name, trace, PARENT);
+        assert_eq!(
+            upstream,
+            &format!("00-{trace}-{}-01", span["span_id"].as_str().expect("id")),
+            "{name}"
+        );
+    }
 
     // No span carries an argument value.
     let text = std::fs::read_to_string(&r.spans).expect("spans");

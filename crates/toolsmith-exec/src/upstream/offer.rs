@@ -85,6 +85,17 @@ async fn listed<T: serde::Serialize>(
 }
 
 /// Request params from JSON (rmcp's params types are built by serde, so a field added in a
+/// `params` with the caller's trace in `_meta` (SPEC §15), passed on as a tool call's is.
+fn traced(mut params: Value) -> Value {
+    if let Some((parent, state)) = crate::trace::current() {
+        params["_meta"] = json!({ "traceparent": parent });
+        if let Some(state) = state {
+            params["_meta"]["tracestate"] = Value::from(state);
+        }
+    }
+    params
+}
+
 /// later version needs nothing here).
 fn params<T: DeserializeOwned>(v: Value) -> Result<T, UpstreamError> {
     serde_json::from_value(v).map_err(|e| UpstreamError::Failed(format!("bad request: {e}")))
@@ -106,7 +117,7 @@ impl Upstreams {
     /// `resources/read` of `uri` at `server`: its `ReadResourceResult` as JSON.
     pub async fn read_resource(&self, server: &str, uri: &str) -> Result<Value, UpstreamError> {
         let up = self.upstream(server)?;
-        let request: ReadResourceRequestParams = params(json!({ "uri": uri }))?;
+        let request: ReadResourceRequestParams = params(traced(json!({ "uri": uri })))?;
         up.ask(|peer| async move { peer.read_resource(request).await })
             .await
     }
@@ -123,7 +134,7 @@ impl Upstreams {
     ) -> Result<Value, UpstreamError> {
         let up = self.upstream(server)?;
         let mut request: GetPromptRequestParams =
-            params(json!({ "name": name, "arguments": arguments }))?;
+            params(traced(json!({ "name": name, "arguments": arguments })))?;
         if let Some(resume) = resume {
             request.input_responses = serde_json::from_value(Value::Object(resume.input_responses))
                 .map_err(|e| UpstreamError::Failed(format!("inputResponses: {e}")))?;

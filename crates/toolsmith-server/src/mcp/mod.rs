@@ -212,7 +212,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let span = crate::traces::mcp_call(request.name.as_ref(), &ctx);
+        let span = crate::traces::mcp_request("tools/call", request.name.as_ref(), &ctx);
         tracing::Instrument::instrument(self.answer_call(request, ctx), span).await
     }
 
@@ -270,7 +270,8 @@ impl ServerHandler for McpServer {
         r: ReadResourceRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.read(r, &ctx).await
+        let span = crate::traces::mcp_request("resources/read", &r.uri, &ctx);
+        tracing::Instrument::instrument(self.read(r, &ctx), span).await
     }
     async fn list_prompts(
         &self,
@@ -284,7 +285,8 @@ impl ServerHandler for McpServer {
         r: GetPromptRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.prompt(r, &ctx).await
+        let span = crate::traces::mcp_request("prompts/get", &r.name, &ctx);
+        tracing::Instrument::instrument(self.prompt(r, &ctx), span).await
     }
     async fn complete(
         &self,
@@ -503,7 +505,7 @@ impl McpServer {
 }
 
 impl McpServer {
-    /// A `tools/call`, answered (in its span: [`crate::traces::mcp_call`]).
+    /// A `tools/call`, answered (in its span: [`crate::traces::mcp_request`]).
     async fn answer_call(
         &self,
         request: CallToolRequestParams,

@@ -2,7 +2,8 @@
 one tool, `ping` (read-only). With TS_HELPER=1 it leaves a `sleep` behind at start, in a
 session of its own, as a careless server's helper would; the crash tests check that toolsmith
 ends it with the server. With TS_ECHO_META=1 `ping` answers with the call's `_meta` as JSON
-(the trace tests read the `traceparent` toolsmith passed on). With TS_SLOW_OR_HUGE=1 `ping`
+(the trace tests read the `traceparent` toolsmith passed on), and it offers a resource
+`tiny://meta` and a prompt `meta` that answer the same way. With TS_SLOW_OR_HUGE=1 `ping`
 also takes `sleep_s` (it answers that late) and `huge_mb` (its answer is one line that long)."""
 import json
 import os
@@ -38,8 +39,23 @@ for line in sys.stdin:
     method = message.get("method")
     if method == "initialize":
         version = message.get("params", {}).get("protocolVersion", "2025-06-18")
-        result = {"protocolVersion": version, "capabilities": {"tools": {}},
+        capabilities = {"tools": {}}
+        if os.environ.get("TS_ECHO_META") == "1":
+            capabilities.update({"resources": {}, "prompts": {}})
+        result = {"protocolVersion": version, "capabilities": capabilities,
                   "serverInfo": {"name": "tiny", "version": "1"}}
+    elif method == "resources/list":
+        result = {"resources": [{"uri": "tiny://meta", "name": "meta", "mimeType": "application/json"}]}
+    elif method == "resources/templates/list":
+        result = {"resourceTemplates": []}
+    elif method == "prompts/list":
+        result = {"prompts": [{"name": "meta", "description": "The request's _meta."}]}
+    elif method == "resources/read":
+        meta = json.dumps(message.get("params", {}).get("_meta", {}))
+        result = {"contents": [{"uri": "tiny://meta", "mimeType": "application/json", "text": meta}]}
+    elif method == "prompts/get":
+        meta = json.dumps(message.get("params", {}).get("_meta", {}))
+        result = {"messages": [{"role": "user", "content": {"type": "text", "text": meta}}]}
     elif method == "tools/list":
         tool = dict(TOOL)
         if DESCRIPTION_FILE and os.path.exists(DESCRIPTION_FILE):
