@@ -18,6 +18,10 @@
 //! away — removes it (clearing the immutable and append-only flags first, so it can be
 //! removed) and the next call gets a new one. At most [`KEEP`] folders wait; the rest are
 //! removed.
+//!
+//! The folders live in one folder per engine, `toolsmith-calls-<pid>-…` in the temporary
+//! directory, removed when the engine is dropped. A process killed outright leaves its folder
+//! behind; the next engine removes those whose process is gone ([`sweep`]).
 
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
@@ -137,8 +141,10 @@ impl Folder {
 impl Folders {
     /// A pool whose folders are made in a folder of its own in the temporary directory.
     pub fn new() -> Self {
+        sweep(&std::env::temp_dir());
+        let prefix = format!("{PREFIX}{}-", std::process::id());
         let root = tempfile::Builder::new()
-            .prefix("toolsmith-calls-")
+            .prefix(&prefix)
             .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir()
             .inspect_err(|e| {
@@ -198,10 +204,65 @@ impl Folders {
     }
 }
 
+/// What an engine's folder of call folders is named first.
+const PREFIX: &str = "toolsmith-calls-";
+
+/// Removes the folders of call folders in `tmp` that engines killed outright left behind:
+/// named `toolsmith-calls-<pid>-…`, owned by this user, a real folder (not a link), and
+/// `<pid>` no longer running. Best effort: what cannot be read or removed stays.
+fn sweep(tmp: &Path) {
+    let me = rustix::process::geteuid().as_raw();
+    for entry in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let path = entry.path();
+        let ours = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir() && m.uid() == me);
+        if ours && pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn sweep_removes_only_what_a_gone_process_left() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let dead = child.id();
+        child.wait().expect("wait");
+        let me = std::process::id();
+        let left = tmp.path().join(format!("{PREFIX}{dead}-abc"));
+        std::fs::create_dir_all(left.join("toolsmith-call-x")).expect("mkdir");
+        std::fs::write(left.join("toolsmith-call-x/file"), "x").expect("write");
+        let mine = tmp.path().join(format!("{PREFIX}{me}-def"));
+        let odd = tmp.path().join(format!("{PREFIX}notapid"));
+        let target = tmp.path().join("elsewhere");
+        for d in [&mine, &odd, &target] {
+            std::fs::create_dir(d).expect("mkdir");
+        }
+        let link = tmp.path().join(format!("{PREFIX}{dead}-link"));
+        std::os::unix::fs::symlink(&target, &link).expect("symlink");
+        sweep(tmp.path());
+        assert!(!left.exists(), "a gone process's folder stays");
+        for kept in [&mine, &odd, &target] {
+            assert!(kept.exists(), "{} was removed", kept.display());
+        }
+        assert!(
+            std::fs::symlink_metadata(&link).is_ok(),
+            "a link was followed or removed"
+        );
+    }
 
     #[test]
     fn only_an_untouched_folder_of_a_contained_call_is_reused() {
