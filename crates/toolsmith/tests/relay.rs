@@ -383,9 +383,14 @@ fn a_2025_session_moves_between_replicas_and_is_asked_during_a_call() {
     );
     std::fs::write(&path, yaml).expect("write catalog");
     import_all(&db, &[path]);
-    let tokens = ["--token", &format!("ada:call={ADA}")];
+    let tokens = [
+        "--token",
+        &format!("ada:call={ADA}"),
+        "--token",
+        &format!("root=ROOT-{ADA}"),
+    ];
     let (_a, _, mcp_a) = serve(&db, dir.path(), &tokens);
-    let (_b, _, mcp_b) = serve(&db, dir.path(), &tokens);
+    let (_b, rest_b, mcp_b) = serve(&db, dir.path(), &tokens);
 
     // Initialize on replica A.
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -459,5 +464,60 @@ fn a_2025_session_moves_between_replicas_and_is_asked_during_a_call() {
             assert!(said.starts_with(expected), "{name}: {result}");
         }
     }
+
+    // The session's GET stream (on the replica it initialized on) hears that the tools
+    // changed when a tool is disabled on the other replica.
+    let stream = session_stream(&mcp_a, &session);
+    let (status, body) = request_as(
+        "POST",
+        &format!("{rest_b}/tools/modern__test_sampling/disable"),
+        None,
+        Some(&format!("ROOT-{ADA}")),
+    );
+    assert_eq!(status, 200, "{body}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let m = stream
+            .recv_timeout(left)
+            .expect("no tools/list_changed on the session's stream within 60 s");
+        if m["method"] == "notifications/tools/list_changed" {
+            break;
+        }
+    }
     drop(up);
+}
+
+/// The session's standalone GET stream, its messages read on a thread.
+fn session_stream(url: &str, session: &str) -> std::sync::mpsc::Receiver<Value> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let resp = agent
+        .get(url)
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("mcp-session-id", session)
+        .header("authorization", format!("Bearer {ADA}"))
+        .call()
+        .expect("GET stream");
+    assert_eq!(resp.status().as_u16(), 200, "the session's GET stream");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = resp.into_body().into_reader();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(reader)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let data = line.strip_prefix("data:").unwrap_or(&line).trim();
+            if let Ok(v) = serde_json::from_str::<Value>(data)
+                && tx.send(v).is_err()
+            {
+                return;
+            }
+        }
+    });
+    rx
 }

@@ -392,20 +392,35 @@ impl ServerHandler for McpServer {
         }
     }
 
-    /// Older clients on a lasting connection (stdio) get plain notifications.
+    /// Older clients on a lasting connection — stdio, or a session on `/mcp` (whose
+    /// notifications go on its GET stream) — get plain notifications, in the view they
+    /// initialized in (resolved again at each change, so an edited toolset is followed).
     async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
-        if !self.options.notify_changes {
+        let parts = ctx.extensions.get::<axum::http::request::Parts>();
+        let session = parts.is_some_and(|p| p.headers.contains_key("mcp-session-id"));
+        if !self.options.notify_changes && !session {
             return;
         }
+        let asked = parts
+            .and_then(|p| p.extensions.get::<Arc<toolsmith_gateway::view::Asked>>())
+            .cloned();
         let mut changes = self.state.subscribe();
         let peer = ctx.peer.clone();
         let this = self.clone();
         tokio::spawn(async move {
             let fingerprint = async || {
-                let view = this
-                    .view_of_options()
-                    .await
-                    .unwrap_or_else(|_| Arc::new(View::everything()));
+                let view = match &asked {
+                    Some(a) => this
+                        .state
+                        .view(&a.caller, &a.ask)
+                        .await
+                        .map(Arc::new)
+                        .ok()?,
+                    None => this
+                        .view_of_options()
+                        .await
+                        .unwrap_or_else(|_| Arc::new(View::everything())),
+                };
                 this.seen(&view).await.ok()
             };
             let mut seen = fingerprint().await.unwrap_or_default();
