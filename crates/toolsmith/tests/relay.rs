@@ -144,7 +144,9 @@ fn catalog(dir: &Path, port: u16) -> std::path::PathBuf {
          on_change: accept\n    protocol: \"2026-07-28\"\n    include: [\"test_input_required_*\", test_missing_capability]\n    \
          tools:\n      test_input_required_result_multi_round: {{danger: safe}}\n      \
          test_missing_capability: {{danger: safe}}\n      test_input_required_result_request_state: {{danger: safe}}\n      \
-         test_input_required_result_capabilities: {{danger: safe}}\n"
+         test_input_required_result_capabilities: {{danger: safe}}\n  \
+         - name: legacy\n    url: http://127.0.0.1:{port}/mcp\n    protocol: \"2025-11-25\"\n    on_change: accept\n    \
+         include: [test_sampling]\n    tools:\n      test_sampling: {{danger: safe}}\n"
     );
     std::fs::write(&path, yaml).expect("write catalog");
     path
@@ -269,6 +271,39 @@ fn input_required_is_relayed_across_replicas_and_its_state_holds() {
         got["result"]["messages"][0]["content"]["text"], "Prompt with context: tests",
         "{got}"
     );
+
+    // An upstream on the older protocol asks for a sample during the call: the call is parked
+    // and the request reaches the 2026-07-28 client as "input required"; its answer (sent to
+    // the replica that asked) finishes the call.
+    let sampling = "legacy__test_sampling";
+    let started = Instant::now();
+    while request_as(
+        "GET",
+        &format!("{rest_a}/tools/{sampling}"),
+        None,
+        Some(ADA),
+    )
+    .0 != 200
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{sampling} was never served"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut params = json!({"name": sampling, "arguments": {"prompt": "Say hi"}});
+    let first = ask(&mcp_a, ADA, "tools/call", params.clone(), caps()).1;
+    let (keys, state) = asked(&first);
+    assert_eq!(keys, ["upstream_question"]);
+    assert_eq!(
+        first["result"]["inputRequests"]["upstream_question"]["method"], "sampling/createMessage",
+        "{first}"
+    );
+    params["inputResponses"] = json!({"upstream_question": {
+        "role": "assistant", "content": {"type": "text", "text": "hi there"}, "model": "m"}});
+    params["requestState"] = json!(state);
+    let done = ask(&mcp_a, ADA, "tools/call", params, caps()).1;
+    assert_eq!(text(&done), "LLM response: hi there", "{done}");
 
     // The upstream's -32021 reaches the client as that error, with HTTP 400.
     let (status, answer) = ask(

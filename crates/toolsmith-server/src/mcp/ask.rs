@@ -1,5 +1,5 @@
-//! An upstream's questions for an MCP client on the 2026-07-28 protocol, where a server does
-//! not ask during a call: the call is parked — it keeps running, its upstream waiting for the
+//! An upstream's questions (elicitation, and sampling for a client that can sample) for an
+//! MCP client on the 2026-07-28 protocol, where a server does not ask during a call: the call is parked — it keeps running, its upstream waiting for the
 //! answer — and the client gets "input required" with the question; the answer comes with the
 //! call sent again (its `requestState` names the parked call), and the call goes on to its
 //! result or to its next question.
@@ -27,8 +27,10 @@ pub const QUESTION_KEY: &str = "upstream_question";
 
 /// What a call does next.
 enum Step {
-    /// Its upstream asks; the answer goes to `reply`.
+    /// Its upstream asks (`method`: `elicitation/create`, `sampling/createMessage`); the
+    /// answer goes to `reply`.
     Ask {
+        method: &'static str,
         params: Value,
         reply: oneshot::Sender<Value>,
     },
@@ -49,6 +51,13 @@ impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
     }
+}
+
+/// Who a parked call's upstream asks: the client's user and the client's model, each
+/// question turned into "input required".
+pub struct Askers {
+    pub elicit: Elicitor,
+    pub sample: Elicitor,
 }
 
 /// The end of a step: the call's result, or a question for the client.
@@ -77,23 +86,33 @@ enum Unasked {
 impl Parking {
     /// Runs `call` — given the elicitor that brings its questions here — until its result or
     /// its first question.
-    pub async fn start<F>(&self, call: impl FnOnce(Elicitor) -> F) -> Next
+    pub async fn start<F>(&self, call: impl FnOnce(Askers) -> F) -> Next
     where
         F: Future<Output = ToolResult> + Send + 'static,
     {
         let (tx, steps) = mpsc::unbounded_channel();
-        let asker = tx.clone();
-        let elicitor = Elicitor(Arc::new(move |params: Value| -> BoxFuture<_> {
-            let asker = asker.clone();
-            Box::pin(async move {
-                let (reply, answer) = oneshot::channel();
-                asker
-                    .send(Step::Ask { params, reply })
-                    .map_err(|_| Unasked::CallOver)?;
-                Ok(answer.await.map_err(|_| Unasked::NoAnswer)?)
-            })
-        }));
-        let running = call(elicitor);
+        let asker = |method: &'static str| {
+            let asker = tx.clone();
+            Elicitor(Arc::new(move |params: Value| -> BoxFuture<_> {
+                let asker = asker.clone();
+                Box::pin(async move {
+                    let (reply, answer) = oneshot::channel();
+                    asker
+                        .send(Step::Ask {
+                            method,
+                            params,
+                            reply,
+                        })
+                        .map_err(|_| Unasked::CallOver)?;
+                    Ok(answer.await.map_err(|_| Unasked::NoAnswer)?)
+                })
+            }))
+        };
+        let askers = Askers {
+            elicit: asker("elicitation/create"),
+            sample: asker("sampling/createMessage"),
+        };
+        let running = call(askers);
         let task = tokio::spawn(async move {
             let result = running.await;
             let _ = tx.send(Step::Done(Box::new(result)));
@@ -117,9 +136,13 @@ impl Parking {
     async fn next(&self, mut steps: mpsc::UnboundedReceiver<Step>, call: AbortOnDrop) -> Next {
         match steps.recv().await {
             Some(Step::Done(result)) => Next::Done(result),
-            Some(Step::Ask { params, reply }) => {
+            Some(Step::Ask {
+                method,
+                params,
+                reply,
+            }) => {
                 let state = format!("{STATE_PREFIX}{}", toolsmith_gateway::random_hex(16));
-                let ask = json!({"method": "elicitation/create", "params": params});
+                let ask = json!({"method": method, "params": params});
                 let Ok(request) = serde_json::from_value::<InputRequest>(ask) else {
                     // A question this server cannot pass on is declined.
                     let _ = reply.send(json!({"action": "decline"}));
@@ -172,7 +195,8 @@ mod tests {
     async fn a_call_asks_twice_and_finishes_with_both_answers() {
         let parking = Parking::default();
         let next = parking
-            .start(|ask| async move {
+            .start(|askers| async move {
+                let ask = askers.elicit;
                 let a = (ask.0)(json!({"mode": "form", "message": "first?", "requestedSchema": {"type": "object", "properties": {}}})).await;
                 let b = (ask.0)(json!({"mode": "form", "message": "second?", "requestedSchema": {"type": "object", "properties": {}}})).await;
                 ToolResult::ok(json!([a.ok(), b.ok()]), Meta::default())

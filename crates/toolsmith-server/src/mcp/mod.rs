@@ -510,9 +510,14 @@ impl McpServer {
                 }
             });
         }
+        // The upstream's sampling requests are passed on only to a client that can sample.
+        let can_sample = ctx
+            .client_capabilities()
+            .is_some_and(|c| c.sampling.is_some());
         self.parking
-            .start(move |elicitor| {
-                options.downstream.elicit = Some(elicitor);
+            .start(move |askers| {
+                options.downstream.elicit = Some(askers.elicit);
+                options.downstream.sample = can_sample.then_some(askers.sample);
                 async move { admitted.run(arguments, None, options).await }
             })
             .await
