@@ -6,6 +6,13 @@
 //! alternatives); `include` and `exclude` each hold one or more selectors, any of which may
 //! match. A tool is a member when some `include` selector matches it and no `exclude` one
 //! does; [`Toolset::why`] says which selector let it in.
+//!
+//! What upstream servers offer besides tools is selected too ([`Toolset::admits_prompt`],
+//! [`Toolset::admits_resource`]): a selector naming servers (and nothing of tools) holds
+//! their prompts and resources; `prompts:` (served-name globs) and `resources:` (URI globs,
+//! matched against a resource's URI and a template's URI template) pick single ones, within
+//! the selector's `servers:` when it gives them. A selector with only those keys holds no
+//! tool.
 
 use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use serde_json::{Map, Value, json};
@@ -52,7 +59,13 @@ pub struct Selector {
     /// Upstream MCP server names (the `mcp` tools they provide).
     pub servers: Vec<String>,
     pub danger: Option<Danger>,
+    /// Served prompt names (globs) of upstream servers.
+    pub prompts: Vec<String>,
+    /// Resource URIs and URI templates (globs) of upstream servers.
+    pub resources: Vec<String>,
     matcher: Option<GlobSet>,
+    prompt_matcher: Option<GlobSet>,
+    resource_matcher: Option<GlobSet>,
 }
 
 impl PartialEq for Selector {
@@ -63,12 +76,14 @@ impl PartialEq for Selector {
             &self.kinds,
             &self.servers,
             self.danger,
+            (&self.prompts, &self.resources),
         ) == (
             &other.names,
             &other.tags,
             &other.kinds,
             &other.servers,
             other.danger,
+            (&other.prompts, &other.resources),
         )
     }
 }
@@ -93,7 +108,25 @@ impl Selector {
             servers,
             danger,
             matcher,
+            ..Default::default()
         })
+    }
+
+    /// The selector picking prompts by served name and resources by URI (globs) too.
+    pub fn with_offers(
+        mut self,
+        prompts: Vec<String>,
+        resources: Vec<String>,
+    ) -> Result<Self, GlobError> {
+        let set = |globs: &[String]| match globs.is_empty() {
+            true => Ok(None),
+            false => glob_set(globs).map(Some),
+        };
+        self.prompt_matcher = set(&prompts)?;
+        self.resource_matcher = set(&resources)?;
+        self.prompts = prompts;
+        self.resources = resources;
+        Ok(self)
     }
 
     /// Whether nothing is given (such a selector matches every tool).
@@ -103,10 +136,48 @@ impl Selector {
             && self.kinds.is_empty()
             && self.servers.is_empty()
             && self.danger.is_none()
+            && !self.picks_offers()
+    }
+
+    /// Whether it picks prompts or resources by name (`prompts:`, `resources:`).
+    pub fn picks_offers(&self) -> bool {
+        !self.prompts.is_empty() || !self.resources.is_empty()
+    }
+
+    /// Whether it gives any key about tools (names, tags, kinds, danger).
+    fn picks_tools(&self) -> bool {
+        !self.names.is_empty()
+            || !self.tags.is_empty()
+            || !self.kinds.is_empty()
+            || self.danger.is_some()
+    }
+
+    /// Whether it holds what `server` offers named `name` (a prompt's served name, or a
+    /// resource's URI or template), `prompts` telling which: by its own glob within its
+    /// servers, or — giving servers and no glob of either kind — everything of those
+    /// servers; an empty selector holds everything.
+    fn holds_offer(&self, server: &str, name: &str, prompts: bool) -> bool {
+        if self.is_empty() {
+            return true;
+        }
+        let in_servers = self.servers.is_empty() || self.servers.iter().any(|s| s == server);
+        if self.picks_offers() {
+            let matcher = match prompts {
+                true => &self.prompt_matcher,
+                false => &self.resource_matcher,
+            };
+            return in_servers && matcher.as_ref().is_some_and(|m| m.is_match(name));
+        }
+        !self.servers.is_empty() && in_servers
     }
 
     /// Why `tool` matches, as the keys that matched (`tag support, kind http`), or `None`.
     pub fn why(&self, tool: &Tool) -> Option<String> {
+        // A selector picking prompts or resources (with nothing about tools but servers)
+        // holds no tool.
+        if self.picks_offers() && !self.picks_tools() {
+            return None;
+        }
         let mut reasons = Vec::new();
         if let Some(m) = &self.matcher {
             let hit = m.matches(tool.name.as_str());
@@ -146,6 +217,8 @@ impl Selector {
             ("tags", &self.tags),
             ("kinds", &self.kinds),
             ("servers", &self.servers),
+            ("prompts", &self.prompts),
+            ("resources", &self.resources),
         ] {
             if !list.is_empty() {
                 m.insert(key.into(), json!(list));
@@ -234,20 +307,31 @@ impl Toolset {
         self.why(tool).is_some()
     }
 
-    /// Whether the toolset holds what upstream server `server` offers besides tools (its
-    /// resources and prompts): an `include` selector names the server (`servers:`) or gives
-    /// no key (every tool, so every server), and no `exclude` selector that gives only
-    /// `servers:` names it (nor one that gives no key).
-    pub fn admits_server(&self, server: &str) -> bool {
-        let names = |s: &Selector| s.servers.iter().any(|n| n == server);
-        let only_servers = |s: &Selector| {
-            s.names.is_empty() && s.tags.is_empty() && s.kinds.is_empty() && s.danger.is_none()
-        };
-        self.include.iter().any(|s| s.is_empty() || names(s))
-            && !self
-                .exclude
-                .iter()
-                .any(|s| s.is_empty() || (only_servers(s) && names(s)))
+    /// Whether the toolset holds upstream `server`'s prompt served as `name`: an `include`
+    /// selector holds it (empty; naming the server without `prompts:`/`resources:` globs; or
+    /// a `prompts:` glob matching it, within its `servers:` if given) and no `exclude`
+    /// selector does (empty; giving only `servers:`, naming the server; or a `prompts:` glob
+    /// matching it).
+    pub fn admits_prompt(&self, server: &str, name: &str) -> bool {
+        self.admits_offer(server, name, true)
+    }
+
+    /// Whether the toolset holds upstream `server`'s resource (or template) `uri`, as
+    /// [`Self::admits_prompt`] with `resources:` globs.
+    pub fn admits_resource(&self, server: &str, uri: &str) -> bool {
+        self.admits_offer(server, uri, false)
+    }
+
+    fn admits_offer(&self, server: &str, name: &str, prompts: bool) -> bool {
+        let only_servers = |s: &Selector| !s.picks_tools() && !s.picks_offers();
+        self.include
+            .iter()
+            .any(|s| s.holds_offer(server, name, prompts))
+            && !self.exclude.iter().any(|s| {
+                s.is_empty()
+                    || (only_servers(s) && s.servers.iter().any(|n| n == server))
+                    || (s.picks_offers() && s.holds_offer(server, name, prompts))
+            })
     }
 
     /// The catalog form (what the registry stores and `GET /v1/toolsets/{name}` shows).
@@ -311,9 +395,8 @@ tools:
     #[test]
     fn a_toolset_holds_the_resources_and_prompts_of_the_servers_it_names() {
         let admits = |def: Value, server: &str| {
-            parse_toolset(&def)
-                .expect("a valid toolset")
-                .admits_server(server)
+            let set = parse_toolset(&def).expect("a valid toolset");
+            set.admits_prompt(server, "any") && set.admits_resource(server, "file:///any")
         };
         let named = json!({"name": "s", "include": {"servers": ["gh"], "tags": ["read"]}});
         assert!(admits(named.clone(), "gh"));
@@ -332,6 +415,51 @@ tools:
         assert!(
             admits(narrow_exclude, "gh"),
             "excluding some of a server's tools keeps its resources"
+        );
+    }
+
+    #[test]
+    fn prompts_and_resources_are_picked_by_name_and_uri() {
+        let set = parse_toolset(&json!({"name": "s",
+            "include": [{"prompts": ["gh__review*"]}, {"servers": ["docs"], "resources": ["file:///docs/*", "tmpl://*"]}],
+            "exclude": {"prompts": ["*_draft"]}}))
+        .expect("a valid toolset");
+        assert!(set.admits_prompt("gh", "gh__review_pr"));
+        assert!(
+            set.admits_prompt("other", "gh__review_x"),
+            "no servers: any server's"
+        );
+        assert!(!set.admits_prompt("gh", "gh__triage"), "another name");
+        assert!(
+            !set.admits_prompt("gh", "gh__review_draft"),
+            "excluded by name"
+        );
+        assert!(set.admits_resource("docs", "file:///docs/a.md"));
+        assert!(
+            set.admits_resource("docs", "tmpl://{id}"),
+            "a template by its URI template"
+        );
+        assert!(
+            !set.admits_resource("other", "file:///docs/a.md"),
+            "outside its servers"
+        );
+        assert!(!set.admits_resource("docs", "file:///etc/passwd"));
+        assert!(
+            !set.admits_resource("gh", "file:///docs/a.md"),
+            "prompts pick no resource"
+        );
+        assert!(
+            !set.admits_prompt("docs", "docs__x"),
+            "resources pick no prompt"
+        );
+        // Such selectors hold no tool.
+        assert!(tools().iter().all(|t| set.why(t).is_none()));
+        // A glob that does not compile names its key.
+        let bad = parse_toolset(&json!({"name": "s", "include": {"resources": ["a["]}}));
+        let err = format!("{:?}", bad.expect_err("refused"));
+        assert!(
+            err.contains("include.resources") && err.contains("a["),
+            "{err}"
         );
     }
 

@@ -7,7 +7,8 @@
 //! (its prefix, [`SEPARATOR`], the upstream's name; no prefix, the name as is). Servers are
 //! merged in name order: a URI, template or prompt name a second server also offers is served
 //! from the first, and the clash is logged naming both. A view holds a server's resources and
-//! prompts when its toolsets name the server (see [`View::admits_server`]); outside the view
+//! prompts when its toolsets name the server or pick them by name or URI (see
+//! [`View::admits_prompt`], [`View::admits_resource`]); outside the view
 //! they answer exactly as missing ones. A URI no server lists but one template matches goes to
 //! that template's server; with none, to the one visible server offering resources, if there
 //! is exactly one (servers may serve URIs they do not list).
@@ -67,18 +68,18 @@ fn prompt_name(prefix: &str, name: &str) -> String {
     }
 }
 
-/// Items of every visible server by key, first server first, clashes dropped (logged):
-/// `(server, item)`.
+/// Items of every server by key that `admits` lets into the view, first server first,
+/// clashes dropped (logged): `(server, item)`.
 fn merged<T>(
     offers: &[ServerOffer],
-    view: &View,
+    admits: impl Fn(&str, &str) -> bool,
     pick: impl Fn(&ServerOffer) -> Vec<(String, T)>,
     what: &str,
 ) -> Vec<(String, T)> {
     let mut owner = std::collections::HashMap::<String, String>::new();
     let mut out = Vec::new();
-    for o in offers.iter().filter(|o| view.admits_server(&o.server)) {
-        for (key, item) in pick(o) {
+    for o in offers {
+        for (key, item) in pick(o).into_iter().filter(|(k, _)| admits(&o.server, k)) {
             match owner.get(&key) {
                 None => {
                     owner.insert(key, o.server.clone());
@@ -146,7 +147,8 @@ fn prompts_of(offers: &[ServerOffer], view: &View) -> Vec<Value> {
         .collect()
 }
 
-/// The items of one list (`pick`) every server in `view` offers, keyed by `key`.
+/// The items of one list (`pick`, resources or templates) in `view`, keyed by `key` (a URI
+/// or a URI template, which the view's `resources:` globs match).
 fn listed(
     offers: &[ServerOffer],
     view: &View,
@@ -160,7 +162,8 @@ fn listed(
             .map(|item| (key_of(item, key), item.clone()))
             .collect()
     };
-    merged(offers, view, items, what)
+    let admits = |server: &str, key: &str| view.admits_resource(server, key);
+    merged(offers, admits, items, what)
         .into_iter()
         .map(|(_, item)| item)
         .collect()
@@ -170,7 +173,7 @@ fn listed(
 fn served_prompts(offers: &[ServerOffer], view: &View) -> Vec<(String, String, Value)> {
     merged(
         offers,
-        view,
+        |server, served| view.admits_prompt(server, served),
         |o| {
             o.offer
                 .prompts
@@ -189,7 +192,6 @@ fn served_prompts(offers: &[ServerOffer], view: &View) -> Vec<(String, String, V
         "prompt",
     )
     .into_iter()
-    .filter(|(server, (_, p))| view.admits_prompt(server, &key_of(p, "name")))
     .map(|(server, (own, p))| (server, own, p))
     .collect()
 }
@@ -239,11 +241,12 @@ impl Gateway {
     /// The server that serves `uri` in `view`: one listing it, else one whose template
     /// matches it, else the only visible server offering resources.
     pub(crate) async fn resource_owner(&self, view: &View, uri: &str) -> Option<String> {
+        // The servers whose part of the view holds this URI.
         let offers: Vec<ServerOffer> = self
             .offers()
             .await
             .into_iter()
-            .filter(|o| view.admits_server(&o.server))
+            .filter(|o| view.admits_resource(&o.server, uri))
             .collect();
         let listed = offers
             .iter()
@@ -499,7 +502,7 @@ impl Gateway {
                 self.offers()
                     .await
                     .into_iter()
-                    .filter(|o| view.admits_server(&o.server))
+                    .filter(|o| view.admits_resource(&o.server, &uri))
                     .find(|o| {
                         o.offer
                             .templates

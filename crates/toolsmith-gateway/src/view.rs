@@ -57,19 +57,23 @@ impl View {
         self.limit.is_none() && self.narrow.is_empty() && self.globs.is_none()
     }
 
-    /// Whether the view holds what upstream server `server` offers besides tools (see
-    /// [`Toolset::admits_server`]); tool globs do not narrow it.
-    pub fn admits_server(&self, server: &str) -> bool {
+    /// Whether upstream `server`'s resource or resource template `uri` is in the view (see
+    /// [`Toolset::admits_resource`]); tool globs do not narrow it.
+    pub fn admits_resource(&self, server: &str, uri: &str) -> bool {
         self.limit
             .as_ref()
-            .is_none_or(|sets| sets.iter().any(|s| s.admits_server(server)))
-            && self.narrow.iter().all(|s| s.admits_server(server))
+            .is_none_or(|sets| sets.iter().any(|s| s.admits_resource(server, uri)))
+            && self.narrow.iter().all(|s| s.admits_resource(server, uri))
     }
 
-    /// Whether a prompt named `name` (as served) of upstream `server` is in the view: its
-    /// server is, and the tool globs, when given, match its name.
+    /// Whether upstream `server`'s prompt served as `name` is in the view (see
+    /// [`Toolset::admits_prompt`]), and the tool globs, when given, match its name.
     pub fn admits_prompt(&self, server: &str, name: &str) -> bool {
-        self.admits_server(server) && self.globs.as_ref().is_none_or(|g| g.is_match(name))
+        self.limit
+            .as_ref()
+            .is_none_or(|sets| sets.iter().any(|s| s.admits_prompt(server, name)))
+            && self.narrow.iter().all(|s| s.admits_prompt(server, name))
+            && self.globs.as_ref().is_none_or(|g| g.is_match(name))
     }
 
     pub fn admits(&self, tool: &Tool) -> bool {

@@ -64,7 +64,11 @@ fn ask(url: &str, token: &str, method: &str, params: Value, caps: Value) -> (u16
         "io.modelcontextprotocol/clientCapabilities": caps,
         "io.modelcontextprotocol/clientInfo": {"name": "relay-test", "version": "1"},
     });
-    let name = params["name"].as_str().unwrap_or_default().to_owned();
+    // What Mcp-Name carries: a tool's or prompt's name, a resource's URI.
+    let name = (params["name"].as_str())
+        .or(params["uri"].as_str())
+        .unwrap_or_default()
+        .to_owned();
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -146,7 +150,8 @@ fn catalog(dir: &Path, port: u16) -> std::path::PathBuf {
          test_missing_capability: {{danger: safe}}\n      test_input_required_result_request_state: {{danger: safe}}\n      \
          test_input_required_result_capabilities: {{danger: safe}}\n  \
          - name: legacy\n    url: http://127.0.0.1:{port}/mcp\n    protocol: \"2025-11-25\"\n    on_change: accept\n    \
-         include: [test_sampling]\n    tools:\n      test_sampling: {{danger: safe}}\n"
+         include: [test_sampling]\n    tools:\n      test_sampling: {{danger: safe}}\n\
+         toolsets:\n  - name: statics\n    include: {{servers: [fixture], resources: [\"test://static-*\"], prompts: [\"test_simple_*\"]}}\n"
     );
     std::fs::write(&path, yaml).expect("write catalog");
     path
@@ -304,6 +309,63 @@ fn input_required_is_relayed_across_replicas_and_its_state_holds() {
     params["requestState"] = json!(state);
     let done = ask(&mcp_a, ADA, "tools/call", params, caps()).1;
     assert_eq!(text(&done), "LLM response: hi there", "{done}");
+
+    // A toolset picking resources by URI glob and prompts by name: its endpoint lists and
+    // reads only those; the others answer as missing ones.
+    let statics = format!("{mcp_a}/statics");
+    let listed = ask(&statics, ADA, "resources/list", json!({}), caps()).1;
+    let mut uris: Vec<&str> = listed["result"]["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    uris.sort_unstable();
+    assert_eq!(
+        uris,
+        ["test://static-binary", "test://static-text"],
+        "{listed}"
+    );
+    let templates = ask(&statics, ADA, "resources/templates/list", json!({}), caps()).1;
+    assert_eq!(
+        templates["result"]["resourceTemplates"],
+        json!([]),
+        "{templates}"
+    );
+    let read = ask(
+        &statics,
+        ADA,
+        "resources/read",
+        json!({"uri": "test://static-text"}),
+        caps(),
+    )
+    .1;
+    assert!(read["result"]["contents"][0]["text"].is_string(), "{read}");
+    let hidden = ask(
+        &statics,
+        ADA,
+        "resources/read",
+        json!({"uri": "test://watched-resource"}),
+        caps(),
+    )
+    .1;
+    assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
+    let prompts = ask(&statics, ADA, "prompts/list", json!({}), caps()).1;
+    assert_eq!(
+        prompts["result"]["prompts"].as_array().map(Vec::len),
+        Some(1),
+        "{prompts}"
+    );
+    assert_eq!(
+        prompts["result"]["prompts"][0]["name"],
+        "test_simple_prompt"
+    );
+    let tools = ask(&statics, ADA, "tools/list", json!({}), caps()).1;
+    assert_eq!(
+        tools["result"]["tools"],
+        json!([]),
+        "such a selector holds no tool: {tools}"
+    );
 
     // The upstream's -32021 reaches the client as that error, with HTTP 400.
     let (status, answer) = ask(

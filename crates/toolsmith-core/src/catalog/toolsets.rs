@@ -5,7 +5,15 @@ use super::*;
 use crate::toolset::{Discovery, KINDS, Selector, Toolset, valid_name};
 
 const TOOLSET_KEYS: &[&str] = &["name", "description", "include", "exclude", "discovery"];
-const SELECTOR_KEYS: &[&str] = &["names", "tags", "kinds", "servers", "danger"];
+const SELECTOR_KEYS: &[&str] = &[
+    "names",
+    "tags",
+    "kinds",
+    "servers",
+    "danger",
+    "prompts",
+    "resources",
+];
 
 /// Reads one toolset definition given as a JSON value (the registry's and the REST API's way
 /// in).
@@ -114,7 +122,25 @@ fn selector(v: &Value, at: &str, e: &mut Errs) -> Option<Selector> {
     }
     let servers = f.strings("servers", e).unwrap_or_default();
     let danger = danger(&f, e);
-    Selector::new(names, tags, kinds, servers, danger)
+    let prompts = f.strings("prompts", e).unwrap_or_default();
+    let resources = f.strings("resources", e).unwrap_or_default();
+    let selector = Selector::new(names, tags, kinds, servers, danger)
         .map_err(|m| e.push(&f.at("names"), m))
+        .ok()?;
+    let bad_glob = |key: &str, globs: &[String]| {
+        globs
+            .iter()
+            .find_map(|g| crate::toolset::glob_matcher(g).err())
+            .map(|m| (key.to_owned(), m))
+    };
+    if let Some((key, m)) =
+        bad_glob("prompts", &prompts).or_else(|| bad_glob("resources", &resources))
+    {
+        e.push(&f.at(&key), m);
+        return None;
+    }
+    selector
+        .with_offers(prompts, resources)
+        .map_err(|m| e.push(&f.at("resources"), m))
         .ok()
 }
