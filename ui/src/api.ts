@@ -21,6 +21,10 @@ export interface Selector {
   kinds?: string[];
   servers?: string[];
   danger?: 'safe' | 'dangerous';
+  /** Served prompt names (globs) of upstream servers. */
+  prompts?: string[];
+  /** Resource URIs and URI templates (globs) of upstream servers. */
+  resources?: string[];
 }
 
 /** A toolset in catalog form. */

@@ -18,6 +18,16 @@ function first(s: Selector | Selector[] | undefined): Selector {
   return (Array.isArray(s) ? s[0] : s) ?? {};
 }
 
+/** The selectors after the first (kept as they were: the editor shows only the first). */
+function rest(s: Selector | Selector[] | undefined): Selector[] {
+  return Array.isArray(s) ? s.slice(1) : [];
+}
+
+/** One edited selector and the others kept, in the catalog's form (one, or a list). */
+function joined(edited: Selector, kept: Selector[]): Selector | Selector[] {
+  return kept.length ? [edited, ...kept] : edited;
+}
+
 /** How MCP clients are told about a toolset's endpoint. */
 export function snippets(name: string, url: string, withToken: boolean): { key: string; label: string; text: string }[] {
   const id = `toolsmith-${name}`;
@@ -46,6 +56,8 @@ export interface Fields {
   tags: string;
   kinds: string[];
   servers: string;
+  prompts: string;
+  resources: string;
   exclude_names: string;
   exclude_tags: string;
   discovery: 'all' | 'search';
@@ -62,24 +74,36 @@ export function fieldsOf(def: ToolsetDef | null): Fields {
     tags: (inc.tags ?? []).join(', '),
     kinds: inc.kinds ?? [],
     servers: (inc.servers ?? []).join(', '),
+    prompts: (inc.prompts ?? []).join(', '),
+    resources: (inc.resources ?? []).join(', '),
     exclude_names: (exc.names ?? []).join(', '),
     exclude_tags: (exc.tags ?? []).join(', '),
     discovery: def?.discovery ?? 'all',
   };
 }
 
-export function definitionOf(f: Fields): ToolsetDef {
-  const include: Selector = {};
+/** The definition of the fields; `base` (the definition edited) gives the selectors the
+ * editor does not show, kept as they were, and the first selectors' keys it has no field for. */
+export function definitionOf(f: Fields, base: ToolsetDef | null = null): ToolsetDef {
+  const include: Selector = first(base?.include).danger ? { danger: first(base?.include).danger } : {};
   if (words(f.names).length) include.names = words(f.names);
   if (words(f.tags).length) include.tags = words(f.tags);
   if (f.kinds.length) include.kinds = f.kinds;
   if (words(f.servers).length) include.servers = words(f.servers);
-  const exclude: Selector = {};
+  if (words(f.prompts).length) include.prompts = words(f.prompts);
+  if (words(f.resources).length) include.resources = words(f.resources);
+  // The first exclude selector's other keys (kinds, servers, ...) are kept; names and tags
+  // are the fields'.
+  const exclude: Selector = { ...first(base?.exclude) };
+  delete exclude.names;
+  delete exclude.tags;
   if (words(f.exclude_names).length) exclude.names = words(f.exclude_names);
   if (words(f.exclude_tags).length) exclude.tags = words(f.exclude_tags);
-  const def: ToolsetDef = { name: f.name.trim(), include };
+  const def: ToolsetDef = { name: f.name.trim(), include: joined(include, rest(base?.include)) };
   if (f.description.trim()) def.description = f.description.trim();
-  if (Object.keys(exclude).length) def.exclude = exclude;
+  // An empty exclude selector would take out every tool: left out instead.
+  const excludes = Object.keys(exclude).length ? [exclude, ...rest(base?.exclude)] : rest(base?.exclude);
+  if (excludes.length) def.exclude = excludes.length === 1 ? excludes[0]! : excludes;
   if (f.discovery === 'search') def.discovery = 'search';
   return def;
 }

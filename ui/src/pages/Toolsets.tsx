@@ -131,7 +131,7 @@ function ToolsetEditor({ current, onDone }: { current: ToolsetView | null; onDon
   const [fields, setFields] = useState<Fields>(fieldsOf(current?.definition ?? null));
   const save = useMutation({
     mutationFn: () => {
-      const def = definitionOf(fields);
+      const def = definitionOf(fields, current?.definition ?? null);
       return current ? api.updateToolset(current.name, def, current.version) : api.createToolset(def);
     },
     onSuccess: (saved) => {
@@ -164,6 +164,12 @@ function ToolsetEditor({ current, onDone }: { current: ToolsetView | null; onDon
         </Form.Item>
         <Form.Item label="Servers" htmlFor="ts-servers" extra="Upstream MCP server names">
           <Input id="ts-servers" value={fields.servers} onChange={set('servers')} />
+        </Form.Item>
+        <Form.Item label="Prompts" htmlFor="ts-prompts" extra="Upstream prompts by served name (globs); with these or resources, this selector holds no tool">
+          <Input id="ts-prompts" value={fields.prompts} onChange={set('prompts')} />
+        </Form.Item>
+        <Form.Item label="Resources" htmlFor="ts-resources" extra="Upstream resources by URI or URI template (globs): file:///docs/*">
+          <Input id="ts-resources" value={fields.resources} onChange={set('resources')} />
         </Form.Item>
         <Typography.Text strong>Exclude</Typography.Text>
         <Form.Item label="Exclude names" htmlFor="ts-exclude-names">
