@@ -431,22 +431,7 @@ fn session_post(
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let (tx, rx) = std::sync::mpsc::channel();
-    let reader = resp.into_body().into_reader();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(reader)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let data = line.strip_prefix("data:").unwrap_or(&line).trim();
-            if let Ok(v) = serde_json::from_str::<Value>(data)
-                && tx.send(v).is_err()
-            {
-                return;
-            }
-        }
-    });
+    let rx = messages(resp.into_body().into_reader());
     (status, id, rx)
 }
 
@@ -600,8 +585,13 @@ fn session_stream(url: &str, session: &str) -> std::sync::mpsc::Receiver<Value> 
         .call()
         .expect("GET stream");
     assert_eq!(resp.status().as_u16(), 200, "the session's GET stream");
+    messages(resp.into_body().into_reader())
+}
+
+/// The JSON messages of an answer (an SSE stream's `data:` lines, or plain JSON), read on a
+/// thread as they come.
+fn messages(reader: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<Value> {
     let (tx, rx) = std::sync::mpsc::channel();
-    let reader = resp.into_body().into_reader();
     std::thread::spawn(move || {
         use std::io::BufRead;
         for line in std::io::BufReader::new(reader)
