@@ -340,6 +340,33 @@ test('add server: a FastMCP server from the form, tried with Test connection, th
   expect(saved.json.definition.config).toEqual({ api_token: '***' });
   expect(saved.json.definition.config_schema[0].env_name).toBe('API_TOKEN');
 
+  // Its resources and prompts, and the test panel: a resource read (text, then binary), a
+  // template filled in and read, a prompt rendered with its argument.
+  const offers = page.getByRole('region', { name: 'Resources and prompts' });
+  await expect(offers.getByRole('row', { name: /toolsmith:\/\/readme/ })).toContainText('A fixed text.', { timeout: 20000 });
+  const answer = offers.getByRole('region', { name: 'Answer' });
+  await offers.getByRole('button', { name: 'Read toolsmith://readme' }).click();
+  await expect(answer).toContainText('toolsmith://readme · text/plain');
+  await expect(answer).toContainText("Read me: the fixture's own resource.");
+  await offers.getByRole('button', { name: 'Read toolsmith://logo' }).click();
+  await expect(answer).toContainText('image/png, 8 bytes');
+  const template = offers.getByLabel('URI of toolsmith://notes/{topic}');
+  await expect(offers.getByRole('button', { name: 'Read', exact: true })).toBeDisabled();
+  await template.fill('toolsmith://notes/bees');
+  await offers.getByRole('button', { name: 'Read', exact: true }).click();
+  await expect(answer).toContainText('Notes on bees.');
+  const greet = offers.getByRole('article', { name: 'Prompt added__greet' });
+  await expect(greet).toContainText('Greet someone.');
+  await expect(greet.getByRole('button', { name: 'Render' })).toBeDisabled();
+  await greet.getByLabel('name', { exact: true }).fill('Ada');
+  await greet.getByRole('button', { name: 'Render' }).click();
+  await expect(answer).toContainText('Rendered added__greet');
+  await expect(answer).toContainText('Say hello to Ada.');
+  const rendered = await rest('POST', '/prompts/added__greet/get', { arguments: { name: 'Ada' } });
+  expect(rendered.json.messages[0].content.text).toBe('Say hello to Ada.');
+  await accessible(page, 'a server with resources and prompts');
+  await shot(page, 'server-offers');
+
   // A Claude Desktop configuration pasted: what each entry becomes, one added.
   await page.goto(`${env.url}/ui/new-server`);
   await page.getByRole('tab', { name: 'Paste config' }).click();

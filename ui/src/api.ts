@@ -2,6 +2,8 @@
 // token from sessionStorage as a bearer header. Failures become ApiError, carrying the
 // server's code, message and details, so every page can show them plainly.
 
+import type { Prompt, Resource, ResourceTemplate } from './offers';
+
 export type Role = 'read' | 'call' | 'admin';
 
 export interface WhoAmI {
@@ -497,6 +499,12 @@ export const api = {
   server: (name: string) => request<ServerView>('GET', `/servers/${encodeURIComponent(name)}`),
   serverLog: (name: string) => request<{ log: string }>('GET', `/servers/${encodeURIComponent(name)}/log`),
   serverChanges: (name: string) => request<{ changes: ChangeView[] }>('GET', `/servers/${encodeURIComponent(name)}/changes`),
+  resources: (server?: string) =>
+    request<{ resources: Resource[]; resource_templates: ResourceTemplate[] }>('GET', `/resources${query({ server })}`),
+  readResource: (uri: string) => request<unknown>('GET', `/resources/read${query({ uri })}`),
+  prompts: (server?: string) => request<{ prompts: Prompt[] }>('GET', `/prompts${query({ server })}`),
+  getPrompt: (name: string, args: Record<string, string>) =>
+    request<unknown>('POST', `/prompts/${encodeURIComponent(name)}/get`, { arguments: args }),
   refreshServer: (name: string) => request<{ asked: boolean }>('POST', `/servers/${encodeURIComponent(name)}/refresh`),
   restartServer: (name: string) => request<{ restarted: boolean }>('POST', `/servers/${encodeURIComponent(name)}/restart`),
   decide: (name: string, decision: 'approve' | 'reject', tools: string[], allow = false) =>

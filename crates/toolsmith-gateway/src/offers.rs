@@ -126,35 +126,44 @@ pub fn template_matches(template: &str, uri: &str) -> bool {
     go(template, uri)
 }
 
-fn resources_of(offers: &[ServerOffer], view: &View) -> Vec<Value> {
-    listed(offers, view, |o| &o.resources, "uri", "resource")
+/// Whether an item of `server` is in a listing narrowed to `only` (none: every server's).
+fn of(only: Option<&str>, server: &str) -> bool {
+    only.is_none_or(|o| o == server)
 }
 
-fn templates_of(offers: &[ServerOffer], view: &View) -> Vec<Value> {
+fn resources_of(offers: &[ServerOffer], view: &View, only: Option<&str>) -> Vec<Value> {
+    listed(offers, view, |o| &o.resources, "uri", "resource", only)
+}
+
+fn templates_of(offers: &[ServerOffer], view: &View, only: Option<&str>) -> Vec<Value> {
     listed(
         offers,
         view,
         |o| &o.templates,
         "uriTemplate",
         "resource template",
+        only,
     )
 }
 
-fn prompts_of(offers: &[ServerOffer], view: &View) -> Vec<Value> {
+fn prompts_of(offers: &[ServerOffer], view: &View, only: Option<&str>) -> Vec<Value> {
     served_prompts(offers, view)
         .into_iter()
+        .filter(|(server, _, _)| of(only, server))
         .map(|(_, _, p)| p)
         .collect()
 }
 
 /// The items of one list (`pick`, resources or templates) in `view`, keyed by `key` (a URI
-/// or a URI template, which the view's `resources:` globs match).
+/// or a URI template, which the view's `resources:` globs match); of server `only` if given
+/// (after the merge, so an item another server serves is not listed as this one's).
 fn listed(
     offers: &[ServerOffer],
     view: &View,
     pick: impl Fn(&Offer) -> &Vec<Value>,
     key: &str,
     what: &str,
+    only: Option<&str>,
 ) -> Vec<Value> {
     let items = |o: &ServerOffer| {
         pick(&o.offer)
@@ -165,6 +174,7 @@ fn listed(
     let admits = |server: &str, key: &str| view.admits_resource(server, key);
     merged(offers, admits, items, what)
         .into_iter()
+        .filter(|(server, _)| of(only, server))
         .map(|(_, item)| item)
         .collect()
 }
@@ -223,19 +233,20 @@ impl Gateway {
         out
     }
 
-    /// The resources `view` holds (MCP `Resource` objects), servers in name order.
-    pub async fn resources(&self, view: &View) -> Vec<Value> {
-        resources_of(&self.offers().await, view)
+    /// The resources `view` holds (MCP `Resource` objects), servers in name order; of the
+    /// server `only` if given.
+    pub async fn resources(&self, view: &View, only: Option<&str>) -> Vec<Value> {
+        resources_of(&self.offers().await, view, only)
     }
 
-    /// The resource templates `view` holds.
-    pub async fn resource_templates(&self, view: &View) -> Vec<Value> {
-        templates_of(&self.offers().await, view)
+    /// The resource templates `view` holds (of the server `only` if given).
+    pub async fn resource_templates(&self, view: &View, only: Option<&str>) -> Vec<Value> {
+        templates_of(&self.offers().await, view, only)
     }
 
-    /// The prompts `view` holds, each under its served name.
-    pub async fn prompts(&self, view: &View) -> Vec<Value> {
-        prompts_of(&self.offers().await, view)
+    /// The prompts `view` holds, each under its served name (of the server `only` if given).
+    pub async fn prompts(&self, view: &View, only: Option<&str>) -> Vec<Value> {
+        prompts_of(&self.offers().await, view, only)
     }
 
     /// The server that serves `uri` in `view`: one listing it, else one whose template
@@ -287,9 +298,9 @@ impl Gateway {
         };
         // One reading of the offers (and their pins) for all three lists.
         let offers = self.offers().await;
-        let mut resources = resources_of(&offers, view);
-        resources.extend(templates_of(&offers, view));
-        (hash(&prompts_of(&offers, view)), hash(&resources))
+        let mut resources = resources_of(&offers, view, None);
+        resources.extend(templates_of(&offers, view, None));
+        (hash(&prompts_of(&offers, view, None)), hash(&resources))
     }
 
     /// `resources/read` of `uri` as `view` may: the owner's `ReadResourceResult`. Logged in

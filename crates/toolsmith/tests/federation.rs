@@ -227,7 +227,12 @@ fn server_everything_over_streamable_http_is_served_over_rest() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = catalog(
         dir.path(),
-        &format!("  - name: web\n    url: http://127.0.0.1:{port}/mcp\n"),
+        &format!(
+            "  - name: web\n    url: http://127.0.0.1:{port}/mcp\n  - name: tiny\n    command: [python3, {}]\n    env: {{TS_ECHO_META: '1'}}\n",
+            repo()
+                .join("crates/toolsmith/tests/upstream/tiny_server.py")
+                .display()
+        ),
     );
     let (_server, base, _) = serve(&registry_db(dir.path()), dir.path(), &["--catalog", &file]);
     let v = ready(&base, "web");
@@ -289,6 +294,45 @@ fn server_everything_over_streamable_http_is_served_over_rest() {
             .as_str()
             .is_some_and(|t| t.starts_with("Resource 7:")),
         "{read}"
+    );
+    // One server's part (the web UI's server page): a second server's resources and
+    // prompts are listed apart; a server the registry lacks is a 404.
+    let uris = |v: &Value, list: &str, key: &str| -> Vec<String> {
+        v[list]
+            .as_array()
+            .expect(list)
+            .iter()
+            .filter_map(|r| r[key].as_str().map(str::to_owned))
+            .collect()
+    };
+    let tiny = wait_for("tiny's resources", 20, || {
+        let v = get(&base, "/resources?server=tiny");
+        (!v["resources"].as_array()?.is_empty()).then_some(v)
+    });
+    assert_eq!(uris(&tiny, "resources", "uri"), ["tiny://meta"], "{tiny}");
+    let web = get(&base, "/resources?server=web");
+    let web_uris = uris(&web, "resources", "uri");
+    assert!(
+        !web_uris.is_empty() && !web_uris.iter().any(|u| u.starts_with("tiny:")),
+        "{web}"
+    );
+    assert_eq!(
+        uris(&get(&base, "/resources"), "resources", "uri").len(),
+        web_uris.len() + 1
+    );
+    assert_eq!(
+        uris(&get(&base, "/prompts?server=tiny"), "prompts", "name"),
+        ["tiny__meta"]
+    );
+    assert!(
+        !uris(&get(&base, "/prompts?server=web"), "prompts", "name")
+            .contains(&"tiny__meta".to_owned())
+    );
+    let (status, unknown) = request("GET", &format!("{base}/resources?server=nope"), None);
+    assert_eq!(
+        (status, unknown["error"]["code"].as_str()),
+        (404, Some("not_found")),
+        "{unknown}"
     );
     let prompts = get(&base, "/prompts");
     let names: Vec<&str> = prompts["prompts"]

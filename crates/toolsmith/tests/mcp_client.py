@@ -559,7 +559,11 @@ async def federation_stdio(bin, workspace, catalog, mark):
         await wait_for_tool(client, "fm__ask")
         r = await client.call_tool("fm__ask", {})
         assert not r.is_error and text(r) == "no name (decline)", text(r)
+        # Nor list roots: the upstream hears there are none.
+        r = await client.call_tool("fm__roots", {})
+        assert not r.is_error and text(r) == "no roots", text(r)
     print("federation: an upstream's question asked of this client's user, or declined")
+    await roots_of_the_caller(params)
     # An upstream's log messages during a call reach the caller: at the level it set with
     # logging/setLevel before 2026-07-28, at the level its request opts in to with it, and
     # none without an opt-in.
@@ -574,6 +578,23 @@ async def federation_stdio(bin, workspace, catalog, mark):
     assert got == [], got
     print("federation: an upstream's log messages reach the caller at its level")
     await legacy_resource_updates(params)
+
+
+async def roots_of_the_caller(target):
+    """An upstream's roots/list during a call reaches the client that made the call (before
+    2026-07-28), and its answer goes back upstream."""
+    asked = []
+
+    async def list_roots(context):
+        asked.append(True)
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work/ada", name="ada")])
+
+    async with Client(target, mode="legacy", list_roots_callback=list_roots) as client:
+        await wait_for_tool(client, "fm__roots")
+        r = await client.call_tool("fm__roots", {})
+        assert not r.is_error and text(r) == "file:///work/ada", text(r)
+    assert asked == [True], asked
+    print("federation: an upstream's roots/list answered by the caller's client")
 
 
 async def federation_http(url, mark):
@@ -592,11 +613,14 @@ async def federation_http(url, mark):
         assert not r.is_error and text(r) == "hello Grace", f"{client.protocol_version}: {text(r)}"
     assert asked == ["What is your name?"], asked
     print("federation over HTTP: an upstream's question answered by this client's user")
+    await roots_of_the_caller(url)
     # A view holds the resources and prompts of the servers its toolsets name: outside it
     # they answer as missing ones.
     async with Client(with_headers(url, {"X-Toolsmith-Toolset": "fm_only"})) as client:
-        assert (await client.list_resources()).resources == [], "resources outside the view"
-        assert (await client.list_resource_templates()).resource_templates == []
+        uris = [str(r.uri) for r in (await client.list_resources()).resources]
+        assert uris and all(u.startswith("toolsmith://") for u in uris), f"resources outside the view: {uris}"
+        templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
+        assert templates == ["toolsmith://notes/{topic}"], templates
         names = [p.name for p in (await client.list_prompts()).prompts]
         assert not [n for n in names if n.startswith("everything__")], names
         await expect_protocol_error("a resource outside the view",

@@ -3,7 +3,8 @@
 //! SDK) behind two `serve` replicas of one registry, each round of a call sent to the other
 //! replica; the sealed state refused when changed, another caller's or another tool's; a
 //! dangerous tool's confirmation carried in the state; a prompt's "input required"; an
-//! upstream's -32021 passed on as that error.
+//! upstream's -32021 passed on as that error; and a FastMCP (PyPI) guard tool's question
+//! (`tests/upstream/fastmcp_guard.py`) asked and answered through `serve` the same way.
 
 mod common;
 
@@ -607,4 +608,75 @@ fn messages(reader: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Rec
         }
     });
     rx
+}
+
+/// The FastMCP guard fixture (`tests/upstream/fastmcp_guard.py`) on a free port.
+fn fastmcp_guard(python: &str) -> Upstream {
+    let port = free_port();
+    let child = Command::new(python)
+        .arg(repo().join("crates/toolsmith/tests/upstream/fastmcp_guard.py"))
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the FastMCP guard server");
+    let up = Upstream(child, port);
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the FastMCP guard server did not listen within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    up
+}
+
+#[test]
+#[ignore = "needs TOOLSMITH_TEST_PYTHON (FastMCP of .ci/run)"]
+fn a_fastmcp_guard_tool_asks_a_2026_client_through_serve() {
+    let python = python();
+    let up = fastmcp_guard(&python);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("registry.db").display().to_string();
+    let path = dir.path().join("guard.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "mcp_servers:\n  - name: guard\n    url: http://127.0.0.1:{}/mcp\n    protocol: \"2026-07-28\"\n",
+            up.1
+        ),
+    )
+    .expect("write catalog");
+    import_all(&db, &[path]);
+    let (_s, rest, mcp) = serve(&db, dir.path(), &["--token", &format!("ada:call={ADA}")]);
+    let started = Instant::now();
+    let first = loop {
+        let answer = call(&mcp, ADA, "guard__greet", Value::Null, None);
+        if answer["error"].is_null() {
+            break answer;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "guard__greet was never served ({rest}): {answer}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // FastMCP's question as it asked it; its own sealed state inside toolsmith's.
+    let (keys, state) = asked(&first);
+    assert_eq!(keys, ["name"], "{first}");
+    assert_eq!(
+        first["result"]["inputRequests"]["name"]["params"]["message"],
+        "What is your name?"
+    );
+    assert!(
+        state.starts_with("tsr1.") && !state.contains("v1."),
+        "{state}"
+    );
+    let answers = json!({"name": accept(json!({"name": "Ada"}))});
+    let done = call(&mcp, ADA, "guard__greet", answers.clone(), Some(&state));
+    assert_eq!(text(&done), "hello Ada (state round-1)", "{done}");
+    // Answers without toolsmith's state are not passed on: the upstream asks again.
+    let again = call(&mcp, ADA, "guard__greet", answers, None);
+    assert_eq!(asked(&again).0, ["name"], "{again}");
 }

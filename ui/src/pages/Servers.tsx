@@ -2,9 +2,10 @@
 // and word), tools, restarts, held changes and last error, kept live; a server's page with its
 // definition (secrets as ***), status, pid and uptime, the end of its stderr (following new
 // lines, copyable), its tools, Refresh and Restart, and the changes its upstream made that
-// wait for a decision — each with its differences side by side and what the guardrail
-// scanner found in it (a held one is approved only with "Allow and approve"), approved or
-// rejected one by one or all at once.
+// wait for a decision (tools, prompts and resource templates) — each with its differences
+// side by side and what the guardrail scanner found in it (a held one is approved only with
+// "Allow and approve"), approved or rejected one by one or all at once; its resources and
+// prompts with a panel that reads one or renders one (ServerOffers.tsx).
 
 import { Suspense, lazy, useEffect, useRef, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
@@ -15,6 +16,7 @@ import { useDark, useMe } from '../context';
 import { CopyButton } from './Tool';
 import { Pill } from '../Pill';
 import { Findings, holds } from '../Findings';
+import { ServerOffers } from './ServerOffers';
 import { changeSummary, diffRows, statusText, statusTone, uptime, type DiffRow } from '../servers';
 
 // Monaco loads only when a schema diff is opened.
@@ -33,7 +35,7 @@ export default function ServersPage() {
         Servers
       </Typography.Title>
       <Typography.Paragraph type="secondary">
-        The MCP servers whose tools toolsmith serves. A change an upstream makes to a tool is held here until someone approves it: models see only approved definitions.
+        The MCP servers whose tools, resources and prompts toolsmith serves. A change an upstream makes to a tool, prompt or resource template is held here until someone approves it: models see only approved definitions.
       </Typography.Paragraph>
       {list.error && <Alert type="error" showIcon title="The servers could not be read" description={list.error.message} style={{ marginBottom: 12 }} />}
       <Space style={{ marginBottom: 12 }}>
@@ -135,6 +137,7 @@ function ServerDetail({ name }: { name: string }) {
           ))}
         </ul>
       )}
+      <ServerOffers name={name} canCall={allows(me?.role, 'call')} />
       <StderrTail text={log.data?.log ?? ''} kind={s.kind} />
       <Typography.Title level={4}>Definition</Typography.Title>
       <pre tabIndex={0} aria-label="Definition" style={{ fontFamily: 'monospace', whiteSpace: 'pre-wrap', wordBreak: 'break-all', border: '1px solid rgba(128,128,128,.3)', padding: 8, borderRadius: 6 }}>

@@ -16,11 +16,13 @@ use super::lock;
 #[derive(Clone, Default)]
 pub(crate) struct ElicitRoutes(Arc<Mutex<HashMap<RequestId, Askers>>>);
 
-/// Who answers one call's questions: its user (elicitation), its model (sampling).
+/// Who answers one call's questions: its user (elicitation), its model (sampling), its
+/// client (roots).
 #[derive(Clone, Default)]
 pub(crate) struct Askers {
     pub elicit: Option<super::Elicitor>,
     pub sample: Option<super::Elicitor>,
+    pub roots: Option<super::Elicitor>,
 }
 
 impl Askers {
@@ -29,8 +31,10 @@ impl Askers {
         let askers = Self {
             elicit: downstream.elicit.clone(),
             sample: downstream.sample.clone(),
+            roots: downstream.roots.clone(),
         };
-        (askers.elicit.is_some() || askers.sample.is_some()).then_some(askers)
+        (askers.elicit.is_some() || askers.sample.is_some() || askers.roots.is_some())
+            .then_some(askers)
     }
 }
 
@@ -89,9 +93,29 @@ pub(crate) async fn ask(elicit: Option<&super::Elicitor>, params: Value) -> Elic
     }
 }
 
+/// The caller's roots (its client's `ListRootsResult` as JSON), or none when it has no
+/// client that lists them or its client did not answer.
+pub(crate) async fn roots(asker: Option<&super::Elicitor>) -> Value {
+    let none = serde_json::json!({"roots": []});
+    let Some(asker) = asker else {
+        return none;
+    };
+    match (asker.0)(Value::Null).await {
+        Ok(answer) if answer["roots"].is_array() => answer,
+        Ok(other) => {
+            tracing::info!("a client answered roots/list with something else: {other}");
+            none
+        }
+        Err(e) => {
+            tracing::info!("an upstream's roots/list could not be passed on: {e}");
+            none
+        }
+    }
+}
+
 /// The answers to an "input required" result's requests: questions asked through
 /// `elicit` (or declined), sampling requests through `sample` (none without it: the
-/// upstream asks again or gives up), an empty list of roots.
+/// upstream asks again or gives up), roots through `roots` (an empty list without it).
 pub(crate) async fn answer_inputs(
     requests: Option<rmcp::model::InputRequests>,
     downstream: &super::Downstream,
@@ -118,7 +142,7 @@ pub(crate) async fn answer_inputs(
                 }
                 None => continue,
             },
-            InputRequest::ListRoots(_) => Ok(serde_json::json!({"roots": []})),
+            InputRequest::ListRoots(_) => Ok(roots(downstream.roots.as_ref()).await),
             _ => continue,
         };
         if let Ok(v) = answer {

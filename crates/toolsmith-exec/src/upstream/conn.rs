@@ -175,6 +175,20 @@ impl ClientHandler for Handler {
         }
     }
 
+    /// The roots of the call's caller, as its client lists them (none without one).
+    #[allow(deprecated)] // Roots are deprecated by 2026-07-28 (SEP-2577), still in use.
+    fn list_roots(
+        &self,
+        context: RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<rmcp::model::ListRootsResult, rmcp::ErrorData>> + Send + '_
+    {
+        let roots = self.elicit.of(&context).and_then(|a| a.roots);
+        async move {
+            let answer = super::asks::roots(roots.as_ref()).await;
+            Ok(serde_json::from_value(answer).unwrap_or_default())
+        }
+    }
+
     fn get_info(&self) -> rmcp::model::ClientConfig {
         let mut info = rmcp::model::ClientConfig::default();
         // Questions are passed on to the downstream client when it can ask its user.
@@ -183,6 +197,8 @@ impl ClientHandler for Handler {
         // Sampling requests go to the model of the caller whose call made them, when its
         // client can sample (and are refused for the others).
         info.capabilities.sampling = serde_json::from_value(serde_json::json!({})).ok();
+        // Roots are the caller's: its client lists them during its call.
+        info.capabilities.roots = serde_json::from_value(serde_json::json!({})).ok();
         info.client_info.name = "toolsmith".into();
         info.client_info.version = env!("CARGO_PKG_VERSION").into();
         info

@@ -21,6 +21,9 @@ pub struct Downstream {
     /// `sampling/createMessage`'s params in, a `CreateMessageResult` out); none: they are
     /// refused.
     pub sample: Option<Elicitor>,
+    /// Who answers the upstream's `roots/list` during the call (no params in, a
+    /// `ListRootsResult` out): the caller's client; none: no roots.
+    pub roots: Option<Elicitor>,
     /// Where the upstream's log messages during the call go (each a
     /// `LoggingMessageNotificationParam` as JSON); none: they are not passed on.
     pub log: Option<mpsc::UnboundedSender<Value>>,
@@ -52,8 +55,8 @@ pub const MISSING_CLIENT_CAPABILITY: i32 = -32021;
 pub const CLIENT_ERROR: &str = "clientError";
 
 /// Asks a downstream client what an upstream asks during a call (an `elicitation/create` of
-/// its user, or a `sampling/createMessage` of its model): the request's params as JSON in,
-/// the answer as JSON out. A call without one has every question declined.
+/// its user, a `sampling/createMessage` of its model, a `roots/list` of the client): the
+/// request's params as JSON in, the answer as JSON out. A call without one has every question declined.
 #[derive(Clone)]
 pub struct Elicitor(
     pub Arc<dyn Fn(Value) -> BoxFuture<Result<Value, crate::BoxError>> + Send + Sync>,

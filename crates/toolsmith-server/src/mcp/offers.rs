@@ -146,7 +146,7 @@ impl McpServer {
     ) -> Result<ListResourcesResult, ErrorData> {
         let view = self.view(ctx).await?;
         result(page(
-            self.state.resources(&view).await,
+            self.state.resources(&view, None).await,
             "resources",
             request,
         )?)
@@ -158,7 +158,7 @@ impl McpServer {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let view = self.view(ctx).await?;
-        let items = self.state.resource_templates(&view).await;
+        let items = self.state.resource_templates(&view, None).await;
         result(page(items, "resourceTemplates", request)?)
     }
 
@@ -168,7 +168,11 @@ impl McpServer {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let view = self.view(ctx).await?;
-        result(page(self.state.prompts(&view).await, "prompts", request)?)
+        result(page(
+            self.state.prompts(&view, None).await,
+            "prompts",
+            request,
+        )?)
     }
 
     pub(super) async fn read(

@@ -60,8 +60,7 @@ impl McpServer {
             options.downstream.progress = Some(progress_tx);
         }
         if upstream {
-            options.downstream.elicit = elicitor(ctx);
-            options.downstream.sample = sampler(ctx);
+            askers(ctx, &mut options.downstream);
         }
         // Its log messages, at the level this client asked for.
         let (log_tx, mut logs) = tokio::sync::mpsc::unbounded_channel();
@@ -127,25 +126,53 @@ impl McpServer {
     }
 }
 
-/// Who answers an upstream tool's questions: this client's user, asked with an
-/// `elicitation/create` request, when the client can show a form and the protocol lets a
-/// server ask during a call (before 2026-07-28; with it, and over stateless HTTP, the
-/// questions are declined).
-fn elicitor(ctx: &RequestContext<RoleServer>) -> Option<Elicitor> {
+/// Who answers an upstream tool's question of one kind during a call: this client, asked
+/// with the request `make` builds, when the client declares what `can` looks for and the
+/// protocol lets a server ask during a call (before 2026-07-28; with it, the question
+/// reaches the client in the upstream's relayed "input required", and over stateless HTTP it
+/// is parked or declined).
+fn asker(
+    ctx: &RequestContext<RoleServer>,
+    can: fn(&rmcp::model::ClientCapabilities) -> bool,
+    make: fn(Value) -> Result<ServerRequest, serde_json::Error>,
+) -> Option<Elicitor> {
     let modern = ctx
         .protocol_version()
         .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-    let can_ask = ctx
-        .client_capabilities()
-        .is_some_and(|c| c.elicitation.is_some());
-    if modern || !can_ask {
-        return None;
-    }
-    Some(ask_client(ctx, |params| {
-        Ok(ServerRequest::ElicitRequest(
-            rmcp::model::ElicitRequest::new(serde_json::from_value(params)?),
-        ))
-    }))
+    let declared = ctx.client_capabilities().is_some_and(|c| can(&c));
+    (!modern && declared).then(|| ask_client(ctx, make))
+}
+
+/// An upstream's questions for the caller: its user's answers (`elicitation/create`), its
+/// model's (`sampling/createMessage`), its client's roots (`roots/list`).
+#[allow(deprecated)] // Sampling and roots are deprecated by 2026-07-28 (SEP-2577), still in use.
+fn askers(
+    ctx: &RequestContext<RoleServer>,
+    downstream: &mut toolsmith_gateway::upstream::Downstream,
+) {
+    downstream.elicit = asker(
+        ctx,
+        |c| c.elicitation.is_some(),
+        |params| {
+            Ok(ServerRequest::ElicitRequest(
+                rmcp::model::ElicitRequest::new(serde_json::from_value(params)?),
+            ))
+        },
+    );
+    downstream.sample = asker(
+        ctx,
+        |c| c.sampling.is_some(),
+        |params| {
+            Ok(ServerRequest::CreateMessageRequest(
+                rmcp::model::CreateMessageRequest::new(serde_json::from_value(params)?),
+            ))
+        },
+    );
+    downstream.roots = asker(
+        ctx,
+        |c| c.roots.is_some(),
+        |_| Ok(ServerRequest::ListRootsRequest(Default::default())),
+    );
 }
 
 /// Asks this client with the request `make` builds from an upstream's params, on the stream
@@ -168,28 +195,6 @@ fn ask_client(
             let answer = tokio::spawn(async move { peer.send_request(request).await }).await??;
             Ok(serde_json::to_value(answer)?)
         })
-    }))
-}
-
-/// Who answers an upstream tool's sampling requests: this client's model, asked with a
-/// `sampling/createMessage` request, when the client can sample and the protocol lets a
-/// server ask during a call (before 2026-07-28; with it, the request reaches the client in
-/// the upstream's relayed "input required").
-#[allow(deprecated)] // Sampling is deprecated by 2026-07-28 (SEP-2577), still in use.
-fn sampler(ctx: &RequestContext<RoleServer>) -> Option<Elicitor> {
-    let modern = ctx
-        .protocol_version()
-        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-    let can_sample = ctx
-        .client_capabilities()
-        .is_some_and(|c| c.sampling.is_some());
-    if modern || !can_sample {
-        return None;
-    }
-    Some(ask_client(ctx, |params| {
-        Ok(ServerRequest::CreateMessageRequest(
-            rmcp::model::CreateMessageRequest::new(serde_json::from_value(params)?),
-        ))
     }))
 }
 

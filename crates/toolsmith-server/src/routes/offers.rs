@@ -4,6 +4,7 @@
 //! role; reading and getting the call role (an upstream may act on them).
 
 use toolsmith_gateway::offers::OfferError;
+use toolsmith_store::UpstreamStore;
 
 use super::*;
 
@@ -35,6 +36,14 @@ struct PromptList {
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+struct ListParams {
+    /// Only what this MCP server offers (as it is served: an item another server serves
+    /// under the same URI or name is that one's).
+    server: Option<String>,
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct ReadParams {
     /// The resource's URI (one listed, or one a template matches).
     uri: String,
@@ -62,16 +71,27 @@ fn offer_error(e: OfferError) -> ApiError {
 }
 
 /// Every resource and resource template of the upstreams the caller may see.
-#[utoipa::path(get, path = "/v1/resources", tag = "servers",
-    responses((status = 200, body = ResourceList)))]
+#[utoipa::path(get, path = "/v1/resources", tag = "servers", params(ListParams),
+    responses((status = 200, body = ResourceList), (status = 404, body = ErrorBody)))]
 async fn list_resources(
     State(s): Shared,
     Extension(v): Extension<Arc<View>>,
-) -> Json<ResourceList> {
-    Json(ResourceList {
-        resources: s.resources(&v).await,
-        resource_templates: s.resource_templates(&v).await,
-    })
+    Query(p): Query<ListParams>,
+) -> ApiResult<Json<ResourceList>> {
+    let only = known_server(&s, p.server.as_deref()).await?;
+    Ok(Json(ResourceList {
+        resources: s.resources(&v, only).await,
+        resource_templates: s.resource_templates(&v, only).await,
+    }))
+}
+
+/// `server` if the registry has a server of that name (a misspelt one is a 404, not an
+/// empty list).
+async fn known_server<'a>(s: &Gateway, server: Option<&'a str>) -> ApiResult<Option<&'a str>> {
+    if let Some(name) = server {
+        s.store.get_server(name).await?;
+    }
+    Ok(server)
 }
 
 /// Reads a resource from the server that owns it: its `contents` (text, or base64 `blob`).
@@ -89,12 +109,17 @@ async fn read_resource(
 }
 
 /// Every prompt of the upstreams the caller may see.
-#[utoipa::path(get, path = "/v1/prompts", tag = "servers",
-    responses((status = 200, body = PromptList)))]
-async fn list_prompts(State(s): Shared, Extension(v): Extension<Arc<View>>) -> Json<PromptList> {
-    Json(PromptList {
-        prompts: s.prompts(&v).await,
-    })
+#[utoipa::path(get, path = "/v1/prompts", tag = "servers", params(ListParams),
+    responses((status = 200, body = PromptList), (status = 404, body = ErrorBody)))]
+async fn list_prompts(
+    State(s): Shared,
+    Extension(v): Extension<Arc<View>>,
+    Query(p): Query<ListParams>,
+) -> ApiResult<Json<PromptList>> {
+    let only = known_server(&s, p.server.as_deref()).await?;
+    Ok(Json(PromptList {
+        prompts: s.prompts(&v, only).await,
+    }))
 }
 
 /// Gets a prompt with its arguments from the server that owns it: its `messages`.

@@ -2,7 +2,8 @@
 --http PORT). Its behaviour is set by the test: the description of `describe` is read from
 the file in TS_DESCRIPTION (read at start; `gone` there: no such tool), a tool `extra`
 exists when the file TS_EXTRA names exists, TS_EXIT_AT_START makes it exit at once after a
-line on stderr (which shows the secret in TS_SECRET, to see it redacted), TS_MARK names a file where `hang` notes that it was cancelled, and the description of the prompt `greet` is read from the file in TS_PROMPT."""
+line on stderr (which shows the secret in TS_SECRET, to see it redacted), TS_MARK names a file where `hang` notes that it was cancelled, and the description of the prompt `greet` is read from the file in TS_PROMPT.
+It offers resources too: a text, a binary one and a template."""
 import asyncio
 import os
 import sys
@@ -42,6 +43,22 @@ def greet(name: str) -> str:
     return f"Say hello to {name}."
 
 
+@mcp.resource("toolsmith://readme", mime_type="text/plain", description="A fixed text.")
+def readme() -> str:
+    return "Read me: the fixture's own resource."
+
+
+@mcp.resource("toolsmith://logo", mime_type="image/png", description="Eight bytes of PNG signature.")
+def logo() -> bytes:
+    return b"\x89PNG\r\n\x1a\n"
+
+
+@mcp.resource("toolsmith://notes/{topic}", mime_type="text/plain")
+def note(topic: str) -> str:
+    """Notes on a topic."""
+    return f"Notes on {topic}."
+
+
 def extra() -> str:
     """A tool that appeared later."""
     return "extra"
@@ -70,6 +87,13 @@ async def ask(ctx: Context) -> str:
     if answer.action == "accept":
         return f"hello {answer.data}"
     return f"no name ({answer.action})"
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
+async def roots(ctx: Context) -> str:
+    """List the caller's roots (roots/list, asked during the call)."""
+    listed = await ctx.request_context.session.list_roots()
+    return " ".join(str(r.uri) for r in listed.roots) or "no roots"
 
 
 @mcp.tool(annotations={"readOnlyHint": True})
