@@ -59,6 +59,18 @@ fn fixture(python: &str) -> Upstream {
 /// One 2026-07-28 request (per-request `_meta`, the protocol header) as `token`; the HTTP
 /// status and the JSON-RPC answer.
 fn ask(url: &str, token: &str, method: &str, params: Value, caps: Value) -> (u16, Value) {
+    ask_with(url, token, method, params, caps, &[])
+}
+
+/// The same with more HTTP headers.
+fn ask_with(
+    url: &str,
+    token: &str,
+    method: &str,
+    params: Value,
+    caps: Value,
+    headers: &[(&str, &str)],
+) -> (u16, Value) {
     let mut params = params;
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -83,7 +95,10 @@ fn ask(url: &str, token: &str, method: &str, params: Value, caps: Value) -> (u16
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", method)
         .header("mcp-name", name)
-        .header("authorization", format!("Bearer {token}"))
+        .header("authorization", format!("Bearer {token}"));
+    let req = headers
+        .iter()
+        .fold(req, |req, (name, value)| req.header(*name, *value))
         .body(body.to_string().into_bytes())
         .expect("request");
     let mut resp = agent.run(req).expect("send");
@@ -146,8 +161,8 @@ fn catalog(dir: &Path, port: u16) -> std::path::PathBuf {
     let path = dir.join("relay.yaml");
     let yaml = format!(
         "mcp_servers:\n  - name: fixture\n    url: http://127.0.0.1:{port}/mcp\n    prefix: \"\"\n    \
-         on_change: accept\n    protocol: \"2026-07-28\"\n    include: [\"test_input_required_*\", test_missing_capability]\n    \
-         tools:\n      test_input_required_result_multi_round: {{danger: safe}}\n      \
+         on_change: accept\n    protocol: \"2026-07-28\"\n    include: [\"test_input_required_*\", test_missing_capability, test_custom_header]\n    \
+         tools:\n      test_custom_header: {{danger: safe}}\n      test_input_required_result_multi_round: {{danger: safe}}\n      \
          test_missing_capability: {{danger: safe}}\n      test_input_required_result_request_state: {{danger: safe}}\n      \
          test_input_required_result_capabilities: {{danger: safe}}\n  \
          - name: legacy\n    url: http://127.0.0.1:{port}/mcp\n    protocol: \"2025-11-25\"\n    on_change: accept\n    \
@@ -398,6 +413,50 @@ fn input_required_is_relayed_across_replicas_and_its_state_holds() {
         (200, "Success".to_owned()),
         "{answer}"
     );
+
+    // An argument the tool marks `x-mcp-header`, mirrored into Mcp-Param-Region (SEP-2243):
+    // checked by toolsmith against the body before anything runs — a header that disagrees
+    // with it, or one missing, is HTTP 400 with -32020 — and mirrored again upstream.
+    let region = |headers: &[(&str, &str)]| {
+        ask_with(
+            &mcp_a,
+            ADA,
+            "tools/call",
+            json!({"name": "test_custom_header", "arguments": {"region": "eu-west"}}),
+            caps(),
+            headers,
+        )
+    };
+    for (headers, why) in [
+        (vec![("mcp-param-region", "us-east")], "disagrees"),
+        (vec![], "missing"),
+        (
+            vec![("mcp-param-region", "=?base64?ZXUtd2VzdA?=")],
+            "bad base64",
+        ),
+    ] {
+        let (status, answer) = region(&headers);
+        assert_eq!(
+            (status, answer["error"]["code"].clone()),
+            (400, json!(-32020)),
+            "{why}: {answer}"
+        );
+    }
+    let (status, answer) = region(&[("Mcp-Param-Region", "=?base64?ZXUtd2VzdA==?=")]);
+    assert_eq!(
+        (status, text(&answer)),
+        (200, "region eu-west".to_owned()),
+        "{answer}"
+    );
+    // Refused at the door: only the accepted call ran.
+    let runs = request_as(
+        "GET",
+        &format!("{rest_a}/runs?tool=test_custom_header"),
+        None,
+        Some(ADA),
+    )
+    .1;
+    assert_eq!(runs["runs"].as_array().map(Vec::len), Some(1), "{runs}");
     drop(up);
 }
 

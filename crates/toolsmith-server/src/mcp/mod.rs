@@ -177,6 +177,16 @@ impl ServerHandler for McpServer {
         info
     }
 
+    /// A tool's served definition, for the transport's check of the `Mcp-Param-*` headers a
+    /// 2026-07-28 client mirrors its `x-mcp-header` arguments into (SEP-2243: a header that
+    /// disagrees with the body is refused with -32020 before the call runs). Read from the
+    /// snapshot as it stands (a call that finds it being rebuilt is not held up: its headers
+    /// go unchecked, and the upstream checks its own).
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        let guard = self.snapshot.try_lock().ok()?;
+        guard.as_ref()?.definition(name).cloned()
+    }
+
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,

@@ -72,4 +72,12 @@ impl Snapshot {
     pub fn get(&self, name: &str) -> Option<&Arc<CompiledTool>> {
         self.by_name.get(name)
     }
+
+    /// The served MCP definition of `name`.
+    pub fn definition(&self, name: &str) -> Option<&McpTool> {
+        self.tools
+            .binary_search_by(|t| t.name.as_ref().cmp(name))
+            .ok()
+            .map(|i| &self.tools[i])
+    }
 }

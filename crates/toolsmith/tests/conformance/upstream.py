@@ -15,11 +15,13 @@ import base64
 import json
 import sys
 import uuid
+from typing import Annotated
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp.server.mcpserver import Context, MCPServer
+from pydantic import Field
 
 # A 1x1 red PNG and a minimal WAV (44-byte header, one silent sample).
 PNG = (
@@ -110,6 +112,11 @@ async def test_tool_with_progress(ctx: Context) -> str:
         await ctx.report_progress(step, 100, f"step {step}")
         await asyncio.sleep(0.05)
     return "Progress reported"
+
+
+@server.tool(description="Echoes a region its client mirrors into the Mcp-Param-Region header (SEP-2243).")
+def test_custom_header(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+    return f"region {region}"
 
 
 @server.tool(description="Always fails.")
