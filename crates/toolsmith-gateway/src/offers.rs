@@ -303,8 +303,9 @@ impl Gateway {
         (hash(&prompts_of(&offers, view, None)), hash(&resources))
     }
 
-    /// `resources/read` of `uri` as `view` may: the owner's `ReadResourceResult`. Logged in
-    /// the run log as `resources/read` (its URI the arguments, its server the upstream).
+    /// `resources/read` of `uri` as `view` may: the owner's `ReadResourceResult` (its `ttlMs`
+    /// kept, its `cacheScope` private). Logged in the run log as `resources/read` (its URI the
+    /// arguments, its server the upstream).
     pub async fn read_resource(
         &self,
         door: &Door,
@@ -325,7 +326,13 @@ impl Gateway {
                 .await
                 .map_err(OfferError::from),
         };
-        let (result, guarded) = self.guard_offer(server.as_deref(), result);
+        let (mut result, guarded) = self.guard_offer(server.as_deref(), result);
+        if let Ok(Value::Object(answer)) = &mut result {
+            // Freshness is the owner's to say (its `ttlMs` is kept); whether a cached answer
+            // may be shared is toolsmith's: a resource is in some callers' views and not
+            // others', so never across authorization contexts.
+            answer.insert("cacheScope".into(), Value::String("private".into()));
+        }
         let asked = Asked {
             method: "resources/read",
             server,

@@ -328,6 +328,14 @@ fn server_everything_over_streamable_http_is_served_over_rest() {
         !uris(&get(&base, "/prompts?server=web"), "prompts", "name")
             .contains(&"tiny__meta".to_owned())
     );
+    // Its caching hints: the server's freshness kept, the scope private (a read of its own,
+    // the first of the run log's reads).
+    let read = get(&base, "/resources/read?uri=tiny%3A%2F%2Fmeta");
+    assert_eq!(
+        (&read["ttlMs"], &read["cacheScope"]),
+        (&json!(30000), &json!("private")),
+        "{read}"
+    );
     let (status, unknown) = request("GET", &format!("{base}/resources?server=nope"), None);
     assert_eq!(
         (status, unknown["error"]["code"].as_str()),
@@ -379,7 +387,7 @@ fn server_everything_over_streamable_http_is_served_over_rest() {
     }
     // Each read and get is in the run log: the method, the caller, the server, the outcome.
     let runs = get(&base, "/runs?tool=resources/read");
-    let read = &runs["runs"][0];
+    let read = &runs["runs"][1];
     assert_eq!(
         (
             read["kind"].as_str(),

@@ -52,7 +52,10 @@ for line in sys.stdin:
         result = {"prompts": [{"name": "meta", "description": "The request's _meta."}]}
     elif method == "resources/read":
         meta = json.dumps(message.get("params", {}).get("_meta", {}))
-        result = {"contents": [{"uri": "tiny://meta", "mimeType": "application/json", "text": meta}]}
+        # Caching hints as a server might give them: toolsmith keeps the freshness and makes
+        # the scope private (what a caller may see depends on its view).
+        result = {"contents": [{"uri": "tiny://meta", "mimeType": "application/json", "text": meta}],
+                  "ttlMs": 30000, "cacheScope": "public"}
     elif method == "prompts/get":
         meta = json.dumps(message.get("params", {}).get("_meta", {}))
         result = {"messages": [{"role": "user", "content": {"type": "text", "text": meta}}]}
