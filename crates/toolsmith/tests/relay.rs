@@ -4,7 +4,9 @@
 //! replica; the sealed state refused when changed, another caller's or another tool's; a
 //! dangerous tool's confirmation carried in the state; a prompt's "input required"; an
 //! upstream's -32021 passed on as that error; and a FastMCP (PyPI) guard tool's question
-//! (`tests/upstream/fastmcp_guard.py`) asked and answered through `serve` the same way.
+//! (`tests/upstream/fastmcp_guard.py`) asked and answered through `serve` the same way;
+//! `x-mcp-header` arguments checked at the door; and a 2025-11-25 session taken up by
+//! another replica, asked during its calls, its call's stream resumed with `Last-Event-ID`.
 
 mod common;
 
@@ -607,6 +609,49 @@ fn a_2025_session_moves_between_replicas_and_is_asked_during_a_call() {
         }
     }
 
+    // Resumption: a client whose call's stream broke after the upstream's question
+    // reconnects with the last event id it saw (Last-Event-ID) on the replica that streams
+    // the call, answers, and gets the result on the resumed stream.
+    let call = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+        "params": {"name": "legacy__test_elicitation", "arguments": {"message": "Again?"}}});
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let resp = agent
+        .post(&mcp_b)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("mcp-session-id", &session)
+        .header("authorization", format!("Bearer {ADA}"))
+        .send(call.to_string())
+        .expect("the call");
+    let first_stream = events(resp.into_body().into_reader());
+    let (event_id, asked) = first_stream
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the question within 60 s");
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let event_id = event_id.expect("a session's events carry ids");
+    let resumed = session_get(&mcp_b, &session, Some(&event_id));
+    let reply = json!({"jsonrpc": "2.0", "id": asked["id"], "result":
+        {"action": "accept", "content": {"username": "ada", "email": "ada@example.com"}}});
+    let (status, _, _) = session_post(&mcp_b, Some(&session), reply);
+    assert!(status == 202 || status == 200, "{status}");
+    let result = loop {
+        let m = next_message(&resumed, "the result on the resumed stream");
+        if m.get("id") == Some(&json!(99)) {
+            break m;
+        }
+    };
+    let said = result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        said.starts_with("Elicitation completed: action=accept"),
+        "{result}"
+    );
+
     // The session's GET stream (on the replica it initialized on) hears that the tools
     // changed when a tool is disabled on the other replica.
     let stream = session_stream(&mcp_a, &session);
@@ -632,18 +677,30 @@ fn a_2025_session_moves_between_replicas_and_is_asked_during_a_call() {
 
 /// The session's standalone GET stream, its messages read on a thread.
 fn session_stream(url: &str, session: &str) -> std::sync::mpsc::Receiver<Value> {
+    session_get(url, session, None)
+}
+
+/// A GET on the session: its standalone stream, or — with `last_event_id` — the stream that
+/// event was on, from the event after it (resumption).
+fn session_get(
+    url: &str,
+    session: &str,
+    last_event_id: Option<&str>,
+) -> std::sync::mpsc::Receiver<Value> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
         .into();
-    let resp = agent
+    let mut req = agent
         .get(url)
         .header("accept", "text/event-stream")
         .header("mcp-protocol-version", "2025-11-25")
         .header("mcp-session-id", session)
-        .header("authorization", format!("Bearer {ADA}"))
-        .call()
-        .expect("GET stream");
+        .header("authorization", format!("Bearer {ADA}"));
+    if let Some(id) = last_event_id {
+        req = req.header("last-event-id", id);
+    }
+    let resp = req.call().expect("GET stream");
     assert_eq!(resp.status().as_u16(), 200, "the session's GET stream");
     messages(resp.into_body().into_reader())
 }
@@ -651,16 +708,37 @@ fn session_stream(url: &str, session: &str) -> std::sync::mpsc::Receiver<Value> 
 /// The JSON messages of an answer (an SSE stream's `data:` lines, or plain JSON), read on a
 /// thread as they come.
 fn messages(reader: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<Value> {
+    let events = events(reader);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        while let Ok((_, v)) = events.recv() {
+            if tx.send(v).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// The same with each message's SSE event id (the last `id:` line before it), if any.
+fn events(
+    reader: impl std::io::Read + Send + 'static,
+) -> std::sync::mpsc::Receiver<(Option<String>, Value)> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         use std::io::BufRead;
+        let mut id = None;
         for line in std::io::BufReader::new(reader)
             .lines()
             .map_while(Result::ok)
         {
+            if let Some(given) = line.strip_prefix("id:") {
+                id = Some(given.trim().to_owned());
+                continue;
+            }
             let data = line.strip_prefix("data:").unwrap_or(&line).trim();
             if let Ok(v) = serde_json::from_str::<Value>(data)
-                && tx.send(v).is_err()
+                && tx.send((id.clone(), v)).is_err()
             {
                 return;
             }
