@@ -15,6 +15,7 @@ mod sandbox;
 mod servers;
 mod settings;
 mod toolsets;
+mod variables;
 
 use defaults::read_limits;
 use executor::check_injection_layout;

@@ -96,7 +96,8 @@ impl Loader<'_> {
         results_default: &crate::guard::result::ResultPolicy,
         e: &mut Errs,
     ) -> Option<McpServer> {
-        let f = Fields::new(v, at, SERVER_KEYS, e)?;
+        let lifted = super::variables::lift(v, at, self.src, e);
+        let f = Fields::new(lifted.as_ref().unwrap_or(v), at, SERVER_KEYS, e)?;
         let errors_before = e.list.len();
         let name = f.string("name", e);
         match &name {

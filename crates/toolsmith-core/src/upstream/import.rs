@@ -252,7 +252,7 @@ fn server(
 }
 
 /// A config field's name for a variable or header name: lower case, `_` for the rest.
-fn field_name(name: &str) -> String {
+pub(crate) fn field_name(name: &str) -> String {
     let mut out: String = name
         .chars()
         .map(|c| match c.is_ascii_alphanumeric() {

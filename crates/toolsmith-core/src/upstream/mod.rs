@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+pub(crate) use import::field_name;
 pub use import::{Imported, NotAClientConfig, from_mcp_config, looks_secret};
 
 use crate::model::{
@@ -384,6 +385,24 @@ impl McpServer {
         };
         headers
             .iter()
+            .map(|(k, v)| (k.clone(), fill(v, &self.config)))
+            .collect()
+    }
+
+    /// The URL of an HTTP upstream, each `{field}` replaced by that config value.
+    pub fn resolved_url(&self) -> Option<String> {
+        match &self.transport {
+            Transport::Http { url, .. } => Some(fill(url, &self.config)),
+            Transport::Stdio { .. } => None,
+        }
+    }
+
+    /// The `env` of a stdio upstream, each `{field}` replaced by that config value.
+    pub fn resolved_env(&self) -> BTreeMap<String, String> {
+        let Transport::Stdio { env, .. } = &self.transport else {
+            return BTreeMap::new();
+        };
+        env.iter()
             .map(|(k, v)| (k.clone(), fill(v, &self.config)))
             .collect()
     }

@@ -780,6 +780,91 @@ mcp_servers:
 }
 
 #[test]
+fn dollar_variables_in_a_server_become_secret_config_fields() {
+    let yaml = r#"
+mcp_servers:
+  - name: web
+    url: "https://mcp.example.com/${TEAM}/mcp"
+    headers: {Authorization: "Bearer ${GH_TOKEN}", X-Other: "${env:OTHER}", X-Plain: "cost: $5 ${"}
+  - name: files
+    command: [npx, server]
+    env: {GITHUB_TOKEN: "${GH_TOKEN}", MIXED: "a-${GH_TOKEN}-b", LOG: warn}
+"#;
+    let source = MemSource::new(&[("c.yaml", yaml)])
+        .with_env("TEAM", "core")
+        .with_env("GH_TOKEN", "ghp_s3cret")
+        .with_env("OTHER", "o");
+    let catalog = catalog::load("c.yaml", &source).expect("loads");
+    let web = &catalog.servers[0];
+    let headers = web.resolved_headers();
+    assert_eq!(headers["Authorization"], "Bearer ghp_s3cret");
+    assert_eq!(headers["X-Other"], "o");
+    assert_eq!(headers["X-Plain"], "cost: $5 ${");
+    assert_eq!(
+        web.resolved_url().as_deref(),
+        Some("https://mcp.example.com/core/mcp")
+    );
+    // Kept as secret config fields: the definition as shown holds none of the values.
+    let shown = web.to_catalog_value(Secrets::Redact);
+    let text = shown.to_string();
+    assert!(
+        !text.contains("ghp_s3cret") && !text.contains("core/"),
+        "{text}"
+    );
+    assert_eq!(shown["headers"]["Authorization"], "Bearer {gh_token}");
+    let fields: Vec<(&str, bool)> = web
+        .config_schema
+        .iter()
+        .map(|p| (p.name.as_str(), p.secret))
+        .collect();
+    assert_eq!(
+        fields,
+        [("gh_token", true), ("other", true), ("team", true)]
+    );
+    // A stdio server: a variable alone becomes the variable the server gets (its env_name),
+    // one inside other text a placeholder filled when it starts.
+    let files = &catalog.servers[1];
+    let env = files.resolved_env();
+    assert_eq!(env.get("GITHUB_TOKEN"), None, "moved to a config field");
+    assert_eq!(env["MIXED"], "a-ghp_s3cret-b");
+    assert_eq!(env["LOG"], "warn");
+    let token = files
+        .config_schema
+        .iter()
+        .find(|p| p.name == "github_token")
+        .expect("a field for GITHUB_TOKEN");
+    assert_eq!(token.env_name.as_deref(), Some("GITHUB_TOKEN"));
+    assert!(token.secret);
+    assert_eq!(files.config["github_token"], "ghp_s3cret");
+    // The stored form reads back as it is (nothing left to read from the environment).
+    for server in &catalog.servers {
+        let form = server.to_catalog_value(Secrets::Keep);
+        let again = catalog::parse_server(&form, &MemSource::default()).expect("reads back");
+        assert_eq!(&again, server, "{form}");
+    }
+}
+
+#[test]
+fn dollar_variables_that_cannot_be_read_are_errors_where_they_are_written() {
+    check(
+        r#"
+mcp_servers:
+  - name: web
+    url: https://mcp.example.com/mcp
+    headers: {Authorization: "Bearer ${NOT_SET}"}
+  - name: vs
+    command: [node, server.js]
+    env: {KEY: "${input:api_key}", TOKEN: "${ALSO_NOT_SET}"}
+"#,
+        expect![[r#"
+            mcp_servers[0].headers.Authorization: environment variable "NOT_SET" is not set (`${NOT_SET}` is read from the environment when the catalog is read)
+            mcp_servers[1].env.KEY: `${input:api_key}` asks VS Code's user for a value when the server starts, which toolsmith cannot; write `${NAME}` for an environment variable, or declare a config field
+            mcp_servers[1].env.TOKEN: environment variable "ALSO_NOT_SET" is not set (`${ALSO_NOT_SET}` is read from the environment when the catalog is read)
+        "#]],
+    );
+}
+
+#[test]
 fn http_tools_tie_their_request_to_their_parameters() {
     check(
         r#"

@@ -320,7 +320,8 @@ async fn connect_with(
                 }
             }
         }
-        Transport::Http { url, .. } => {
+        Transport::Http { .. } => {
+            let url = up.def.resolved_url().unwrap_or_default();
             let _ = rustls::crypto::ring::default_provider().install_default();
             let mut headers = HashMap::new();
             for (k, v) in up.def.resolved_headers() {
@@ -486,14 +487,11 @@ impl StreamableHttpClient for SessionAware {
 /// The environment of a stdio upstream: the allowlisted variables of the server's own, its
 /// `env`, and its config fields' `env_name`s.
 fn environment(def: &McpServer) -> BTreeMap<String, String> {
-    let Transport::Stdio {
-        env, env_allowlist, ..
-    } = &def.transport
-    else {
+    let Transport::Stdio { env_allowlist, .. } = &def.transport else {
         return BTreeMap::new();
     };
     let mut out = crate::sandbox::inherited(env_allowlist.iter().map(String::as_str));
-    out.extend(env.clone());
+    out.extend(def.resolved_env());
     for p in &def.config_schema {
         if let Some(v) = def.config.get(&p.name) {
             let name = p
