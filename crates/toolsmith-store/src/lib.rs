@@ -365,6 +365,14 @@ pub trait Store: Send + Sync {
     ) -> impl Future<Output = Result<Option<String>>> + Send;
     /// Forgets the MCP session `id` (its client ended it).
     fn drop_mcp_session(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
+    /// Records the log level the MCP session `id`'s client set (a known session only).
+    fn set_mcp_session_level(
+        &self,
+        id: &str,
+        level: &str,
+    ) -> impl Future<Output = Result<()>> + Send;
+    /// The log level the MCP session `id`'s client set, if it set one.
+    fn mcp_session_level(&self, id: &str) -> impl Future<Output = Result<Option<String>>> + Send;
 }
 
 /// Tools per transaction in a catalog import.

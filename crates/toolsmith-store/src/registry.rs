@@ -197,6 +197,12 @@ impl Store for Registry {
     async fn drop_mcp_session(&self, id: &str) -> Result<()> {
         forward!(self, drop_mcp_session(id))
     }
+    async fn set_mcp_session_level(&self, id: &str, level: &str) -> Result<()> {
+        forward!(self, set_mcp_session_level(id, level))
+    }
+    async fn mcp_session_level(&self, id: &str) -> Result<Option<String>> {
+        forward!(self, mcp_session_level(id))
+    }
 }
 
 impl crate::UpstreamStore for Registry {

@@ -38,6 +38,8 @@ pub(crate) mod sql {
     pub const MCP_SESSION_GET: &str =
         "SELECT state FROM mcp_sessions WHERE id = $1 AND at_ms >= $2";
     pub const MCP_SESSION_DROP: &str = "DELETE FROM mcp_sessions WHERE id = $1";
+    pub const MCP_SESSION_SET_LEVEL: &str = "UPDATE mcp_sessions SET log_level = $2 WHERE id = $1";
+    pub const MCP_SESSION_LEVEL: &str = "SELECT log_level FROM mcp_sessions WHERE id = $1";
 }
 
 /// Tools are versioned documents: their writes and reads are [`crate::documents`]'.
@@ -290,6 +292,24 @@ macro_rules! store_methods {
                 .execute(&self.pool)
                 .await?;
             Ok(())
+        }
+
+        async fn set_mcp_session_level(&self, id: &str, level: &str) -> crate::Result<()> {
+            sqlx::query(crate::shared::sql::MCP_SESSION_SET_LEVEL)
+                .bind(id)
+                .bind(level)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        }
+
+        async fn mcp_session_level(&self, id: &str) -> crate::Result<Option<String>> {
+            let row: Option<(Option<String>,)> =
+                sqlx::query_as(crate::shared::sql::MCP_SESSION_LEVEL)
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await?;
+            Ok(row.and_then(|(level,)| level))
         }
 
         async fn claim_nonce(&self, nonce: &str, at_ms: i64, keep_ms: i64) -> crate::Result<bool> {

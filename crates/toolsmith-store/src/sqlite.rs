@@ -49,6 +49,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0013_peer_nonces.sql"),
     include_str!("../migrations/sqlite/0014_run_guardrails.sql"),
     include_str!("../migrations/sqlite/0015_mcp_sessions.sql"),
+    include_str!("../migrations/sqlite/0016_mcp_session_levels.sql"),
 ];
 
 /// The SQLite registry.

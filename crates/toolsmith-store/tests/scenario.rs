@@ -678,6 +678,33 @@ async fn session_directory(s: &impl Store) {
     assert!(!s.claim_nonce("n1", 10_001, 60_000).await.expect("claim"));
     assert!(s.claim_nonce("n2", 10_002, 60_000).await.expect("claim"));
     assert!(s.claim_nonce("n1", 80_000, 60_000).await.expect("claim"));
+
+    // An MCP session: its initialize state, the log level its client set (kept when the
+    // state is written again), forgotten when it ends.
+    s.put_mcp_session("m-1", r#"{"init":1}"#, 1000, 60_000)
+        .await
+        .expect("put");
+    assert_eq!(s.mcp_session_level("m-1").await.expect("level"), None);
+    s.set_mcp_session_level("m-1", "warning")
+        .await
+        .expect("set");
+    s.set_mcp_session_level("m-unknown", "debug")
+        .await
+        .expect("set");
+    s.put_mcp_session("m-1", r#"{"init":2}"#, 2000, 60_000)
+        .await
+        .expect("put again");
+    assert_eq!(
+        s.mcp_session_level("m-1").await.expect("level").as_deref(),
+        Some("warning")
+    );
+    assert_eq!(
+        s.mcp_session("m-1", 0).await.expect("state").as_deref(),
+        Some(r#"{"init":2}"#)
+    );
+    assert_eq!(s.mcp_session_level("m-unknown").await.expect("level"), None);
+    s.drop_mcp_session("m-1").await.expect("drop");
+    assert_eq!(s.mcp_session_level("m-1").await.expect("level"), None);
 }
 
 #[tokio::test]

@@ -515,8 +515,8 @@ fn a_2025_session_moves_between_replicas_and_is_asked_during_a_call() {
     let entry = |name: &str, protocol: &str| {
         format!(
             "  - name: {name}\n    url: http://127.0.0.1:{}/mcp\n    protocol: \"{protocol}\"\n    on_change: accept\n    \
-             include: [test_sampling, test_elicitation]\n    tools:\n      test_sampling: {{danger: safe}}\n      \
-             test_elicitation: {{danger: safe}}\n",
+             include: [test_sampling, test_elicitation, test_tool_with_logging]\n    tools:\n      test_sampling: {{danger: safe}}\n      \
+             test_elicitation: {{danger: safe}}\n      test_tool_with_logging: {{danger: safe}}\n",
             up.1
         )
     };
@@ -555,6 +555,65 @@ fn a_2025_session_moves_between_replicas_and_is_asked_during_a_call() {
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     );
     assert!(status == 202 || status == 200, "{status}");
+
+    // The log level the client set on one replica holds on the other. An upstream's log
+    // messages during a 2025-11-25 session's call come on the session's GET stream (rmcp
+    // routes notifications other than progress there), here on B: three info messages with
+    // no level set, none once `warning` is set on A, three again after `debug`.
+    let started = Instant::now();
+    let heard = session_stream(&mcp_b, &session);
+    let logged = |id: u64| {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "legacy__test_tool_with_logging", "arguments": {}}});
+        let (status, _, rx) = session_post(&mcp_b, Some(&session), call);
+        assert_eq!(status, 200);
+        loop {
+            let m = next_message(&rx, "the logging call's result");
+            // The upstream's first listing may still be on its way to replica B.
+            if m["error"]["code"] == -32602 && started.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(200));
+                return false;
+            }
+            if m.get("id") == Some(&json!(id)) {
+                assert_eq!(
+                    m["result"]["content"][0]["text"], "Tool with logging executed successfully",
+                    "{m}"
+                );
+                return true;
+            }
+        }
+    };
+    let set_level = |id: u64, level: &str| {
+        let set = json!({"jsonrpc": "2.0", "id": id, "method": "logging/setLevel",
+            "params": {"level": level}});
+        let (status, _, rx) = session_post(&mcp_a, Some(&session), set);
+        assert_eq!(status, 200);
+        let answer = next_message(&rx, "the setLevel answer");
+        assert!(answer["result"].is_object(), "{answer}");
+    };
+    while !logged(90) {}
+    set_level(91, "warning");
+    assert!(logged(92));
+    set_level(93, "debug");
+    assert!(logged(94));
+    // All six are on the stream before the last call answered; a seventh (the filtered
+    // call's, had it leaked) would be there too.
+    let mut infos = 0;
+    while infos < 6 {
+        let m = next_message(&heard, "the upstream's log messages");
+        if m["method"] == "notifications/message" {
+            assert_eq!(m["params"]["level"], "info", "{m}");
+            infos += 1;
+        }
+    }
+    let more = heard.recv_timeout(Duration::from_secs(2));
+    assert!(
+        more.as_ref().is_err()
+            || more
+                .as_ref()
+                .is_ok_and(|m| m["method"] != "notifications/message"),
+        "a message the client's level filters reached it: {more:?}"
+    );
 
     // Each tool on replica B (which takes up the session from the registry): the upstream's
     // question reaches this client during the call, and the answer finishes it.

@@ -6,15 +6,22 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use tokio::sync::Notify;
+
 use rmcp::model::{ElicitResult, ElicitationAction, InputRequest, RequestId};
 use rmcp::service::{InboundStreamOrigin, RequestContext, RoleClient};
 use serde_json::Value;
 
 use super::lock;
 
-/// Who answers the questions of each call in flight, by the call's request id.
+/// Who answers the questions of each call in flight, by the call's request id; told when a
+/// call's askers are added (a question may arrive before they are).
 #[derive(Clone, Default)]
-pub(crate) struct ElicitRoutes(Arc<Mutex<HashMap<RequestId, Askers>>>);
+pub(crate) struct ElicitRoutes(Arc<Mutex<HashMap<RequestId, Askers>>>, Arc<Notify>);
+
+/// How long a question naming a call waits for that call's askers to be added: the call is
+/// sent before its id is known, so a quick upstream may ask before they are.
+const ADDED_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Who answers one call's questions: its user (elicitation), its model (sampling), its
 /// client (roots).
@@ -53,21 +60,35 @@ impl Drop for Asks {
 impl ElicitRoutes {
     pub(crate) fn add(&self, id: RequestId, e: Askers) -> Asks {
         lock(&self.0).insert(id.clone(), e);
+        self.1.notify_waiters();
         Asks {
             routes: self.clone(),
             id,
         }
     }
 
-    /// The elicitor of the call a question belongs to: the one the HTTP transport says it
-    /// came with, else the only call in flight with one (over stdio a question names no
-    /// call); `None` when that cannot be told — the question is declined.
-    pub(crate) fn of(&self, context: &RequestContext<RoleClient>) -> Option<Askers> {
-        let routes = lock(&self.0);
-        match context.extensions.get::<InboundStreamOrigin>() {
-            Some(InboundStreamOrigin::OutboundRequest(id)) => routes.get(id).cloned(),
-            _ if routes.len() == 1 => routes.values().next().cloned(),
-            _ => None,
+    /// The askers of the call a question belongs to: the one the HTTP transport says it came
+    /// with (waited for a moment when not added yet), else the only call in flight with
+    /// some (over stdio a question names no call); `None` when that cannot be told — the
+    /// question is declined.
+    pub(crate) async fn of(&self, context: &RequestContext<RoleClient>) -> Option<Askers> {
+        let Some(InboundStreamOrigin::OutboundRequest(id)) =
+            context.extensions.get::<InboundStreamOrigin>()
+        else {
+            let routes = lock(&self.0);
+            return (routes.len() == 1)
+                .then(|| routes.values().next().cloned())
+                .flatten();
+        };
+        let deadline = tokio::time::Instant::now() + ADDED_WITHIN;
+        loop {
+            let added = self.1.notified();
+            if let Some(askers) = lock(&self.0).get(id).cloned() {
+                return Some(askers);
+            }
+            if tokio::time::timeout_at(deadline, added).await.is_err() {
+                return None;
+            }
         }
     }
 }

@@ -137,56 +137,49 @@ impl ClientHandler for Handler {
         std::future::ready(())
     }
 
-    fn create_elicitation(
+    async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
         context: RequestContext<RoleClient>,
-    ) -> impl Future<Output = Result<ElicitResult, rmcp::ErrorData>> + Send + '_ {
-        let elicit = self.elicit.of(&context).and_then(|a| a.elicit);
-        async move {
-            let params = serde_json::to_value(&request).unwrap_or_default();
-            Ok(ask(elicit.as_ref(), params).await)
-        }
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let elicit = self.elicit.of(&context).await.and_then(|a| a.elicit);
+        let params = serde_json::to_value(&request).unwrap_or_default();
+        Ok(ask(elicit.as_ref(), params).await)
     }
 
     /// Passed on to the model of the call's caller when it can sample; refused otherwise.
     #[allow(deprecated)] // Sampling is deprecated by 2026-07-28 (SEP-2577), still in use.
-    fn create_message(
+    async fn create_message(
         &self,
         params: CreateMessageRequestParams,
         context: RequestContext<RoleClient>,
-    ) -> impl Future<Output = Result<CreateMessageResult, rmcp::ErrorData>> + Send + '_ {
-        let sample = self.elicit.of(&context).and_then(|a| a.sample);
-        async move {
-            let refused = |why: String| rmcp::ErrorData::new(ErrorCode::INVALID_REQUEST, why, None);
-            let Some(sample) = sample else {
-                return Err(refused(
-                    "the caller of this tool cannot answer sampling requests (its client did not declare sampling)".into(),
-                ));
-            };
-            let answer = (sample.0)(serde_json::to_value(&params).unwrap_or_default())
-                .await
-                .map_err(|e| refused(format!("the caller's client did not answer: {e}")))?;
-            serde_json::from_value(answer).map_err(|e| {
-                refused(format!(
-                    "the caller's client answered sampling with something else: {e}"
-                ))
-            })
-        }
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        let sample = self.elicit.of(&context).await.and_then(|a| a.sample);
+        let refused = |why: String| rmcp::ErrorData::new(ErrorCode::INVALID_REQUEST, why, None);
+        let Some(sample) = sample else {
+            return Err(refused(
+                "the caller of this tool cannot answer sampling requests (its client did not declare sampling)".into(),
+            ));
+        };
+        let answer = (sample.0)(serde_json::to_value(&params).unwrap_or_default())
+            .await
+            .map_err(|e| refused(format!("the caller's client did not answer: {e}")))?;
+        serde_json::from_value(answer).map_err(|e| {
+            refused(format!(
+                "the caller's client answered sampling with something else: {e}"
+            ))
+        })
     }
 
     /// The roots of the call's caller, as its client lists them (none without one).
     #[allow(deprecated)] // Roots are deprecated by 2026-07-28 (SEP-2577), still in use.
-    fn list_roots(
+    async fn list_roots(
         &self,
         context: RequestContext<RoleClient>,
-    ) -> impl Future<Output = Result<rmcp::model::ListRootsResult, rmcp::ErrorData>> + Send + '_
-    {
-        let roots = self.elicit.of(&context).and_then(|a| a.roots);
-        async move {
-            let answer = super::asks::roots(roots.as_ref()).await;
-            Ok(serde_json::from_value(answer).unwrap_or_default())
-        }
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        let roots = self.elicit.of(&context).await.and_then(|a| a.roots);
+        let answer = super::asks::roots(roots.as_ref()).await;
+        Ok(serde_json::from_value(answer).unwrap_or_default())
     }
 
     fn get_info(&self) -> rmcp::model::ClientConfig {

@@ -465,7 +465,12 @@ impl Upstreams {
             .map_err(|e| up.failure(e))?;
         let route = (downstream.progress.clone())
             .map(|tx| up.progress.add(handle.progress_token.clone(), tx));
-        let _asks = asks::Askers::of(downstream).map(|a| up.elicit.add(handle.id.clone(), a));
+        // Registered even when the caller answers nothing, so its questions are declined at
+        // once rather than waited for.
+        let _asks = up.elicit.add(
+            handle.id.clone(),
+            asks::Askers::of(downstream).unwrap_or_default(),
+        );
         let guard = CancelOnDrop {
             peer: Some(peer.clone()),
             id: handle.id.clone(),

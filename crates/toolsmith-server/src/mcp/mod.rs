@@ -43,7 +43,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
-use toolsmith_store::{decode_cursor, encode_cursor};
+use toolsmith_store::{Store, decode_cursor, encode_cursor};
 
 pub use result::to_mcp;
 pub use snapshot::Snapshot;
@@ -232,11 +232,17 @@ impl ServerHandler for McpServer {
     async fn set_level(
         &self,
         r: rmcp::model::SetLevelRequestParams,
-        _: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let level = serde_json::to_value(r.level).unwrap_or_default();
         let rank = level.as_str().and_then(run::level_rank);
         *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = rank;
+        // A session's level is kept with it, for the replicas that take it up.
+        if let (Some(id), Some(level)) = (run::session_id(&ctx), level.as_str())
+            && let Err(e) = self.state.store.set_mcp_session_level(&id, level).await
+        {
+            tracing::warn!("keeping MCP session {id}'s log level: {e}");
+        }
         Ok(())
     }
 

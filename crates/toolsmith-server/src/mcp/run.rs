@@ -14,6 +14,7 @@ use toolsmith_gateway::CallOptions;
 use toolsmith_gateway::upstream::Elicitor;
 
 use super::McpServer;
+use toolsmith_store::Store;
 
 impl McpServer {
     /// Who calls, for the engine (sessions belong to it): over HTTP with a token, `mcp:`
@@ -64,7 +65,7 @@ impl McpServer {
         }
         // Its log messages, at the level this client asked for.
         let (log_tx, mut logs) = tokio::sync::mpsc::unbounded_channel();
-        let log_level = self.log_level(ctx);
+        let log_level = self.log_level(ctx).await;
         if upstream && log_level.is_some() {
             options.downstream.log = Some(log_tx);
         }
@@ -255,9 +256,9 @@ fn log_param(
 impl McpServer {
     /// The least level of log message this request's client gets, or `None` for none: on
     /// protocol 2026-07-28 the request's [`LOG_LEVEL_META`] (none without it); before, what
-    /// the client set with `logging/setLevel` on this connection, every message when it set
-    /// nothing.
-    fn log_level(&self, ctx: &RequestContext<RoleServer>) -> Option<usize> {
+    /// the client set with `logging/setLevel` — on this connection, or for a session what the
+    /// registry keeps for it (set on any replica) — every message when it set nothing.
+    async fn log_level(&self, ctx: &RequestContext<RoleServer>) -> Option<usize> {
         let modern = ctx
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
@@ -268,11 +269,30 @@ impl McpServer {
                 .and_then(Value::as_str)
                 .and_then(level_rank);
         }
-        Some(
-            self.log_level
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .unwrap_or(0),
-        )
+        // A session's level is the registry's (any replica may have been told it last);
+        // a connection's (stdio, a stateless request) is its own.
+        let here = *self.log_level.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(id) = session_id(ctx) else {
+            return Some(here.unwrap_or(0));
+        };
+        let kept = match self.state.store.mcp_session_level(&id).await {
+            Ok(level) => level.as_deref().and_then(level_rank),
+            Err(e) => {
+                tracing::warn!("reading MCP session {id}'s log level: {e}");
+                here
+            }
+        };
+        Some(kept.unwrap_or(0))
     }
+}
+
+/// The `Mcp-Session-Id` a request came with (a 2025-11-25 client's session on `/mcp`).
+pub(super) fn session_id(ctx: &RequestContext<RoleServer>) -> Option<String> {
+    ctx.extensions
+        .get::<axum::http::request::Parts>()?
+        .headers
+        .get("mcp-session-id")?
+        .to_str()
+        .ok()
+        .map(str::to_owned)
 }
