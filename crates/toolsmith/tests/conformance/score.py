@@ -1,9 +1,10 @@
 """Scores one conformance run: of the scenarios a requirement set requires (the suite's own
 `list --server --requirements SET`, on stdin), how many passed — none of their checks a
 FAILURE — in the results folder given. Prints `SET: N/M required scenarios pass` and the
-failing ones, each with its failed checks.
+failing ones, each with its failed checks. With a third argument `client`, the client
+scenarios of the listing (`list --client`) are scored instead.
 
-Run: `conformance list --server --requirements SET | python score.py SET RESULTS_DIR`.
+Run: `conformance list --server --requirements SET | python score.py SET RESULTS_DIR [client]`.
 """
 
 import json
@@ -12,13 +13,21 @@ import re
 import sys
 
 revision, results = sys.argv[1], sys.argv[2]
-# The listing names server scenarios as "  - name" under "Server scenarios".
-listing = sys.stdin.read().split("Client scenarios")[0]
-required = re.findall(r"^\s+- ([a-z0-9-]+)\s*$", listing, re.M)
-folders = os.listdir(results)
+client = sys.argv[3:] == ["client"]
+# The listing names scenarios as "  - name" under "Server scenarios", then "Client scenarios"
+# (until what is run but not scored).
+parts = sys.stdin.read().split("Client scenarios")
+listing = parts[1].split("Run and reported")[0] if client else parts[0]
+required = re.findall(r"^\s+- ([a-z0-9_/-]+)\s*$", listing, re.M)
 failing = []
 for name in required:
-    runs = sorted(f for f in folders if re.fullmatch(rf"server-{re.escape(name)}-\d{{4}}-.*", f))
+    # A client scenario's results are in `<name>-<date>` (auth/… ones in a folder `auth`), a
+    # server scenario's in `server-<name>-<date>`.
+    where = os.path.join(results, os.path.dirname(name))
+    base = os.path.basename(name) if client else f"server-{name}"
+    folders = os.listdir(where) if os.path.isdir(where) else []
+    runs = sorted(os.path.join(os.path.dirname(name), f) for f in folders
+                  if re.fullmatch(rf"{re.escape(base)}-\d{{4}}-.*", f))
     if not runs:
         failing.append((name, ["not run"]))
         continue
@@ -27,6 +36,7 @@ for name in required:
     failed = [c["id"] for c in checks if c.get("status") == "FAILURE"]
     if failed:
         failing.append((name, failed))
-print(f"{revision}: {len(required) - len(failing)}/{len(required)} required scenarios pass")
+what = "client " if client else ""
+print(f"{revision}: {len(required) - len(failing)}/{len(required)} required {what}scenarios pass")
 for name, failed in failing:
     print(f"  failing: {name} ({', '.join(failed)})")
