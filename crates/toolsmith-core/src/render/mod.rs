@@ -5,8 +5,11 @@
 //! its provider's rules ([`transform`]); per-format overrides from the catalog change the
 //! description. Disabled tools are never rendered.
 
+mod python;
 mod transform;
 mod xml;
+
+pub use python::{Module as PythonModule, module_of as python_module_of, python_stubs};
 
 use serde_json::{Map, Value, json};
 

@@ -9,6 +9,7 @@
 //! the routes of versioned documents share.
 
 mod calls;
+mod code;
 mod documents;
 mod drafts;
 mod export;
@@ -67,6 +68,7 @@ pub fn router() -> Router<Arc<Gateway>> {
     let api = calls::routes(api);
     let api = drafts::routes(api);
     let api = export::routes(api);
+    let api = code::routes(api);
     let api = servers::routes(api);
     let api = server_checks::routes(api);
     let api = imports::routes(api);
