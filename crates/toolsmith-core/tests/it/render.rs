@@ -216,3 +216,72 @@ fn strict_free_form_objects_become_json_text_that_the_pipeline_parses_back() {
         "a nullable parameter keeps its null"
     );
 }
+
+/// GitHub's whole REST API (1,100+ operations, every kind of schema) as Python stubs: each
+/// module compiles and imports under real Python, with a function and an async twin per tool.
+#[test]
+#[ignore = "needs @octokit/openapi (npm ci in crates/toolsmith/tests/upstream)"]
+fn githubs_import_becomes_python_stubs_that_import() {
+    let path = repo_root().join(
+        "crates/toolsmith/tests/upstream/node_modules/@octokit/openapi/generated/api.github.com.json",
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run `npm ci` in crates/toolsmith/tests/upstream",
+            path.display()
+        )
+    });
+    let doc = toolsmith_core::openapi::parse_document(&text).expect("GitHub's document parses");
+    let src = crate::support::MemSource::default();
+    let imported =
+        toolsmith_core::openapi::import(&doc, &Default::default(), &src).expect("imports");
+    let tools = toolsmith_core::openapi::tools(&imported, &src).expect("tools");
+    assert!(tools.len() > 1000, "{}", tools.len());
+    let modules = toolsmith_core::render::python_stubs(&tools);
+    let dir = tempfile::tempdir().expect("tempdir");
+    for m in &modules {
+        let file = dir.path().join(&m.path);
+        std::fs::create_dir_all(file.parent().expect("folder")).expect("mkdir");
+        std::fs::write(&file, &m.source).expect("write");
+    }
+    std::fs::write(
+        dir.path().join("toolsmith_runtime.py"),
+        "def call(name, arguments, optional=()):\n    return name\n\nasync def acall(name, arguments, optional=()):\n    return name\n",
+    )
+    .expect("write runtime");
+    let probe = "import importlib, inspect, json, sys\nsys.path.insert(0, sys.argv[1])\n\
+        names = json.loads(sys.argv[2])\ncount = 0\n\
+        for n in names:\n    m = importlib.import_module(n)\n    \
+        fs = [f for f, v in vars(m).items() if inspect.isfunction(v) and v.__module__ == n]\n    \
+        count += len([f for f in fs if not f.endswith('_async')])\n    \
+        assert all(f + '_async' in fs for f in fs if not f.endswith('_async')), n\n\
+        print(count)\n";
+    let names: Vec<&str> = modules.iter().map(|m| m.module.as_str()).collect();
+    let out = std::process::Command::new("python3")
+        .args(["-c", probe])
+        .arg(dir.path())
+        .arg(serde_json::to_string(&names).expect("json"))
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "the stubs did not import: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let functions: usize = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a count");
+    // One function per tool, but for names that meet as identifiers (`a-b`, `a_b`).
+    assert!(
+        functions * 100 >= tools.len() * 99,
+        "{functions} of {}",
+        tools.len()
+    );
+    let bytes: usize = modules.iter().map(|m| m.source.len()).sum();
+    eprintln!(
+        "{} tools: {} modules, {functions} functions, {bytes} bytes of stubs",
+        tools.len(),
+        modules.len()
+    );
+}
