@@ -108,7 +108,7 @@ impl crate::documents::Document for McpServer {
     }
 
     fn from_definition(definition: &Value) -> Result<Self> {
-        toolsmith_core::catalog::parse_server(definition, &crate::NoFiles)
+        toolsmith_core::catalog::parse_stored_server(definition, &crate::NoFiles)
             .map_err(|e| crate::StoreError::Invalid(e.to_string()))
     }
 

@@ -29,7 +29,7 @@ pub use crate::form::param::FORMATS;
 use crate::form::param::{Place, Placement, parse_list, parse_list_placed};
 pub use crate::form::{CatalogError, CatalogErrors};
 use crate::form::{Errs, Fields, join};
-pub use servers::parse_server;
+pub use servers::{parse_server, parse_stored_server};
 pub use toolsets::parse_toolset;
 
 use crate::builtin;
@@ -204,6 +204,9 @@ struct Loader<'s> {
     documents: Vec<(String, Vec<String>)>,
     /// Toolsets with the file and path each was declared at.
     toolsets: Vec<(crate::toolset::Toolset, String, String)>,
+    /// Lift a server's `${NAME}`s into config fields (not for a definition the registry
+    /// stored, which was read when it was written).
+    lift_variables: bool,
 }
 
 impl<'s> Loader<'s> {
@@ -220,6 +223,7 @@ impl<'s> Loader<'s> {
             holds: Vec::new(),
             documents: Vec::new(),
             toolsets: Vec::new(),
+            lift_variables: true,
         }
     }
 }

@@ -52,6 +52,20 @@ pub fn parse_server(value: &Value, src: &dyn CatalogSource) -> Result<McpServer,
     })
 }
 
+/// Reads a server definition as the registry stored it: as it was read when it was written
+/// (a `${NAME}` kept from before such values were lifted into config fields stays text, as
+/// it was served then, rather than making the stored server unreadable).
+pub fn parse_stored_server(
+    value: &Value,
+    src: &dyn CatalogSource,
+) -> Result<McpServer, CatalogErrors> {
+    read_one("server", |e| {
+        let mut loader = Loader::new(src);
+        loader.lift_variables = false;
+        loader.server(value, "", &Default::default(), e)
+    })
+}
+
 impl Loader<'_> {
     /// Reads the `mcp_servers:` list of one file.
     pub(super) fn servers(
@@ -96,7 +110,10 @@ impl Loader<'_> {
         results_default: &crate::guard::result::ResultPolicy,
         e: &mut Errs,
     ) -> Option<McpServer> {
-        let lifted = super::variables::lift(v, at, self.src, e);
+        let lifted = match self.lift_variables {
+            true => super::variables::lift(v, at, self.src, e),
+            false => None,
+        };
         let f = Fields::new(lifted.as_ref().unwrap_or(v), at, SERVER_KEYS, e)?;
         let errors_before = e.list.len();
         let name = f.string("name", e);

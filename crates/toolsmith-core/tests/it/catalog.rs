@@ -845,6 +845,17 @@ mcp_servers:
 }
 
 #[test]
+fn a_stored_server_with_a_dollar_variable_from_before_still_reads() {
+    // Stored before `${NAME}` was lifted: kept as text (as it was served), never an error
+    // that would make the registry's server unreadable.
+    let stored = serde_json::json!({"name": "old", "command": ["node", "s.js"],
+        "env": {"TOKEN": "${TOKEN}"}});
+    let server = catalog::parse_stored_server(&stored, &MemSource::default()).expect("reads");
+    assert_eq!(server.resolved_env()["TOKEN"], "${TOKEN}");
+    assert!(catalog::parse_server(&stored, &MemSource::default()).is_err());
+}
+
+#[test]
 fn dollar_variables_that_cannot_be_read_are_errors_where_they_are_written() {
     check(
         r#"
