@@ -31,7 +31,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use toolsmith_core::ToolResult;
 use toolsmith_exec::session::{Directory, DirectoryEvent, Forward, HEARTBEAT, Located};
-use toolsmith_store::{Registry, SessionNote, Store};
+use toolsmith_store::{Registry, SessionNote, Store, now_ms};
 
 /// Where a replica takes the session calls another forwards to it: no token is asked there;
 /// the route checks a proof made for that one request ([`check_peer`]).
@@ -190,12 +190,6 @@ fn gone_from_this_host(place: &str) -> bool {
         }
         _ => false,
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl Directory for RegistryDirectory {

@@ -24,7 +24,7 @@ use rmcp::transport::streamable_http_server::session::{
 };
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use toolsmith_gateway::Gateway;
-use toolsmith_store::{Registry, Store};
+use toolsmith_store::{Registry, Store, now_ms};
 
 use crate::mcp::McpServer;
 
@@ -97,12 +97,6 @@ pub const KEEP_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// The registry as rmcp's session store.
 pub struct RegistrySessions(pub Registry);
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
 
 #[async_trait::async_trait]
 impl SessionStore for RegistrySessions {

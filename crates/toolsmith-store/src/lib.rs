@@ -602,8 +602,8 @@ impl CatalogSource for NoFiles {
     }
 }
 
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> i64 {
+/// Milliseconds since the Unix epoch (the registry's clock for what it keeps).
+pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)

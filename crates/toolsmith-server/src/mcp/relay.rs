@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toolsmith_core::{CompiledTool, ToolResult};
 use toolsmith_gateway::upstream::{CLIENT_ERROR, Downstream, Resume};
+pub use toolsmith_store::now_ms;
 
 /// What a relayed call's `requestState` starts with.
 pub const PREFIX: &str = "tsr1.";
@@ -193,13 +194,6 @@ pub fn client_error(tool: &CompiledTool, result: &ToolResult) -> Option<rmcp::Er
         message,
         data,
     ))
-}
-
-/// Now, in ms since the epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 #[cfg(test)]
