@@ -515,7 +515,7 @@ fn a_2025_session_moves_between_replicas_and_is_asked_during_a_call() {
     let entry = |name: &str, protocol: &str| {
         format!(
             "  - name: {name}\n    url: http://127.0.0.1:{}/mcp\n    protocol: \"{protocol}\"\n    on_change: accept\n    \
-             include: [test_sampling, test_elicitation, test_tool_with_logging]\n    tools:\n      test_sampling: {{danger: safe}}\n      \
+             include: [test_sampling, test_elicitation, test_elicitation_url, test_tool_with_logging]\n    tools:\n      test_sampling: {{danger: safe}}\n      test_elicitation_url: {{danger: safe}}\n      \
              test_elicitation: {{danger: safe}}\n      test_tool_with_logging: {{danger: safe}}\n",
             up.1
         )
@@ -539,7 +539,7 @@ fn a_2025_session_moves_between_replicas_and_is_asked_during_a_call() {
     // Initialize on replica A.
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25",
-        "capabilities": {"elicitation": {"form": {}}, "sampling": {}},
+        "capabilities": {"elicitation": {"form": {}, "url": {}}, "sampling": {}},
         "clientInfo": {"name": "relay-test", "version": "1"}}});
     let (status, session, rx) = session_post(&mcp_a, None, init);
     assert_eq!(status, 200);
@@ -632,6 +632,12 @@ fn a_2025_session_moves_between_replicas_and_is_asked_during_a_call() {
                 json!({"role": "assistant", "content": {"type": "text", "text": "hi from the model"}, "model": "m"}),
                 "LLM response: hi from the model",
             ),
+            (
+                "test_elicitation_url",
+                json!({}),
+                json!({"action": "accept"}),
+                "URL elicitation: accept",
+            ),
         ]
         .into_iter()
         .enumerate()
@@ -652,6 +658,15 @@ fn a_2025_session_moves_between_replicas_and_is_asked_during_a_call() {
                 }
                 let method = if tool == "test_sampling" { "sampling/createMessage" } else { "elicitation/create" };
                 assert_eq!(first["method"], method, "{name}: {first}");
+                if tool == "test_elicitation_url" {
+                    // URL mode reaches a client that declared it, the page as the upstream
+                    // gave it.
+                    assert_eq!(
+                        (&first["params"]["mode"], &first["params"]["url"]),
+                        (&json!("url"), &json!("https://example.com/connect?state=s1")),
+                        "{first}"
+                    );
+                }
                 let reply = json!({"jsonrpc": "2.0", "id": first["id"], "result": reply});
                 let (status, _, _) = session_post(&mcp_b, Some(&session), reply);
                 assert!(status == 202 || status == 200, "{status}");
@@ -667,6 +682,23 @@ fn a_2025_session_moves_between_replicas_and_is_asked_during_a_call() {
             assert!(said.starts_with(expected), "{name}: {result}");
         }
     }
+
+    // A client that did not declare URL mode is never sent a URL-mode question: declined
+    // for it, the call goes on.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
+        "clientInfo": {"name": "forms-only", "version": "1"}}});
+    let (_, forms_only, rx) = session_post(&mcp_a, None, init);
+    let forms_only = forms_only.expect("a session");
+    next_message(&rx, "the initialize answer");
+    let call = json!({"jsonrpc": "2.0", "id": 80, "method": "tools/call",
+        "params": {"name": "legacy__test_elicitation_url", "arguments": {}}});
+    let (_, _, rx) = session_post(&mcp_a, Some(&forms_only), call);
+    let first = next_message(&rx, "the URL-mode call's answer");
+    assert_eq!(
+        first["result"]["content"][0]["text"], "URL elicitation: decline",
+        "{first}"
+    );
 
     // Resumption: a client whose call's stream broke after the upstream's question
     // reconnects with the last event id it saw (Last-Event-ID) on the replica that streams

@@ -185,8 +185,10 @@ impl ClientHandler for Handler {
     fn get_info(&self) -> rmcp::model::ClientConfig {
         let mut info = rmcp::model::ClientConfig::default();
         // Questions are passed on to the downstream client when it can ask its user.
+        // Form and URL mode: a URL-mode question for a caller whose client cannot show one
+        // is declined for it.
         info.capabilities.elicitation =
-            serde_json::from_value(serde_json::json!({"form": {}})).ok();
+            serde_json::from_value(serde_json::json!({"form": {}, "url": {}})).ok();
         // Sampling requests go to the model of the caller whose call made them, when its
         // client can sample (and are refused for the others).
         info.capabilities.sampling = serde_json::from_value(serde_json::json!({})).ok();

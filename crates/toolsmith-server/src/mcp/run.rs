@@ -151,6 +151,10 @@ fn askers(
     ctx: &RequestContext<RoleServer>,
     downstream: &mut toolsmith_gateway::upstream::Downstream,
 ) {
+    let shows_urls = ctx
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        .is_some_and(|e| e.url.is_some());
     downstream.elicit = asker(
         ctx,
         |c| c.elicitation.is_some(),
@@ -159,7 +163,8 @@ fn askers(
                 rmcp::model::ElicitRequest::new(serde_json::from_value(params)?),
             ))
         },
-    );
+    )
+    .map(|ask| url_mode_only_if(shows_urls, ask));
     downstream.sample = asker(
         ctx,
         |c| c.sampling.is_some(),
@@ -174,6 +179,17 @@ fn askers(
         |c| c.roots.is_some(),
         |_| Ok(ServerRequest::ListRootsRequest(Default::default())),
     );
+}
+
+/// `ask`, but a URL-mode question (`mode: "url"`) declined without asking when the client
+/// did not declare it can show one.
+fn url_mode_only_if(shows_urls: bool, ask: Elicitor) -> Elicitor {
+    Elicitor(Arc::new(move |params: Value| {
+        if !shows_urls && params.get("mode").and_then(Value::as_str) == Some("url") {
+            return Box::pin(async { Ok(serde_json::json!({"action": "decline"})) });
+        }
+        (ask.0)(params)
+    }))
 }
 
 /// Asks this client with the request `make` builds from an upstream's params, on the stream

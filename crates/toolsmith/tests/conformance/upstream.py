@@ -162,6 +162,21 @@ async def ask(ctx: Context, message: str, schema: dict) -> str | types.InputRequ
     return f"Elicitation completed: action={answer.action}, content={answer.content}"
 
 
+@server.tool(description="Sends the user to a page (URL-mode elicitation), in either era.")
+async def test_elicitation_url(ctx: Context) -> str | types.InputRequiredResult:
+    url = "https://example.com/connect?state=s1"
+    if modern(ctx):
+        got = answers(ctx)
+        if "visit" not in got:
+            params = {"mode": "url", "message": "Connect your account", "url": url, "elicitationId": "e1"}
+            return ask_for({"visit": {"method": "elicitation/create", "params": params}})
+        return f"URL elicitation: {got['visit'].get('action')}"
+    answer = await ctx.request_context.session.elicit_url(
+        "Connect your account", url, "e1", related_request_id=ctx.request_id
+    )
+    return f"URL elicitation: {answer.action}"
+
+
 @server.tool(description="Asks the user for a name and an email (elicitation).")
 async def test_elicitation(message: str, ctx: Context) -> str | types.InputRequiredResult:
     return await ask(
