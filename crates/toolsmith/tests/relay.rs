@@ -38,20 +38,25 @@ fn free_port() -> u16 {
 }
 
 fn fixture(python: &str) -> Upstream {
+    listening(python, "conformance/upstream.py", "the fixture upstream")
+}
+
+/// The Python server `script` (under `crates/toolsmith/tests`, given its port) once it listens.
+fn listening(python: &str, script: &str, what: &str) -> Upstream {
     let port = free_port();
     let child = Command::new(python)
-        .arg(repo().join("crates/toolsmith/tests/conformance/upstream.py"))
+        .arg(repo().join("crates/toolsmith/tests").join(script))
         .arg(port.to_string())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("start the fixture upstream");
+        .unwrap_or_else(|e| panic!("start {what}: {e}"));
     let up = Upstream(child, port);
     let started = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
             started.elapsed() < Duration::from_secs(60),
-            "the fixture upstream did not listen within 60 s"
+            "{what} did not listen within 60 s"
         );
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -840,24 +845,11 @@ fn events(
 
 /// The FastMCP guard fixture (`tests/upstream/fastmcp_guard.py`) on a free port.
 fn fastmcp_guard(python: &str) -> Upstream {
-    let port = free_port();
-    let child = Command::new(python)
-        .arg(repo().join("crates/toolsmith/tests/upstream/fastmcp_guard.py"))
-        .arg(port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the FastMCP guard server");
-    let up = Upstream(child, port);
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the FastMCP guard server did not listen within 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    up
+    listening(
+        python,
+        "upstream/fastmcp_guard.py",
+        "the FastMCP guard server",
+    )
 }
 
 #[test]
