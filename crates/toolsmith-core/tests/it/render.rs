@@ -222,21 +222,7 @@ fn strict_free_form_objects_become_json_text_that_the_pipeline_parses_back() {
 #[test]
 #[ignore = "needs @octokit/openapi (npm ci in crates/toolsmith/tests/upstream)"]
 fn githubs_import_becomes_python_stubs_that_import() {
-    let path = repo_root().join(
-        "crates/toolsmith/tests/upstream/node_modules/@octokit/openapi/generated/api.github.com.json",
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e}; run `npm ci` in crates/toolsmith/tests/upstream",
-            path.display()
-        )
-    });
-    let doc = toolsmith_core::openapi::parse_document(&text).expect("GitHub's document parses");
-    let src = crate::support::MemSource::default();
-    let imported =
-        toolsmith_core::openapi::import(&doc, &Default::default(), &src).expect("imports");
-    let tools = toolsmith_core::openapi::tools(&imported, &src).expect("tools");
-    assert!(tools.len() > 1000, "{}", tools.len());
+    let tools = crate::support::github_tools();
     let modules = toolsmith_core::render::python_stubs(&tools);
     let dir = tempfile::tempdir().expect("tempdir");
     for m in &modules {

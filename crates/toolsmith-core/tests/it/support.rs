@@ -67,6 +67,27 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// GitHub's REST API (npm `@octokit/openapi`, installed by `npm ci` in
+/// crates/toolsmith/tests/upstream) imported as tools, every operation one.
+pub fn github_tools() -> Vec<Tool> {
+    let path = repo_root().join(
+        "crates/toolsmith/tests/upstream/node_modules/@octokit/openapi/generated/api.github.com.json",
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run `npm ci` in crates/toolsmith/tests/upstream",
+            path.display()
+        )
+    });
+    let doc = toolsmith_core::openapi::parse_document(&text).expect("GitHub's document parses");
+    let src = MemSource::default();
+    let imported =
+        toolsmith_core::openapi::import(&doc, &Default::default(), &src).expect("imports");
+    let tools = toolsmith_core::openapi::tools(&imported, &src).expect("tools");
+    assert!(tools.len() > 1000, "{}", tools.len());
+    tools
+}
+
 /// Every catalog under `examples/` (entry files only: those not imported by another).
 pub fn example_catalogs() -> Vec<(String, Catalog)> {
     let dir = repo_root().join("examples");
