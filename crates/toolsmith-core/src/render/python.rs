@@ -129,11 +129,7 @@ fn function_source(tool: &Tool) -> String {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required = required_keys(schema.get("required"));
     let mut params = Vec::new();
     // Required parameters first (no default), then the others, each in name order.
     let mut ordered: Vec<(&String, &Value)> = props.iter().collect();
@@ -230,6 +226,14 @@ fn docstring(tool: &Tool, params: &[(String, String, String, bool, String)]) -> 
         })
         .collect();
     format!("    \"\"\"\n{}\n    \"\"\"\n", indented.join("\n"))
+}
+
+/// The keys an object schema's `required` names.
+fn required_keys(required: Option<&Value>) -> Vec<&str> {
+    required
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
 }
 
 fn describe(schema: &Value) -> String {
@@ -329,11 +333,7 @@ impl Types {
         depth: usize,
     ) -> String {
         let name = format!("{}{}", self.prefix, hint);
-        let required: Vec<&str> = node
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let required = required_keys(node.get("required"));
         let mut fields = Vec::new();
         for (key, prop) in props {
             let ty = self.python(prop, &camel(key), depth + 1);
