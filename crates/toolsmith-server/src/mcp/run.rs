@@ -63,10 +63,14 @@ impl McpServer {
         if upstream {
             askers(ctx, &mut options.downstream);
         }
-        // Its log messages, at the level this client asked for.
+        // An upstream tool's log messages, at the level this client asked for (looked up
+        // only for those: a session's level is a registry read).
         let (log_tx, mut logs) = tokio::sync::mpsc::unbounded_channel();
-        let log_level = self.log_level(ctx).await;
-        if upstream && log_level.is_some() {
+        let log_level = match upstream {
+            true => self.log_level(ctx).await,
+            false => None,
+        };
+        if log_level.is_some() {
             options.downstream.log = Some(log_tx);
         }
         let pass_log = |message: Value| async move {
