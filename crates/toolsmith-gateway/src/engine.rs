@@ -1,6 +1,6 @@
 //! What a front door asks of the engine besides calls, through the gateway: the sandbox a
 //! tool runs under, the upstream servers' state and controls (status, log, refresh, restart,
-//! a probe of a definition not yet saved), and how many calls ran warm. A door never reaches
+//! a probe of a definition not yet saved, the tasks an upstream runs for a caller), and how many calls ran warm. A door never reaches
 //! the engine itself.
 
 use std::time::Duration;
@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use toolsmith_core::Tool;
 use toolsmith_core::upstream::McpServer;
-use toolsmith_exec::upstream::ServerStatus;
+use toolsmith_exec::upstream::{ServerStatus, TaskRequest, UpstreamError};
 
 use crate::Gateway;
 
@@ -55,6 +55,26 @@ impl Gateway {
         String,
     ) {
         self.engine.upstreams().probe(def, timeout).await
+    }
+
+    /// Whether an upstream declares the tasks extension (SEP-2663), so the gateway relays it.
+    pub fn upstreams_offer_tasks(&self) -> bool {
+        self.engine.upstreams().any_offers_tasks()
+    }
+
+    /// `request` about upstream `server`'s task `task_id` (its own id), declaring the
+    /// caller's `client_capabilities`: the upstream's answer as JSON.
+    pub async fn upstream_task(
+        &self,
+        server: &str,
+        task_id: &str,
+        request: TaskRequest,
+        client_capabilities: Option<Value>,
+    ) -> Result<Value, UpstreamError> {
+        self.engine
+            .upstreams()
+            .task(server, task_id, request, client_capabilities)
+            .await
     }
 
     /// Python calls that ran in a warm runtime since the engine started.

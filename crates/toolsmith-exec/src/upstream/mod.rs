@@ -26,12 +26,14 @@ mod logs;
 mod offer;
 mod probe;
 mod supervise;
+mod tasks;
 
 pub use downstream::{
     BoxFuture, CLIENT_ERROR, Downstream, Elicitor, MISSING_CLIENT_CAPABILITY, Resume,
 };
 pub use offer::{Offer, ServerOffer};
 pub use probe::ProbeError;
+pub use tasks::TaskRequest;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -427,6 +429,12 @@ impl Upstreams {
                 }
                 ServerResult::InputRequiredResult(asked) if downstream.relay_inputs => {
                     return serde_json::to_value(asked)
+                        .map_err(|e| UpstreamError::Failed(e.to_string()));
+                }
+                // A task (the tasks extension, which only a relaying caller can declare):
+                // handed back as it came (`resultType: task`), for the caller to follow.
+                ServerResult::CreateTaskResult(task) if downstream.relay_inputs => {
+                    return serde_json::to_value(task)
                         .map_err(|e| UpstreamError::Failed(e.to_string()));
                 }
                 ServerResult::InputRequiredResult(asked) => {

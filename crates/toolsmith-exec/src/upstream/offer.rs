@@ -189,7 +189,7 @@ impl Upstreams {
             .map(drop)
     }
 
-    fn upstream(&self, server: &str) -> Result<Arc<Upstream>, UpstreamError> {
+    pub(super) fn upstream(&self, server: &str) -> Result<Arc<Upstream>, UpstreamError> {
         self.get(server)
             .ok_or_else(|| UpstreamError::Unknown(server.to_owned()))
     }
@@ -221,7 +221,7 @@ impl Upstream {
     }
 
     /// One request on the ready connection, within the server's timeout; its result as JSON.
-    async fn ask<T, F>(
+    pub(super) async fn ask<T, F>(
         &self,
         send: impl FnOnce(rmcp::Peer<RoleClient>) -> F,
     ) -> Result<Value, UpstreamError>

@@ -16,9 +16,11 @@
 //! client on an older upstream's behalf), [`relay`] (a 2026-07-28 upstream's "input required"
 //! handed to a 2026-07-28 client, its state sealed), [`confirm`] (confirmation of dangerous
 //! tools), [`result`] (a result in MCP's form), [`offers`] (the upstreams' resources,
-//! prompts and completions). Logging will be a file of its own here.
+//! prompts and completions), [`call`] (a `tools/call` answered), [`tasks`] (an upstream's tasks
+//! relayed, their ids sealed). Logging will be a file of its own here.
 
 mod ask;
+mod call;
 mod confirm;
 mod offers;
 pub mod params;
@@ -27,20 +29,21 @@ mod result;
 mod run;
 pub mod search;
 mod snapshot;
+mod tasks;
 mod view;
 
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+    CompleteResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscriptionFilter, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::Mutex;
 use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
 use toolsmith_store::{Store, decode_cursor, encode_cursor};
@@ -51,7 +54,6 @@ use toolsmith_gateway::Gateway;
 use toolsmith_gateway::view::View;
 
 use ask::{Next, Parking};
-use confirm::Confirmation;
 
 /// Tools per `tools/list` page.
 pub const PAGE_SIZE: usize = 200;
@@ -168,6 +170,7 @@ impl ServerHandler for McpServer {
                 .enable_logging()
                 .build(),
         );
+        tasks::declare(&mut info.capabilities, self.state.upstreams_offer_tasks());
         info.server_info = Implementation::new("toolsmith", env!("CARGO_PKG_VERSION"));
         info.instructions = Some(
             "Tools from a toolsmith registry. Arguments are checked against each tool's input \
@@ -215,6 +218,36 @@ impl ServerHandler for McpServer {
             result.next_cursor = Some(encode_cursor(&tools[end - 1].name));
         }
         Ok(result)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.get_relayed_task(request.task_id, ctx).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let answers = serde_json::to_value(request.input_responses)
+            .ok()
+            .and_then(|v| v.as_object().cloned())
+            .unwrap_or_default();
+        let update = toolsmith_gateway::upstream::TaskRequest::Update(answers);
+        self.ack_relayed_task(request.task_id, update, ctx).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let cancel = toolsmith_gateway::upstream::TaskRequest::Cancel;
+        self.ack_relayed_task(request.task_id, cancel, ctx).await
     }
 
     async fn call_tool(
@@ -537,150 +570,5 @@ impl McpServer {
                 async move { admitted.run(arguments, None, options).await }
             })
             .await
-    }
-}
-
-impl McpServer {
-    /// A `tools/call`, answered (in its span: [`crate::traces::mcp_request`]).
-    async fn answer_call(
-        &self,
-        request: CallToolRequestParams,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        if let Some(why) = ctx.meta.get(params::BAD_KEY).and_then(Value::as_str) {
-            return Err(ErrorData::invalid_params(why.to_owned(), None));
-        }
-        let view = self.view(&ctx).await?;
-        let snapshot = self.snapshot().await?;
-        let mut request = request;
-        let mut wrapped = false;
-        if view.search {
-            match request.name.as_ref() {
-                search::SEARCH => {
-                    let arguments = request.arguments.unwrap_or_default();
-                    return Ok(search::search(&snapshot, &view, &arguments).into());
-                }
-                search::CALL => {
-                    request = search::unwrap_call(request)?;
-                    wrapped = true;
-                }
-                // A member called by its own name (a model that skipped call_tool) runs too.
-                _ => {}
-            }
-        }
-        let found = snapshot
-            .by_name
-            .get(request.name.as_ref())
-            .filter(|t| view.admits(&t.tool))
-            .cloned();
-        let Some(tool) = found else {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown tool {:?}: it is not in this server's registry, or it is disabled; tools/list shows the tools",
-                    request.name
-                ),
-                None,
-            ));
-        };
-        // Arguments sent as JSON text are read by the pipeline, as REST's are.
-        let arguments = match ctx.meta.get(params::TEXT_KEY) {
-            Some(Value::String(text)) if !wrapped => Value::String(text.clone()),
-            _ => Value::Object(request.arguments.clone().unwrap_or_default()),
-        };
-        // The call path's first step: the caller's own rate limit (over HTTP, where callers
-        // are known).
-        let door = self.door(&ctx);
-        let admitted = match door.clone().admit(&self.state, &tool, &arguments).await {
-            Ok(admitted) => admitted,
-            Err(refused) => return Ok(self.finish(&tool, refused, false)),
-        };
-        let upstream = tool.tool.executor.upstream().is_some();
-        // The answers to an upstream's "input required" relayed to this client: the state it
-        // was given, opened and checked (a bad one is refused before anything runs).
-        let opened = match upstream {
-            true => relay::resume(
-                &request.request_state,
-                &request.input_responses,
-                tool.tool.name.as_str(),
-                &door.log_name,
-            )?,
-            false => None,
-        };
-        // The answer to an upstream's question asked of this client (protocol 2026-07-28):
-        // the parked call goes on.
-        if let Some(state) = request
-            .request_state
-            .as_deref()
-            .filter(|s| upstream && Parking::names_a_question(Some(s)))
-        {
-            let answer = request
-                .input_responses
-                .as_ref()
-                .and_then(|r| r.get(ask::QUESTION_KEY))
-                .cloned()
-                .unwrap_or_else(|| json!({"action": "cancel"}));
-            let result = match self.parking.resume(state, answer).await {
-                Some(Next::Ask(asked)) => return Ok(CallToolResponse::InputRequired(asked)),
-                // (Counted and logged by the call path the parked call runs on.)
-                Some(Next::Done(result)) => *result,
-                None => {
-                    let result = ToolResult::err(
-                        ErrorKind::Upstream,
-                        format!(
-                            "the question of `{}` this answers is no longer waiting (it waits {} minutes, \
-                             on the server that asked it); call the tool again",
-                            tool.tool.name,
-                            ask::KEEP.as_secs() / 60
-                        ),
-                        Vec::new(),
-                        tool.meta(Vec::new()),
-                    );
-                    self.state.record(&door, &tool.tool, &result, &arguments);
-                    result
-                }
-            };
-            return Ok(self.finish(&tool, result, false));
-        }
-        let confirmation = match &opened {
-            Some(o) if o.confirmed => Confirmation::Confirmed,
-            _ => self.confirmation(&tool, &arguments, &request, &ctx).await,
-        };
-        let (confirmed, declined) = match confirmation {
-            Confirmation::Ask(ask) => return Ok(CallToolResponse::InputRequired(ask)),
-            Confirmation::Confirmed => (true, false),
-            Confirmation::Declined => (false, true),
-            Confirmation::NotAsked => (false, false),
-        };
-        // An upstream's questions go to a 2026-07-28 client as "input required": the call is
-        // parked until the answer comes with the call sent again.
-        let resume = opened.map(|o| o.resume);
-        let result = if upstream && asks_back(&ctx) {
-            match self
-                .parked_run(admitted, arguments.clone(), (confirmed, resume), &ctx)
-                .await
-            {
-                Next::Ask(asked) => return Ok(CallToolResponse::InputRequired(asked)),
-                Next::Done(result) => *result,
-            }
-        } else {
-            self.run(
-                admitted,
-                &tool,
-                arguments.clone(),
-                (confirmed, resume),
-                &ctx,
-            )
-            .await
-        };
-        if let Some(e) = relay::client_error(&tool, &result) {
-            return Err(e);
-        }
-        // A 2026-07-28 upstream's "input required", for this client to answer.
-        if let Some(asked) =
-            relay::relayed(&tool, &result, &door.log_name, confirmed, relay::now_ms())
-        {
-            return Ok(CallToolResponse::InputRequired(asked));
-        }
-        Ok(self.finish(&tool, result, declined))
     }
 }

@@ -23,6 +23,8 @@ from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
+import upstream_tasks as tasks
+
 # A 1x1 red PNG and a minimal WAV (44-byte header, one silent sample).
 PNG = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -34,7 +36,7 @@ WAV = base64.b64encode(
     + b"data" + (2).to_bytes(4, "little") + b"\x00\x00"
 ).decode()
 
-server = MCPServer("toolsmith-conformance-upstream", version="1.0.0")
+server = MCPServer("toolsmith-conformance-upstream", version="1.0.0", extensions=[tasks.Tasks()])
 low = server._lowlevel_server  # the SDK's own request table, for the methods MCPServer leaves out
 
 
@@ -521,6 +523,9 @@ async def complete(ref, argument, context) -> types.Completion:
     options = ["paris", "park", "party"]
     values = [v for v in options if v.startswith(argument.value)] if argument.value else options
     return types.Completion(values=values, total=len(values), has_more=False)
+
+
+tasks.register(server)
 
 
 if __name__ == "__main__":
