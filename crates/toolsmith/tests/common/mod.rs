@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -397,4 +397,111 @@ pub fn read_spans(file: &Path) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).expect("span"))
         .collect()
+}
+
+// ---- Python upstreams and 2026-07-28 requests -------------------------------------------
+
+/// A Python upstream on a free port, killed when dropped.
+pub struct Upstream(pub Child, pub u16);
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// The conformance fixture upstream (`tests/conformance/upstream.py`, the official Python SDK).
+pub fn fixture(python: &str) -> Upstream {
+    listening(python, "conformance/upstream.py", "the fixture upstream")
+}
+
+/// The Python server `script` (under `crates/toolsmith/tests`, given its port) once it listens.
+pub fn listening(python: &str, script: &str, what: &str) -> Upstream {
+    let port = free_port();
+    let child = Command::new(python)
+        .arg(repo().join("crates/toolsmith/tests").join(script))
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {what}: {e}"));
+    let up = Upstream(child, port);
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{what} did not listen within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    up
+}
+
+/// One 2026-07-28 request (per-request `_meta`, the protocol header) as `token`; the HTTP
+/// status and the JSON-RPC answer.
+pub fn ask(url: &str, token: &str, method: &str, params: Value, caps: Value) -> (u16, Value) {
+    ask_with(url, token, method, params, caps, &[])
+}
+
+/// The same with more HTTP headers.
+pub fn ask_with(
+    url: &str,
+    token: &str,
+    method: &str,
+    params: Value,
+    caps: Value,
+    headers: &[(&str, &str)],
+) -> (u16, Value) {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": {"name": "relay-test", "version": "1"},
+    });
+    // What Mcp-Name carries: a tool's or prompt's name, a resource's URI, a task's id.
+    let name = (params["name"].as_str())
+        .or(params["uri"].as_str())
+        .or(params["taskId"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let req = ureq::http::Request::builder()
+        .method("POST")
+        .uri(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .header("mcp-name", name)
+        .header("authorization", format!("Bearer {token}"));
+    let req = headers
+        .iter()
+        .fold(req, |req, (name, value)| req.header(*name, *value))
+        .body(body.to_string().into_bytes())
+        .expect("request");
+    let mut resp = agent.run(req).expect("send");
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    // An answer on an event stream: its last `data:` line.
+    let json_text = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .next_back()
+        .unwrap_or(&text)
+        .trim()
+        .to_owned();
+    let answer = serde_json::from_str(&json_text).unwrap_or(Value::String(text));
+    (status, answer)
 }
