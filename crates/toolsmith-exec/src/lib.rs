@@ -29,6 +29,7 @@ pub mod sandbox;
 mod script;
 pub mod session;
 mod signals;
+pub mod talk;
 pub mod trace;
 pub mod upstream;
 mod warm;
@@ -138,6 +139,9 @@ pub struct CallOptions {
     /// Another replica forwarded this session call here (it holds the session): it is
     /// answered here and never forwarded again.
     pub forwarded: bool,
+    /// A conversation with the program a script tool runs (code mode): its stdin stays open
+    /// for the gateway's answers, and its message lines go to the gateway ([`talk`]).
+    pub talk: Option<Arc<talk::Talk>>,
 }
 
 impl CallOptions {
@@ -150,6 +154,7 @@ impl CallOptions {
             principal: String::new(),
             downstream: upstream::Downstream::default(),
             forwarded: false,
+            talk: None,
         }
     }
 }
@@ -528,7 +533,7 @@ impl Engine {
                         self.run_command(t, p, meta).await
                     }
                     (Executor::Script(s), Invocation::Process(p)) => {
-                        self.run_script(t, s, p, meta).await
+                        self.run_script(t, s, p, meta, opts.talk.clone()).await
                     }
                     (Executor::Http(call), Invocation::Http(req)) => {
                         self.run_http(t, call, req, meta).await

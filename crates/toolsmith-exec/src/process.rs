@@ -31,6 +31,8 @@ pub struct Spec<'a> {
     pub niceness: i32,
     /// The kernel sandbox the process starts in; `None`: none.
     pub confinement: Option<crate::sandbox::Confinement>,
+    /// A conversation with the program over its stdin and stdout ([`crate::talk`]).
+    pub talk: Option<Arc<crate::talk::Talk>>,
 }
 
 /// How a process ended.
@@ -104,7 +106,7 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
         .env_clear()
         .envs(&spec.env)
         .current_dir(&spec.cwd)
-        .stdin(if spec.stdin.is_some() {
+        .stdin(if spec.stdin.is_some() || spec.talk.is_some() {
             Stdio::piped()
         } else {
             Stdio::null()
@@ -153,17 +155,21 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
     let mut guard = guard;
     let pid = guard.pgid;
 
-    if let (Some(text), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
+    if let Some(talk) = &spec.talk {
+        if let Some(stdin) = child.stdin.take() {
+            talk.feed(spec.stdin, stdin);
+        }
+    } else if let (Some(text), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
         let bytes = text.as_bytes().to_vec();
         tokio::spawn(async move {
             // A tool that does not read its stdin closes the pipe; that is not an error.
             let _ = stdin.write_all(&bytes).await;
         });
     }
-    let stdout = child
-        .stdout
-        .take()
-        .map(|s| tokio::spawn(read_capped(s, cap)));
+    let stdout = child.stdout.take().map(|s| match &spec.talk {
+        Some(talk) => tokio::spawn(crate::talk::Talk::listen(talk.from_program.clone(), s, cap)),
+        None => tokio::spawn(read_capped(s, cap)),
+    });
     let stderr = child
         .stderr
         .take()

@@ -19,6 +19,7 @@
 
 pub mod call;
 pub mod caller;
+pub mod code;
 pub mod engine;
 pub mod federation;
 pub mod fetch;

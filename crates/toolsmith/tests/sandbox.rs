@@ -1,8 +1,8 @@
 //! The escape corpus (SPEC §13): a real `toolsmith serve`, with a registry, a key file, a
 //! tokens file, a transcript and a sessions ledger, whose tools try to reach them — and the
 //! gateway, other calls, the network — through every kind of process toolsmith starts: a
-//! command tool, a cold and a warm Python script, a shell session and a stdio upstream MCP
-//! server. Every attempt must fail; a tool with `sandbox: none` shows the same attempts
+//! command tool, a cold and a warm Python script, a shell session, a stdio upstream MCP
+//! server and a code-mode program (`POST /v1/code/run`). Every attempt must fail; a tool with `sandbox: none` shows the same attempts
 //! succeed, so the harness can tell. Run as root (capabilities dropped) and, where the test
 //! runs as root, again as `nobody` (setpriv), where a setuid binary is tried too.
 
@@ -106,6 +106,19 @@ impl Gateway {
                 json!({"session_id": id, "command": format!("/usr/bin/python3 {}/ws/escape.py {name}", self.base.display()), "timeout_ms": 20000}),
             ),
             Door::Tool(tool) => self.call(tool, json!({"name": name})),
+            // Code mode: the attempt as a program's own code (read-only, no network).
+            Door::Code => {
+                let code = format!(
+                    "import sys\nsys.path.insert(0, {:?})\nimport escape\nescape.attempt({name:?})",
+                    self.base.join("ws").display().to_string()
+                );
+                let (status, ran) =
+                    self.request("POST", "/code/run", Some(json!({"code": code})));
+                assert_eq!(status, 200, "run_code {name}: {ran}");
+                let data = &ran["result"]["data"];
+                assert!(data["error"].is_null(), "run_code {name}: {ran}");
+                return data["value"].clone();
+            }
         };
         assert_eq!(r["success"], true, "{door:?} {name}: {r}");
         let data = &r["data"];
@@ -125,6 +138,8 @@ impl Gateway {
 enum Door {
     Tool(&'static str),
     Session(String),
+    /// A program of code mode (`POST /v1/code/run`).
+    Code,
 }
 
 fn write(path: &Path, text: &str) {
@@ -452,6 +467,7 @@ fn corpus(uid: u32) -> usize {
         Door::Tool("warm"),
         Door::Session(session_id),
         Door::Tool("up__attempt"),
+        Door::Code,
     ];
     for door in &doors {
         for name in FILES_AND_PROCESSES {
@@ -464,6 +480,7 @@ fn corpus(uid: u32) -> usize {
         Door::Tool("warm_nonet"),
         Door::Session(nonet_id),
         Door::Tool("upnonet__attempt"),
+        Door::Code,
     ] {
         for name in NETWORK {
             check(&door, name, false);
@@ -474,7 +491,7 @@ fn corpus(uid: u32) -> usize {
         check(&door, "net_other_port", false);
         check(&door, "net_udp", false);
     }
-    for door in [Door::Tool("cmd_ro"), Door::Tool("warm_ro")] {
+    for door in [Door::Tool("cmd_ro"), Door::Tool("warm_ro"), Door::Code] {
         check(&door, "write_workspace", false);
     }
     // A policy naming a Unix socket reaches it (any named socket: the kernel cannot filter

@@ -9,7 +9,9 @@ mod python;
 mod transform;
 mod xml;
 
-pub use python::{Module as PythonModule, module_of as python_module_of, python_stubs};
+pub use python::{
+    Module as PythonModule, module_of as python_module_of, python_function, python_stubs,
+};
 
 use serde_json::{Map, Value, json};
 

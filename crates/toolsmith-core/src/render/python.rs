@@ -70,6 +70,12 @@ pub fn python_stubs(tools: &[Tool]) -> Vec<Module> {
         .collect()
 }
 
+/// One tool's stub as it stands in its module: the classes it needs and its two functions
+/// (code mode loads a program's tools this way, one function when first used).
+pub fn python_function(tool: &Tool) -> String {
+    function_source(tool)
+}
+
 /// A served name's module (its prefix as an identifier, `""` for none) and function name.
 pub fn module_of(served: &str) -> (String, String) {
     match served.split_once(crate::upstream::SEPARATOR) {

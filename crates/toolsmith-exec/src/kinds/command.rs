@@ -10,6 +10,6 @@ impl Engine {
         invocation: Process,
         meta: Meta,
     ) -> ToolResult {
-        self.spawn(t, invocation, None, meta).await
+        self.spawn(t, invocation, None, meta, None).await
     }
 }

@@ -12,6 +12,7 @@ impl Engine {
         s: &Script,
         mut invocation: Process,
         meta: Meta,
+        talk: Option<Arc<crate::talk::Talk>>,
     ) -> ToolResult {
         let interpreter = match self.scripts.interpreter(&s.interpreter) {
             Ok(p) => p,
@@ -41,6 +42,6 @@ impl Engine {
             .then(|| (interpreter, file, self.runs_warm(t)));
         let warm = python.as_ref().is_some_and(|p| p.2);
         tracing::Span::current().record("runtime", if warm { "warm" } else { "cold" });
-        self.spawn(t, invocation, python, meta).await
+        self.spawn(t, invocation, python, meta, talk).await
     }
 }

@@ -5,13 +5,15 @@ use super::*;
 
 impl Engine {
     /// Runs `invocation` as one process of `t` (its argv decided by the kind); `python`, for a
-    /// Python script: its interpreter and file, and whether it asked to run warm.
+    /// Python script: its interpreter and file, and whether it asked to run warm; `talk`, a
+    /// conversation with it over its stdin and stdout ([`crate::talk`]).
     pub(crate) async fn spawn(
         &self,
         t: &Tool,
         invocation: Process,
         python: Option<(PathBuf, PathBuf, bool)>,
         mut meta: Meta,
+        talk: Option<Arc<crate::talk::Talk>>,
     ) -> ToolResult {
         let mut argv = invocation.argv;
         // Only allowlisted variables of the server's environment, then the tool's own.
@@ -103,6 +105,7 @@ impl Engine {
                 limits,
                 niceness: self.config.tool_niceness,
                 sandbox: confinement.as_ref(),
+                talk: talk.as_deref(),
             };
             if let Some(done) = warm.run(&call, self.cgroups.as_ref()).await {
                 return self.finished(t, done, temp, meta, limits, &searched);
@@ -122,6 +125,7 @@ impl Engine {
             limits,
             niceness: self.config.tool_niceness,
             confinement,
+            talk,
         };
         let done = process::run(spec, self.cgroups.as_ref()).await;
         self.finished(t, done, temp, meta, limits, &searched)

@@ -179,6 +179,8 @@ pub struct Call<'a> {
     /// The confinement the child applies to itself before any user code (its Landlock
     /// ruleset built by the zygote, once per confinement); `None`: none.
     pub sandbox: Option<&'a crate::sandbox::Confinement>,
+    /// A conversation with the program over its stdin and stdout ([`crate::talk`]).
+    pub talk: Option<&'a crate::talk::Talk>,
 }
 
 impl Warm {

@@ -40,6 +40,12 @@ import socket
 import sys
 import traceback
 
+# What code mode's programs use (toolsmith_gateway::code): imported once here, so a program's
+# child has them from its fork instead of paying ~70 ms for them on each run.
+import ast  # noqa: F401
+import asyncio  # noqa: F401
+import typing  # noqa: F401
+
 libc = ctypes.CDLL(None, use_errno=True)
 PR_SET_DUMPABLE, PR_CAPBSET_DROP, CAP_SYS_PTRACE = 4, 24, 19
 if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:

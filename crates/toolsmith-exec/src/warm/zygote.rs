@@ -224,7 +224,11 @@ impl Zygote {
             pid,
             cgroup: self.cgroup.as_ref(),
         };
-        if let Some(text) = call.stdin {
+        if let Some(talk) = call.talk {
+            if let Ok(stdin) = tokio::net::unix::pipe::Sender::from_owned_fd(in_w) {
+                talk.feed(call.stdin, stdin);
+            }
+        } else if let Some(text) = call.stdin {
             let bytes = text.as_bytes().to_vec();
             if let Ok(mut stdin) = tokio::net::unix::pipe::Sender::from_owned_fd(in_w) {
                 tokio::spawn(async move {
@@ -239,7 +243,14 @@ impl Zygote {
                 .ok()
                 .map(|r| tokio::spawn(read_capped(r, cap)))
         };
-        let stdout = reader(out_r);
+        let stdout = match call.talk {
+            Some(talk) => tokio::net::unix::pipe::Receiver::from_owned_fd(out_r)
+                .ok()
+                .map(|r| {
+                    tokio::spawn(crate::talk::Talk::listen(talk.from_program.clone(), r, cap))
+                }),
+            None => reader(out_r),
+        };
         let stderr = reader(err_r);
         let deadline = tokio::time::Instant::now() + call.timeout;
         let (status, timed_out, mut healthy) =

@@ -1,6 +1,7 @@
-//! `/v1/code/stubs`: typed Python stubs of the tools in the caller's view (code mode;
-//! `toolsmith_core::render::python_stubs`) — a module per server prefix — for people and
-//! editors, and for the programs code mode runs.
+//! Code mode over REST: `/v1/code/stubs`, typed Python stubs of the tools in the caller's view
+//! (`toolsmith_core::render::python_stubs`) — a module per server prefix — for people and
+//! editors; and `POST /v1/code/run`, a program run against them
+//! ([`toolsmith_gateway::code`]).
 
 use toolsmith_core::render::{PythonModule, python_stubs};
 
@@ -8,7 +9,7 @@ use super::*;
 
 /// Registers this file's handlers.
 pub(super) fn routes(api: Api) -> Api {
-    api.routes(routes!(stubs))
+    api.routes(routes!(stubs)).routes(routes!(run))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -66,4 +67,89 @@ async fn stubs(
             ))),
         },
     }
+}
+
+/// A program to run.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct RunBody {
+    /// The program (Python 3). Its last expression is its value; `print` is its output.
+    code: String,
+    /// Dangerous tools the user agreed the program may call, by served name; a dangerous
+    /// tool not named raises `needs_confirmation` in the program and does not run.
+    #[serde(default)]
+    confirm: Vec<String>,
+    /// A shorter time limit than the server's (60 s), in milliseconds.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 60000)]
+    timeout_ms: Option<u64>,
+}
+
+/// One tool call the program made.
+#[derive(Serialize, ToSchema)]
+struct InnerCallBody {
+    tool: String,
+    /// `ok`, or the error's kind.
+    outcome: String,
+    duration_ms: f64,
+    /// The call's id in the run log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    call_id: Option<String>,
+}
+
+/// A program's run: its result (`data`: `{"output", "cut", "value", "error"}` when it ran to
+/// its end — `error` its exception's traceback; a result of kind `timeout`, `exit_status`…
+/// when the sandbox stopped it) and its tool calls in order.
+#[derive(Serialize, ToSchema)]
+struct CodeRunBody {
+    result: ToolResult,
+    calls: Vec<InnerCallBody>,
+}
+
+/// Runs a Python program in the warm runtime under the kernel sandbox (no network, files
+/// read-only but its scratch folder, limits on time, CPU, memory, processes and output). It
+/// imports the tools of the caller's view as typed functions (`from tools.github import
+/// search_issues`; `GET /v1/code/stubs` shows them), and each call goes through the gateway
+/// as the caller's: a tool outside the view is missing, arguments are repaired and checked
+/// (a failure raises `toolsmith_runtime.ToolError` with every problem), dangerous tools run
+/// only when named in `confirm`, each call is rate-limited and in the run log.
+#[utoipa::path(post, path = "/v1/code/run", tag = "calls", request_body = RunBody,
+    responses((status = 200, body = CodeRunBody), (status = 400, body = ErrorBody)))]
+async fn run(
+    State(s): Shared,
+    Extension(caller): Extension<Caller>,
+    Extension(view): Extension<Arc<View>>,
+    Body(body): Body<RunBody>,
+) -> ApiResult<Json<CodeRunBody>> {
+    let request = toolsmith_gateway::code::CodeRequest {
+        code: body.code,
+        confirmed: body.confirm.into_iter().collect(),
+        admin: caller.role == toolsmith_gateway::Role::Admin,
+    };
+    let mut limits = toolsmith_gateway::code::CodeLimits::default();
+    match body.timeout_ms {
+        Some(ms @ 1..=60_000) => limits.timeout_ms = limits.timeout_ms.min(ms),
+        Some(ms) => {
+            return Err(ApiError::bad_request(format!(
+                "timeout_ms={ms}: a program may run 1 to 60000 ms"
+            )));
+        }
+        None => {}
+    }
+    let ran = s
+        .run_code(rest_door(&caller), view, request, &limits)
+        .await?;
+    Ok(Json(CodeRunBody {
+        result: ran.result,
+        calls: ran
+            .calls
+            .into_iter()
+            .map(|c| InnerCallBody {
+                tool: c.tool,
+                outcome: c.outcome,
+                duration_ms: c.duration_ms,
+                call_id: c.call_id,
+            })
+            .collect(),
+    }))
 }

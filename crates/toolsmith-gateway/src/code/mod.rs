@@ -1,0 +1,393 @@
+//! Code mode's `run_code`: a program (Python) run in the warm runtime under the kernel sandbox
+//! — a script tool of the gateway's own, `run_code` ([`runner.py`](runner.py) reads the
+//! program from its arguments): read-only files but its scratch folder, no network, limits on
+//! CPU, memory, processes, time and output — whose tool calls come back here as messages on
+//! its stdout ([`toolsmith_exec::talk`]) and go through the gateway's one call path as the
+//! program's caller: the caller's view (a tool outside it answers exactly as a missing one),
+//! the argument pipeline (repairs; invalid arguments raise with every problem), confirmation
+//! (a dangerous tool runs only when the caller confirmed it by name for this program, else it
+//! raises `needs_confirmation` and nothing ran), rate limits, metrics and the run log (each
+//! inner call recorded under the caller, the program's own run too). The program imports its
+//! tools as typed functions (`from tools.github import search_issues`); each function's stub
+//! is generated when first used ([`toolsmith_core::render::python_function`]).
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use toolsmith_core::render::{python_function, python_module_of};
+use toolsmith_core::{CompiledTool, ErrorKind, Tool, ToolResult};
+use toolsmith_exec::CallOptions;
+use toolsmith_exec::talk::Talk;
+use toolsmith_store::{Query, StoreExt};
+
+use crate::call::Door;
+use crate::view::View;
+use crate::{Gateway, GatewayError};
+
+/// The runner's source; `OUTPUT_CAP` is set from [`CodeLimits::output_chars`].
+const RUNNER: &str = include_str!("runner.py");
+/// The name the program's own run has in the run log and metrics.
+pub const RUN_CODE: &str = "run_code";
+
+/// What a program may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CodeLimits {
+    /// Wall time, in milliseconds.
+    pub timeout_ms: u64,
+    /// Address space, in bytes.
+    pub memory_bytes: u64,
+    /// CPU time, in seconds.
+    pub cpu_seconds: u64,
+    /// Processes at once (the runner's own included).
+    pub processes: u64,
+    /// Characters of its printed output kept (the rest cut, with a note).
+    pub output_chars: usize,
+}
+
+impl Default for CodeLimits {
+    fn default() -> Self {
+        Self {
+            timeout_ms: 60_000,
+            memory_bytes: 1024 * 1024 * 1024,
+            cpu_seconds: 30,
+            processes: 16,
+            output_chars: 64 * 1024,
+        }
+    }
+}
+
+/// One program to run, as its caller sends it.
+#[derive(Debug, Clone, Default)]
+pub struct CodeRequest {
+    pub code: String,
+    /// Dangerous tools the user agreed the program may call (by served name).
+    pub confirmed: BTreeSet<String>,
+    /// The caller may see and use every caller's sessions.
+    pub admin: bool,
+}
+
+/// One tool call the program made.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct InnerCall {
+    pub tool: String,
+    /// `ok`, or the error's kind.
+    pub outcome: String,
+    pub duration_ms: f64,
+    /// The call's id in the run log (when it ran).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+}
+
+/// A program's run: its own result (`data`: `{"output", "cut", "value", "error"}` when it ran
+/// to its end; an error of kind `timeout`, `exit_status`… when the sandbox stopped it) and
+/// its tool calls in the order they were made.
+#[derive(Debug, Clone, Serialize)]
+pub struct CodeRun {
+    pub result: ToolResult,
+    pub calls: Vec<InnerCall>,
+}
+
+/// The `run_code` tool's definition: a warm Python script, sandboxed and limited.
+fn definition(limits: &CodeLimits) -> Value {
+    let source = RUNNER.replacen(
+        "OUTPUT_CAP = 65536",
+        &format!("OUTPUT_CAP = {}", limits.output_chars),
+        1,
+    );
+    json!({
+        "name": RUN_CODE,
+        "description": "Runs a Python program that calls tools (code mode).",
+        "script": {"interpreter": "python3", "source": source, "warm": true},
+        "parameters": [{"name": "code", "type": "string", "description": "The program."}],
+        "danger": "safe",
+        "timeout_ms": limits.timeout_ms,
+        "limits": {
+            "memory_bytes": limits.memory_bytes,
+            "cpu_seconds": limits.cpu_seconds,
+            "processes": limits.processes,
+            "output_bytes": limits.output_chars * 4 + 65_536,
+        },
+        "sandbox": {"preset": "read-only", "network": "none"},
+    })
+}
+
+impl Gateway {
+    /// The `run_code` tool under `limits`.
+    pub fn code_tool(&self, limits: &CodeLimits) -> Result<Arc<CompiledTool>, GatewayError> {
+        let tool = toolsmith_store::definition_to_tool(&definition(limits))?;
+        self.compiled(&tool, 1)
+    }
+
+    /// Runs `request`'s program for the caller at `door` seeing `view` (see the module's docs).
+    pub async fn run_code(
+        self: &Arc<Self>,
+        door: Door,
+        view: Arc<View>,
+        request: CodeRequest,
+        limits: &CodeLimits,
+    ) -> Result<CodeRun, GatewayError> {
+        let tool = self.code_tool(limits)?;
+        let (talk, mut ends) = Talk::new();
+        let mut options = CallOptions::new(door.log_name.clone(), false);
+        options.admin = request.admin;
+        options.talk = Some(Arc::new(talk));
+        let inner = Inner {
+            gateway: self.clone(),
+            door: door.clone(),
+            view,
+            confirmed: request.confirmed,
+            admin: request.admin,
+            visible: tokio::sync::OnceCell::new(),
+            calls: Mutex::new(Vec::new()),
+        };
+        let inner = Arc::new(inner);
+        let run = self.call(door, &tool, json!({"code": request.code}), options);
+        tokio::pin!(run);
+        let mut answering = tokio::task::JoinSet::new();
+        let result = loop {
+            tokio::select! {
+                result = &mut run => break result,
+                Some(message) = ends.messages.recv() => {
+                    let (inner, replies) = (inner.clone(), ends.replies.clone());
+                    answering.spawn(async move {
+                        let reply = inner.answer(&message).await;
+                        let _ = replies.send(reply.to_string().into_bytes());
+                    });
+                }
+            }
+        };
+        // The program is over: what it left asking is dropped with it.
+        answering.abort_all();
+        let calls = inner
+            .calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        Ok(CodeRun { result, calls })
+    }
+}
+
+/// What answers one program's messages.
+struct Inner {
+    gateway: Arc<Gateway>,
+    door: Door,
+    view: Arc<View>,
+    confirmed: BTreeSet<String>,
+    admin: bool,
+    /// The enabled tools of the view, read once per program.
+    visible: tokio::sync::OnceCell<Vec<Tool>>,
+    calls: Mutex<Vec<InnerCall>>,
+}
+
+impl Inner {
+    /// The answer to one message (`{"op": "call" | "module" | "stub", "id", …}`).
+    async fn answer(&self, message: &[u8]) -> Value {
+        let Ok(message) = serde_json::from_slice::<Value>(message) else {
+            return json!({"id": null, "error": {"kind": "internal", "message": "a message that is not JSON"}});
+        };
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let text = |key: &str| message.get(key).and_then(Value::as_str).unwrap_or_default();
+        let mut answer = match text("op") {
+            "call" => {
+                let arguments = message.get("arguments").cloned().unwrap_or(json!({}));
+                self.call(text("tool"), arguments).await
+            }
+            "module" => self.module(text("module")).await,
+            "stub" => self.stub(text("module"), text("name")).await,
+            other => failure("internal", format!("unknown message {other:?}")),
+        };
+        answer["id"] = id;
+        answer
+    }
+
+    async fn visible(&self) -> &[Tool] {
+        self.visible
+            .get_or_init(|| async {
+                let all = self
+                    .gateway
+                    .store
+                    .search_all(Query::default())
+                    .await
+                    .unwrap_or_default();
+                all.into_iter()
+                    .map(|r| r.tool)
+                    .filter(|t| t.enabled && self.view.admits(t))
+                    .collect()
+            })
+            .await
+    }
+
+    /// The functions of module `tools.<prefix>` (`tools` for `""`).
+    async fn module(&self, prefix: &str) -> Value {
+        let names: Vec<String> = self
+            .visible()
+            .await
+            .iter()
+            .map(|t| python_module_of(t.name.as_str()))
+            .filter(|(module, _)| module == prefix)
+            .map(|(_, name)| name)
+            .collect();
+        match names.is_empty() && !prefix.is_empty() {
+            true => failure(
+                "not_found",
+                format!("no module tools.{prefix} among the tools you may use"),
+            ),
+            false => json!({ "functions": names }),
+        }
+    }
+
+    /// The stub of function `name` of module `tools.<prefix>`.
+    async fn stub(&self, prefix: &str, name: &str) -> Value {
+        let found = self.visible().await.iter().find(|t| {
+            let (module, function) = python_module_of(t.name.as_str());
+            module == prefix && function == name
+        });
+        match found {
+            Some(tool) => json!({ "source": python_function(tool) }),
+            None => failure(
+                "not_found",
+                format!(
+                    "no tool {name} in {} among the tools you may use",
+                    module_name(prefix)
+                ),
+            ),
+        }
+    }
+
+    /// A tool call through the call path, as the program's caller.
+    async fn call(&self, name: &str, arguments: Value) -> Value {
+        let started = Instant::now();
+        let found = match self.gateway.tool_to_call(name, None).await {
+            Ok(tool) if self.view.admits(&tool.tool) => Some(tool),
+            _ => None,
+        };
+        let Some(tool) = found else {
+            // Outside the view answers as missing.
+            self.note(name, "not_found", started, None);
+            return failure("not_found", format!("no tool {name:?}"));
+        };
+        let mut options =
+            CallOptions::new(self.door.log_name.clone(), self.confirmed.contains(name));
+        options.admin = self.admin;
+        let result = self
+            .gateway
+            .call(self.door.clone(), &tool, arguments, options)
+            .await;
+        let outcome = match &result.error {
+            None => "ok".to_owned(),
+            Some(e) => kind_name(e.kind),
+        };
+        self.note(name, &outcome, started, result.meta.call_id.clone());
+        match &result.error {
+            None => json!({ "ok": value_of(&tool, &result) }),
+            Some(e) => {
+                let mut message = e.message.clone();
+                if e.kind == ErrorKind::NeedsConfirmation {
+                    message.push_str(
+                        "; it was not run: the program may call it only when the user confirms it for this program",
+                    );
+                }
+                json!({"error": {"kind": kind_name(e.kind), "message": message, "problems": e.details}})
+            }
+        }
+    }
+
+    fn note(&self, tool: &str, outcome: &str, started: Instant, call_id: Option<String>) {
+        self.calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(InnerCall {
+                tool: tool.to_owned(),
+                outcome: outcome.to_owned(),
+                duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+                call_id,
+            });
+    }
+}
+
+fn module_name(prefix: &str) -> String {
+    match prefix {
+        "" => "tools".to_owned(),
+        p => format!("tools.{p}"),
+    }
+}
+
+fn failure(kind: &str, message: String) -> Value {
+    json!({"error": {"kind": kind, "message": message}})
+}
+
+fn kind_name(kind: ErrorKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "error".to_owned())
+}
+
+/// A result as the program gets it: a local tool's data as it is; an upstream tool's
+/// `structuredContent`, else its text (one text block: a `str`), images and blobs as
+/// `{"type", "mimeType", "size"}`.
+pub fn value_of(tool: &CompiledTool, result: &ToolResult) -> Value {
+    let data = result.data.clone().unwrap_or(Value::Null);
+    if tool.tool.executor.upstream().is_none() {
+        return data;
+    }
+    if let Some(structured) = data.get("structuredContent").filter(|v| !v.is_null()) {
+        return structured.clone();
+    }
+    let blocks: Vec<Value> = data
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(block_value)
+        .collect();
+    match blocks.as_slice() {
+        [] => Value::Null,
+        [one] => one.clone(),
+        _ if blocks.iter().all(Value::is_string) => Value::String(
+            blocks
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        _ => Value::Array(blocks),
+    }
+}
+
+fn block_value(block: &Value) -> Value {
+    let kind = block
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if kind == "text" {
+        return block.get("text").cloned().unwrap_or(Value::Null);
+    }
+    let mut out = Map::new();
+    out.insert("type".into(), Value::from(kind));
+    let inner = block.get("resource").unwrap_or(block);
+    for key in ["mimeType", "uri", "name"] {
+        if let Some(v) = inner.get(key) {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(text) = inner.get("text") {
+        out.insert("text".into(), text.clone());
+    }
+    if let Some(data) = inner
+        .get("data")
+        .or_else(|| inner.get("blob"))
+        .and_then(Value::as_str)
+    {
+        // Base64: three bytes for every four characters, less the padding.
+        let padding = data.bytes().rev().take_while(|&b| b == b'=').count();
+        out.insert(
+            "size".into(),
+            Value::from(data.len() / 4 * 3 - padding.min(2)),
+        );
+    }
+    Value::Object(out)
+}
