@@ -115,10 +115,13 @@ fn definition(limits: &CodeLimits) -> Value {
 }
 
 impl Gateway {
-    /// The `run_code` tool under `limits`.
+    /// The `run_code` tool under `limits` (compiled for each program, never from the
+    /// registry's cache: a registry tool of the same name is another tool).
     pub fn code_tool(&self, limits: &CodeLimits) -> Result<Arc<CompiledTool>, GatewayError> {
         let tool = toolsmith_store::definition_to_tool(&definition(limits))?;
-        self.compiled(&tool, 1)
+        CompiledTool::new(tool, 1)
+            .map(Arc::new)
+            .map_err(|e| GatewayError::Compile(RUN_CODE.to_owned(), e))
     }
 
     /// Runs `request`'s program for the caller at `door` seeing `view` (see the module's docs).

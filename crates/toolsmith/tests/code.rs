@@ -1,0 +1,270 @@
+//! Code mode's `POST /v1/code/run` against a real `serve` with the example catalog: a program
+//! imports the caller's tools as functions and calls them (sequentially and with
+//! `asyncio.gather`) through the gateway — a sloppy argument repaired, invalid ones raising
+//! with every problem, a tool outside the caller's toolset answering exactly as a missing
+//! one, a dangerous tool refused unless confirmed for the program (nothing ran), every call
+//! in the run log — and the program is held to its limits: an endless loop stopped at its
+//! time, a memory bomb, huge output cut with a note, a fork bomb contained, 100 programs at
+//! once. (Escapes through this door are in `tests/sandbox.rs`'s corpus.)
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+/// Runs `code` (more fields in `extra`); the whole answer.
+fn run(base: &str, query: &str, code: &str, extra: Value) -> Value {
+    let mut body = json!({ "code": code });
+    if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+        b.extend(e.clone());
+    }
+    let (status, answer) = request("POST", &format!("{base}/code/run{query}"), Some(body));
+    assert_eq!(status, 200, "{answer}");
+    answer
+}
+
+/// The program's own result (it ran to its end).
+fn ran(answer: &Value) -> &Value {
+    assert_eq!(answer["result"]["success"], true, "{answer}");
+    &answer["result"]["data"]
+}
+
+fn error_text(answer: &Value) -> String {
+    ran(answer)["error"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn a_program_calls_its_callers_tools_through_the_gateway() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("registry.db").display().to_string();
+    let catalog = repo().join("examples/catalog.yaml");
+    let (_serve, base, _) = serve(
+        &db,
+        dir.path(),
+        &["--catalog", catalog.to_str().expect("utf-8")],
+    );
+
+    // Sequential and parallel calls; "100" repaired to a number; print is the output and the
+    // last expression the value.
+    let program = r#"
+import asyncio
+from tools import convert_temperature, convert_temperature_async
+hot = convert_temperature(value="100", from_="celsius", to="fahrenheit")
+print("boiling:", hot["value"])
+async def many():
+    return await asyncio.gather(*[convert_temperature_async(value=i, from_="celsius", to="kelvin") for i in range(5)])
+[round(r["value"], 2) for r in asyncio.run(many())]
+"#;
+    let answer = run(&base, "", program, json!({}));
+    let data = ran(&answer);
+    assert_eq!(data["output"], "boiling: 212.0\n", "{answer}");
+    assert_eq!(
+        data["value"],
+        json!([273.15, 274.15, 275.15, 276.15, 277.15])
+    );
+    assert!(data["error"].is_null(), "{answer}");
+    let calls = answer["calls"].as_array().expect("calls");
+    assert_eq!(calls.len(), 6, "{answer}");
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["tool"] == "convert_temperature" && c["outcome"] == "ok")
+    );
+    // Each inner call is in the run log with its id, and so is the program's own run.
+    let (_, runs) = request(
+        "GET",
+        &format!("{base}/runs?tool=convert_temperature&limit=50"),
+        None,
+    );
+    let logged: Vec<&str> = runs["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["call_id"].as_str())
+        .collect();
+    for call in calls {
+        let id = call["call_id"].as_str().expect("call_id");
+        assert!(logged.contains(&id), "{id} not in {runs}");
+    }
+    let (_, own) = request("GET", &format!("{base}/runs?tool=run_code"), None);
+    assert_eq!(own["runs"].as_array().map(Vec::len), Some(1), "{own}");
+
+    // Invalid arguments raise ToolError with every problem and its pointer; the program
+    // can catch it.
+    let answer = run(
+        &base,
+        "",
+        "from tools import convert_temperature\nconvert_temperature(value='abc', from_='celsius', to='nope')",
+        json!({}),
+    );
+    let error = error_text(&answer);
+    assert!(error.contains("ToolError"), "{error}");
+    assert!(
+        error.contains("/to:") && error.contains("/value:"),
+        "{error}"
+    );
+    let caught = run(
+        &base,
+        "",
+        "import toolsmith_runtime\ntry:\n    toolsmith_runtime.call('convert_temperature', {'value': 'x'})\nexcept toolsmith_runtime.ToolError as e:\n    r = (e.kind, sorted(p['pointer'] for p in e.problems))\nr",
+        json!({}),
+    );
+    assert_eq!(
+        ran(&caught)["value"],
+        json!(["invalid_arguments", ["/from", "/to", "/value"]]),
+        "{caught}"
+    );
+
+    // A dangerous tool: refused unless the user confirmed it for this program; nothing ran.
+    let write = "from tools import write_file\nwrite_file(path='note.txt', content='hi')";
+    let answer = run(&base, "", write, json!({}));
+    assert!(
+        error_text(&answer).contains("needs_confirmation"),
+        "{answer}"
+    );
+    assert!(!dir.path().join("note.txt").exists());
+    let answer = run(&base, "", write, json!({"confirm": ["write_file"]}));
+    assert!(ran(&answer)["error"].is_null(), "{answer}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("note.txt"))
+            .ok()
+            .as_deref(),
+        Some("hi")
+    );
+
+    // Outside the caller's toolset a tool answers exactly as a missing one.
+    let probe = |name: &str| {
+        let code = format!(
+            "import toolsmith_runtime\ntry:\n    toolsmith_runtime.call({name:?}, {{}})\nexcept toolsmith_runtime.ToolError as e:\n    r = (e.kind, e.message)\nr"
+        );
+        ran(&run(&base, "?toolset=text", &code, json!({})))["value"].clone()
+    };
+    let hidden = probe("write_file");
+    let missing = probe("no_such_tool");
+    assert_eq!(hidden[0], "not_found", "{hidden}");
+    assert_eq!(
+        hidden[1].as_str().map(|m| m.replace("write_file", "X")),
+        missing[1].as_str().map(|m| m.replace("no_such_tool", "X")),
+    );
+    let imported = run(
+        &base,
+        "?toolset=text",
+        "from tools import write_file",
+        json!({}),
+    );
+    assert!(error_text(&imported).contains("ImportError"), "{imported}");
+    let listed = run(
+        &base,
+        "?toolset=text",
+        "import tools\nsorted(dir(tools))",
+        json!({}),
+    );
+    let names: Vec<&str> = ran(&listed)["value"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(names.contains(&"convert_temperature"), "{listed}");
+    assert!(!names.contains(&"write_file"), "{listed}");
+
+    // Limits: an endless loop is stopped at its time, a memory bomb fails, huge output is cut.
+    let started = Instant::now();
+    let answer = run(
+        &base,
+        "",
+        "while True:\n    pass",
+        json!({"timeout_ms": 2000}),
+    );
+    assert_eq!(answer["result"]["error"]["kind"], "timeout", "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(50));
+    let answer = run(&base, "", "x = bytearray(4 * 1024 ** 3)", json!({}));
+    assert!(error_text(&answer).contains("MemoryError"), "{answer}");
+    let answer = run(&base, "", "print('a' * 200000)", json!({}));
+    let data = ran(&answer);
+    assert_eq!(data["cut"], true, "{answer}");
+    let output = data["output"].as_str().unwrap_or_default();
+    assert!(output.len() < 70_000, "{}", output.len());
+    assert!(output.contains("more characters cut"), "{output:.100}");
+    let (status, refused) = request(
+        "POST",
+        &format!("{base}/code/run"),
+        Some(json!({"code": "1", "timeout_ms": 600000})),
+    );
+    assert_eq!(status, 400, "{refused}");
+
+    // 100 programs at once, each calling a tool: every one answers, with its own value.
+    let threads: Vec<_> = (0..100)
+        .map(|i| {
+            let base = base.clone();
+            std::thread::spawn(move || {
+                let code = format!(
+                    "from tools import convert_temperature\nconvert_temperature(value={i}, from_='kelvin', to='kelvin')['value']"
+                );
+                let answer = run(&base, "", &code, json!({}));
+                ran(&answer)["value"].as_f64()
+            })
+        })
+        .collect();
+    for (i, t) in threads.into_iter().enumerate() {
+        assert_eq!(t.join().expect("thread"), Some(i as f64));
+    }
+}
+
+/// The processes below `pid` that are alive (zombies aside).
+fn descendants(pid: u32) -> usize {
+    let mut parent_of = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // After the command's closing parenthesis: state, then the parent's pid.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        if let (Some(state), Some(Ok(parent))) =
+            (fields.first(), fields.get(1).map(|p| p.parse::<u32>()))
+        {
+            parent_of.push((child, parent, *state == "Z"));
+        }
+    }
+    let mut below = vec![pid];
+    let mut alive = 0;
+    while let Some(p) = below.pop() {
+        for (child, parent, zombie) in &parent_of {
+            if *parent == p {
+                below.push(*child);
+                alive += usize::from(!zombie);
+            }
+        }
+    }
+    alive
+}
+
+#[test]
+fn a_fork_bomb_is_contained_and_the_gateway_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("registry.db").display().to_string();
+    let (serve, base, _) = serve_contained(&db, dir.path(), &[]);
+    let warmed = run(&base, "", "1", json!({}));
+    assert_eq!(ran(&warmed)["value"], 1, "{warmed}");
+    let before = descendants(serve.0.id());
+    // Each child forks on, then sleeps: what is not contained would still be there.
+    let bomb = "import os, time\nfor _ in range(10000):\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(600)";
+    let answer = run(&base, "", bomb, json!({"timeout_ms": 5000}));
+    assert_eq!(answer["result"]["success"], false, "{answer}");
+    // Nothing of it is left running, and the next program runs.
+    let after = run(&base, "", "6 * 7", json!({}));
+    assert_eq!(ran(&after)["value"], 42, "{after}");
+    let left = descendants(serve.0.id());
+    assert!(
+        left <= before + 4,
+        "{left} processes below serve after the bomb, {before} before"
+    );
+}
