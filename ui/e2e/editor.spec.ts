@@ -193,6 +193,8 @@ test('deleting asks for the name, and the history stays', async ({ page }) => {
   await dialog.getByLabel('Tool name to delete').fill('shout');
   await dialog.getByRole('button', { name: 'Delete' }).click();
   await expect(page).toHaveURL(/\/ui\/tools$/);
+  // The page leaves first and deletes then: the deletion is done once it says so.
+  await expect(page.getByText('shout deleted')).toBeVisible();
   expect((await rest('GET', '/tools/shout')).status).toBe(404);
   expect((await rest('GET', '/tools/shout/versions')).json.versions.length).toBeGreaterThan(0);
 });

@@ -30,6 +30,9 @@ pub enum Discovery {
     All,
     /// Two tools only: `search_tools` and `call_tool` (for huge toolsets).
     Search,
+    /// Two tools only: `search_tools` (answering with Python stubs) and `run_code`, a
+    /// program that calls the members as functions (code mode).
+    Code,
 }
 
 impl Discovery {
@@ -37,6 +40,7 @@ impl Discovery {
         match s {
             "all" => Some(Self::All),
             "search" => Some(Self::Search),
+            "code" => Some(Self::Code),
             _ => None,
         }
     }
@@ -44,6 +48,7 @@ impl Discovery {
         match self {
             Self::All => "all",
             Self::Search => "search",
+            Self::Code => "code",
         }
     }
 }

@@ -8,7 +8,9 @@
 //! (`/mcp/{toolset}`), `X-Toolsmith-Toolset: a,b` / `?toolset=a,b` (every one of them) and
 //! `X-Toolsmith-Tools: glob,glob` / `?tools=` (any of them). Narrowing only ever narrows.
 //! `X-Toolsmith-Discovery: search` (or a toolset with `discovery: search`) serves the view
-//! as two tools, `search_tools` and `call_tool` (the MCP door's search mode).
+//! as two tools, `search_tools` and `call_tool` (the MCP door's search mode);
+//! `X-Toolsmith-Discovery: code` (`discovery: code`) as `search_tools` answering with Python
+//! stubs and `run_code` (code mode, [`crate::code`]).
 //!
 //! A door reads what a request asks for into an [`Ask`]; [`crate::Gateway::view`] makes the
 //! [`View`].
@@ -44,6 +46,8 @@ pub struct View {
     globs: Option<GlobSet>,
     /// Serve as `search_tools` + `call_tool`.
     pub search: bool,
+    /// Serve as `search_tools` (with Python stubs) + `run_code` (code mode).
+    pub code: bool,
 }
 
 impl View {
@@ -164,10 +168,11 @@ pub fn resolve(sets: &Toolsets, caller: &Caller, ask: &Ask) -> Result<View, View
         }
     };
     let mut narrow = Vec::new();
-    let mut search = false;
+    let (mut search, mut code) = (false, false);
     if let Some(name) = &ask.endpoint {
         let set = find(name, true)?;
         search = set.discovery == Discovery::Search;
+        code = set.discovery == Discovery::Code;
         narrow.push(set);
     }
     for name in &ask.toolsets {
@@ -182,11 +187,12 @@ pub fn resolve(sets: &Toolsets, caller: &Caller, ask: &Ask) -> Result<View, View
     };
     match ask.discovery.as_deref() {
         None => {}
-        Some("search") => search = true,
-        Some("all") => search = false,
+        Some("search") => (search, code) = (true, false),
+        Some("code") => (search, code) = (false, true),
+        Some("all") => (search, code) = (false, false),
         Some(other) => {
             return Err(ViewError::BadAsk(format!(
-                "{DISCOVERY_HEADER}: unknown mode {other:?} (expected all or search)"
+                "{DISCOVERY_HEADER}: unknown mode {other:?} (expected all, search or code)"
             )));
         }
     }
@@ -195,6 +201,7 @@ pub fn resolve(sets: &Toolsets, caller: &Caller, ask: &Ask) -> Result<View, View
         narrow,
         globs,
         search,
+        code,
     })
 }
 

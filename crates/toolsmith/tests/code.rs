@@ -268,3 +268,75 @@ fn a_fork_bomb_is_contained_and_the_gateway_goes_on() {
         "{left} processes below serve after the bomb, {before} before"
     );
 }
+
+#[test]
+fn an_mcp_client_in_code_mode_sees_two_tools_and_runs_programs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("registry.db").display().to_string();
+    let catalog = repo().join("examples/catalog.yaml");
+    let (_serve, base, mcp) = serve(
+        &db,
+        dir.path(),
+        &["--catalog", catalog.to_str().expect("utf-8")],
+    );
+    let token = local_token(&base).expect("the local admin token");
+    let code_mode = [("x-toolsmith-discovery", "code")];
+    let ask_code = |method: &str, params: Value| {
+        let (status, answer) = ask_with(&mcp, &token, method, params, json!({}), &code_mode);
+        assert_eq!(status, 200, "{answer}");
+        answer["result"].clone()
+    };
+    let listed = ask_code("tools/list", json!({}));
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["search_tools", "run_code"], "{listed}");
+
+    // search_tools answers with the import line and the typed function.
+    let found = ask_code(
+        "tools/call",
+        json!({"name": "search_tools", "arguments": {"query": "temperature", "limit": 1}}),
+    );
+    let text = found["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("from tools import convert_temperature\ndef convert_temperature(*, "),
+        "{text}"
+    );
+    assert!(!text.contains("_call("), "no body: {text}");
+
+    // run_code: the model gets the output and the value; the calls are in the structure.
+    let program = "from tools import convert_temperature\nprint('hi')\nconvert_temperature(value=0, from_='celsius', to='kelvin')['value']";
+    let ran = ask_code(
+        "tools/call",
+        json!({"name": "run_code", "arguments": {"code": program}}),
+    );
+    assert_eq!(ran["isError"], false, "{ran}");
+    assert_eq!(ran["content"][0]["text"], "hi\n273.15", "{ran}");
+    assert_eq!(
+        ran["structuredContent"]["calls"][0]["tool"],
+        "convert_temperature"
+    );
+    // A failing program is an error with its traceback; a dangerous tool does not run.
+    let ran = ask_code(
+        "tools/call",
+        json!({"name": "run_code", "arguments": {"code": "from tools import write_file\nwrite_file(path='x.txt', content='x')"}}),
+    );
+    assert_eq!(ran["isError"], true, "{ran}");
+    let text = ran["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("ToolError") && text.contains("needs_confirmation"),
+        "{text}"
+    );
+    assert!(!dir.path().join("x.txt").exists());
+    // Code mode is the request's choice: without the header the endpoint lists every tool.
+    let listed_all = ask_with(&mcp, &token, "tools/list", json!({}), json!({}), &[]).1;
+    assert!(
+        listed_all["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| t.len() > 2),
+        "without the header every tool is listed: {listed_all}"
+    );
+}

@@ -65,6 +65,9 @@ pub struct CodeRequest {
     pub code: String,
     /// Dangerous tools the user agreed the program may call (by served name).
     pub confirmed: BTreeSet<String>,
+    /// Every dangerous tool may run (the server's operator agreed for everyone:
+    /// `--allow-dangerous`).
+    pub confirm_all: bool,
     /// The caller may see and use every caller's sessions.
     pub admin: bool,
 }
@@ -142,6 +145,7 @@ impl Gateway {
             door: door.clone(),
             view,
             confirmed: request.confirmed,
+            confirm_all: request.confirm_all,
             admin: request.admin,
             visible: tokio::sync::OnceCell::new(),
             calls: Mutex::new(Vec::new()),
@@ -179,6 +183,7 @@ struct Inner {
     door: Door,
     view: Arc<View>,
     confirmed: BTreeSet<String>,
+    confirm_all: bool,
     admin: bool,
     /// The enabled tools of the view, read once per program.
     visible: tokio::sync::OnceCell<Vec<Tool>>,
@@ -272,8 +277,10 @@ impl Inner {
             self.note(name, "not_found", started, None);
             return failure("not_found", format!("no tool {name:?}"));
         };
-        let mut options =
-            CallOptions::new(self.door.log_name.clone(), self.confirmed.contains(name));
+        let mut options = CallOptions::new(
+            self.door.log_name.clone(),
+            self.confirm_all || self.confirmed.contains(name),
+        );
         options.admin = self.admin;
         let result = self
             .gateway

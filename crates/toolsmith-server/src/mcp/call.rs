@@ -28,6 +28,19 @@ impl McpServer {
         let snapshot = self.snapshot().await?;
         let mut request = request;
         let mut wrapped = false;
+        if view.code {
+            match request.name.as_ref() {
+                search::SEARCH => {
+                    let arguments = request.arguments.unwrap_or_default();
+                    return Ok(search::search(&snapshot, &view, &arguments).into());
+                }
+                search::RUN => {
+                    let arguments = request.arguments.unwrap_or_default();
+                    return Ok(self.run_program(arguments, view, &ctx).await.into());
+                }
+                _ => {}
+            }
+        }
         if view.search {
             match request.name.as_ref() {
                 search::SEARCH => {

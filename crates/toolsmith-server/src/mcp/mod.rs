@@ -21,6 +21,7 @@
 
 mod ask;
 mod call;
+mod code;
 mod confirm;
 mod offers;
 pub mod params;
@@ -196,6 +197,9 @@ impl ServerHandler for McpServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let view = self.view(&ctx).await?;
+        if view.code {
+            return Ok(ListToolsResult::with_all_items(search::code_tools()));
+        }
         if view.search {
             return Ok(ListToolsResult::with_all_items(search::tools()));
         }

@@ -62,6 +62,64 @@ pub fn tools() -> Vec<McpTool> {
         .collect()
 }
 
+/// The program-running tool's name (code mode).
+pub const RUN: &str = "run_code";
+
+/// The two tools a code-mode view lists.
+pub fn code_tools() -> Vec<McpTool> {
+    let search = json!({
+        "name": SEARCH,
+        "description": "Find tools by what they do. Give a few words (each is matched on its own against tool names, descriptions and tags); the best matches come back as Python functions: the import line and the typed signature with its docstring. Then call them from a program with run_code.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Words describing the tool you need"},
+                "tags": {"type": "array", "items": {"type": "string"}, "description": "Only tools with every one of these tags"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "How many matches at most (10 when absent)"}
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        },
+        "annotations": {"readOnlyHint": true, "openWorldHint": false}
+    });
+    let run = json!({
+        "name": RUN,
+        "description": "Run a Python 3 program that calls tools found with search_tools as functions (`from tools.NAME import FUNCTION`; each has an `_async` twin for asyncio.gather). Intermediate results stay in the program: you get only what it prints and the value of its last expression. A failed tool call raises toolsmith_runtime.ToolError (kind, message, problems). No network, no files but a scratch folder, 60 s at most.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "code": {"type": "string", "description": "The program"},
+                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 60000, "description": "A shorter time limit, in milliseconds"}
+            },
+            "required": ["code"],
+            "additionalProperties": false
+        },
+        "annotations": {"openWorldHint": false}
+    });
+    [search, run]
+        .into_iter()
+        .filter_map(|t| serde_json::from_value(t).ok())
+        .collect()
+}
+
+/// A tool as code mode shows it: its import line and its function (the sync form).
+fn python_of(tool: &toolsmith_core::Tool) -> String {
+    let (module, function) = toolsmith_core::render::python_module_of(tool.name.as_str());
+    let module = match module.as_str() {
+        "" => "tools".to_owned(),
+        m => format!("tools.{m}"),
+    };
+    let source = toolsmith_core::render::python_function(tool);
+    let sync = source.split("\n\n\nasync def ").next().unwrap_or(&source);
+    // The body (a call of the runtime) tells a model nothing.
+    let shown: Vec<&str> = sync
+        .trim_end()
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("return _call("))
+        .collect();
+    format!("from {module} import {function}\n{}", shown.join("\n"))
+}
+
 /// The tools of `snapshot` that `view` admits, in name order.
 pub fn visible<'s>(snapshot: &'s Snapshot, view: &View) -> Vec<&'s McpTool> {
     snapshot
@@ -78,6 +136,7 @@ pub fn visible<'s>(snapshot: &'s Snapshot, view: &View) -> Vec<&'s McpTool> {
 pub fn fingerprint(snapshot: &Snapshot, view: &View) -> u64 {
     let mut h = DefaultHasher::new();
     view.search.hash(&mut h);
+    view.code.hash(&mut h);
     for t in visible(snapshot, view) {
         t.name.hash(&mut h);
         snapshot.get(&t.name).map(|c| c.version).hash(&mut h);
@@ -132,19 +191,29 @@ pub fn search(snapshot: &Snapshot, view: &View, arguments: &Map<String, Value>) 
     let found: Vec<Value> = ranked
         .into_iter()
         .take(limit)
-        .map(|(score, t, tags)| {
-            json!({
+        .map(|(score, t, tags)| match view.code {
+            true => json!({
+                "name": t.name,
+                "python": snapshot.get(&t.name).map(|c| python_of(&c.tool)),
+                "score": (score * 100.0).round() / 100.0,
+            }),
+            false => json!({
                 "name": t.name,
                 "title": t.title,
                 "description": t.description,
                 "tags": tags,
                 "inputSchema": t.input_schema.as_ref(),
                 "score": (score * 100.0).round() / 100.0,
-            })
+            }),
         })
         .collect();
     let text = match found.is_empty() {
         true => format!("no tool matches {query:?}; try other words"),
+        false if view.code => found
+            .iter()
+            .filter_map(|f| f["python"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
         false => found
             .iter()
             .map(|f| {

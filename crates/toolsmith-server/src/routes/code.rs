@@ -124,6 +124,7 @@ async fn run(
     let request = toolsmith_gateway::code::CodeRequest {
         code: body.code,
         confirmed: body.confirm.into_iter().collect(),
+        confirm_all: false,
         admin: caller.role == toolsmith_gateway::Role::Admin,
     };
     let mut limits = toolsmith_gateway::code::CodeLimits::default();
