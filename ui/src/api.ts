@@ -35,14 +35,14 @@ export interface ToolsetDef {
   description?: string;
   include: Selector | Selector[];
   exclude?: Selector | Selector[];
-  discovery?: 'all' | 'search';
+  discovery?: 'all' | 'search' | 'code';
 }
 
 export interface ToolsetSummary {
   name: string;
   description: string;
   version: number;
-  discovery: 'all' | 'search';
+  discovery: 'all' | 'search' | 'code';
   members: number;
 }
 

@@ -7,6 +7,10 @@ describe('the toolset editor', () => {
     expect(def).toEqual({ name: 'ops', include: { names: ['gh_*', 'read_*'], kinds: ['http'] }, exclude: { tags: ['admin'] }, discovery: 'search' });
     expect(fieldsOf(def).names).toBe('gh_*, read_*');
     expect(definitionOf(fieldsOf(def))).toEqual(def);
+    // Code mode is kept as given.
+    const code = definitionOf({ ...fieldsOf(def), discovery: 'code' });
+    expect(code.discovery).toBe('code');
+    expect(fieldsOf(code).discovery).toBe('code');
     // Nothing given: every tool.
     expect(definitionOf(fieldsOf(null)).include).toEqual({});
   });

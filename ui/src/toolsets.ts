@@ -60,7 +60,7 @@ export interface Fields {
   resources: string;
   exclude_names: string;
   exclude_tags: string;
-  discovery: 'all' | 'search';
+  discovery: 'all' | 'search' | 'code';
 }
 
 /** The fields of a definition, and back. */
@@ -104,7 +104,7 @@ export function definitionOf(f: Fields, base: ToolsetDef | null = null): Toolset
   // An empty exclude selector would take out every tool: left out instead.
   const excludes = Object.keys(exclude).length ? [exclude, ...rest(base?.exclude)] : rest(base?.exclude);
   if (excludes.length) def.exclude = excludes.length === 1 ? excludes[0]! : excludes;
-  if (f.discovery === 'search') def.discovery = 'search';
+  if (f.discovery !== 'all') def.discovery = f.discovery;
   return def;
 }
 

@@ -178,8 +178,8 @@ function ToolsetEditor({ current, onDone }: { current: ToolsetView | null; onDon
         <Form.Item label="Exclude tags" htmlFor="ts-exclude-tags">
           <Input id="ts-exclude-tags" value={fields.exclude_tags} onChange={set('exclude_tags')} />
         </Form.Item>
-        <Form.Item label="Discovery" htmlFor="ts-discovery" extra="search: served as search_tools and call_tool, for big toolsets">
-          <Select id="ts-discovery" value={fields.discovery} onChange={(discovery: 'all' | 'search') => setFields({ ...fields, discovery })} options={[{ value: 'all', label: 'all' }, { value: 'search', label: 'search' }]} />
+        <Form.Item label="Discovery" htmlFor="ts-discovery" extra="search: served as search_tools and call_tool, for big toolsets; code: search_tools and run_code, a program that calls the tools">
+          <Select id="ts-discovery" value={fields.discovery} onChange={(discovery: 'all' | 'search' | 'code') => setFields({ ...fields, discovery })} options={[{ value: 'all', label: 'all' }, { value: 'search', label: 'search' }, { value: 'code', label: 'code' }]} />
         </Form.Item>
         {save.error && (
           <Alert
