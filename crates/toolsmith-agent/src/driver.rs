@@ -141,6 +141,23 @@ impl Tools {
     }
 }
 
+/// A boxed future that can move between threads.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// Code mode's two tools, answered by the door that offers them (`chat --code-mode`): the
+/// model is offered `search_tools` and `run_code` instead of the tools themselves.
+pub trait CodeMode: Send + Sync {
+    /// `search_tools` with the model's arguments: the matches as Python functions.
+    fn search(&self, arguments: Value) -> BoxFuture<'_, ToolResult>;
+    /// `run_code` with the model's arguments; `confirmed`: dangerous tools may run in it.
+    fn run(&self, arguments: Value, confirmed: bool) -> BoxFuture<'_, ToolResult>;
+}
+
+/// Code mode's searching tool.
+pub const CODE_SEARCH: &str = "search_tools";
+/// Code mode's program-running tool.
+pub const CODE_RUN: &str = "run_code";
+
 /// An agent: the machine, the model, the tools, the gateway its calls go through, the user.
 pub struct Agent {
     pub machine: Machine,
@@ -155,6 +172,9 @@ pub struct Agent {
     pub transcript: Option<Transcript>,
     /// Raised on Ctrl-C: the stream or the tool in progress stops.
     pub interrupt: Arc<Interrupt>,
+    /// Code mode: `search_tools` and `run_code` are answered here (the tools offered are
+    /// those two).
+    pub code: Option<Arc<dyn CodeMode>>,
 }
 
 /// Ctrl-C, as the loop sees it: raised by a signal handler, waited for by whatever is in
@@ -503,6 +523,28 @@ impl Agent {
     }
 
     async fn run(&mut self, call: &ToolCall, confirmed: bool) -> Event {
+        // (A code-mode tool is safe itself; what its program calls is confirmed as said.)
+        if let Some(code) = self.code.clone()
+            && matches!(call.name.as_str(), CODE_SEARCH | CODE_RUN)
+        {
+            let arguments = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+            // Dangerous tools inside a program run only when this session runs them all
+            // without asking (a program cannot stop to ask the user yet).
+            let fut = match call.name.as_str() {
+                CODE_SEARCH => code.search(arguments),
+                _ => code.run(arguments, self.approval == Approval::Auto),
+            };
+            let interrupt = self.interrupt.clone();
+            let result = tokio::select! {
+                r = fut => r,
+                () = interrupt.wait() => return Event::Interrupted { partial: String::new() },
+            };
+            self.ui.result(call, &result);
+            return Event::ToolCompleted {
+                content: for_the_model(&result),
+                is_error: !result.success,
+            };
+        }
         let Some(tool) = self.tools.find(&call.name) else {
             let known: Vec<String> = self
                 .tools

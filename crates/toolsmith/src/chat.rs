@@ -11,7 +11,7 @@ use clap::Args;
 use serde_json::{Value, json};
 use toolsmith_agent::driver::Interrupt;
 use toolsmith_agent::transcript::{Header, Transcript};
-use toolsmith_agent::{Agent, Answer, Approval, Kind, Outcome, Provider, Tools, Ui};
+use toolsmith_agent::{Agent, Answer, Approval, CodeMode, Kind, Outcome, Provider, Tools, Ui};
 use toolsmith_core::agent::history::ToolCall;
 use toolsmith_core::agent::machine::{Effect, Machine};
 use toolsmith_core::agent::stream::{Delta, Usage};
@@ -40,6 +40,12 @@ pub struct ChatArgs {
     /// registry's).
     #[arg(long, value_name = "NAME")]
     pub toolset: Option<String>,
+    /// Code mode: offer the model `search_tools` (the tools as typed Python functions) and
+    /// `run_code` (a Python program calling them, run in the kernel sandbox, each call through
+    /// the gateway) instead of the tools themselves. Dangerous tools inside a program run
+    /// only under `--approval auto`.
+    #[arg(long)]
+    pub code_mode: bool,
     #[command(flatten)]
     pub traces: crate::telemetry::TraceArgs,
     /// openai (any OpenAI-compatible Chat Completions server) or anthropic.
@@ -160,8 +166,8 @@ pub fn run(args: ChatArgs) -> Result<std::process::ExitCode> {
                 eprintln!("toolsmith: MCP server {name} left out: {why}");
             }
         }
-        let tools = match offered(&gateway, args.toolset.as_deref()).await {
-            Ok(tools) => Tools::new(tools, kind.format()),
+        let (tools, code) = match offered(&gateway, args.toolset.as_deref(), args.code_mode).await {
+            Ok((tools, code)) => (Tools::new(tools, kind.format()), code),
             Err(e) => {
                 gateway.stop(Duration::from_secs(2)).await;
                 return Err(e);
@@ -201,6 +207,7 @@ pub fn run(args: ChatArgs) -> Result<std::process::ExitCode> {
             ui,
             transcript: None,
             interrupt,
+            code,
         };
         let id = transcript.id.clone();
         agent.transcript = Some(transcript);
@@ -241,9 +248,14 @@ async fn open_tools(args: &ChatArgs) -> Result<(Registry, Option<tempfile::TempD
 }
 
 /// The tools the model may call: the registry's enabled tools in the view of toolset `name`
-/// (every one without a name), as the gateway compiled them; an unknown name is an error
-/// naming the known ones.
-async fn offered(gateway: &Gateway, name: Option<&str>) -> Result<Vec<Arc<CompiledTool>>> {
+/// (every one without a name), as the gateway compiled them — in code mode, `search_tools`
+/// and `run_code` instead, and what answers them; an unknown name is an error naming the
+/// known ones.
+async fn offered(
+    gateway: &Arc<Gateway>,
+    name: Option<&str>,
+    code_mode: bool,
+) -> Result<(Vec<Arc<CompiledTool>>, Option<Arc<dyn CodeMode>>)> {
     let ask = Ask {
         endpoint: name.map(str::to_owned),
         ..Ask::default()
@@ -255,7 +267,11 @@ async fn offered(gateway: &Gateway, name: Option<&str>) -> Result<Vec<Arc<Compil
         }
         Err(e) => return Err(e.into()),
     };
-    Ok(gateway.enabled_tools(&view).await?)
+    if !code_mode {
+        return Ok((gateway.enabled_tools(&view).await?, None));
+    }
+    let code = crate::chat_code::ChatCode::new(gateway.clone(), view);
+    Ok((code.tools()?, Some(Arc::new(code))))
 }
 
 /// Ctrl-C stops what is in progress; a second one within a second exits.

@@ -29,6 +29,7 @@ macro_rules! say {
 
 mod argv;
 mod chat;
+mod chat_code;
 mod cli;
 mod local_admin;
 mod options;

@@ -870,3 +870,49 @@ fn a_catalogs_mcp_server_serves_the_model_and_ends_with_the_chat() {
     });
     assert!(gone, "the chat's MCP server outlived it by 5 s");
 }
+
+#[test]
+fn code_mode_offers_two_tools_and_runs_the_models_program_through_the_gateway() {
+    let env = Env::new();
+    let program = json!({"code": "from tools import echo_args\nr = echo_args(count='3', tags=['a'])\nprint('echoed')\nr['count'] * 2"}).to_string();
+    let m = model(vec![
+        sse(&openai_calls(&[(
+            "c1",
+            "search_tools",
+            r#"{"query": "echo the arguments"}"#,
+        )])),
+        sse(&openai_calls(&[("c2", "run_code", &program)])),
+        sse(TEXT_ONLY),
+    ]);
+    let o = env.run(&m, "openai", &["--code-mode", "Echo three"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(out.trim(), "hi there");
+    let requests = m.requests();
+    let names: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["search_tools", "run_code"]);
+    let told = |n: usize| {
+        requests[n]["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // The search's answer is the tool as a Python function.
+    let found = told(1);
+    assert!(
+        found.contains("from tools import echo_args") && found.contains("def echo_args(*, "),
+        "{found}"
+    );
+    // The program ran, its call through the gateway ("3" repaired to 3): the model gets
+    // what it printed and its value, nothing of the call's own result.
+    let ran: Value = serde_json::from_str(&told(2)).expect("json");
+    assert_eq!(ran["data"]["output"], "echoed\n", "{ran}");
+    assert_eq!(ran["data"]["value"], 6, "{ran}");
+}
