@@ -331,6 +331,58 @@ fn an_mcp_client_in_code_mode_sees_two_tools_and_runs_programs() {
         "{text}"
     );
     assert!(!dir.path().join("x.txt").exists());
+    // A client that can show a form is asked before a dangerous tool runs in the program
+    // (2026-07-28: "input required", the program parked until the answer comes back).
+    let form = json!({"elicitation": {"form": {}}});
+    let write = json!({"name": "run_code", "arguments": {"code": "from tools import write_file\nwrite_file(path='asked.txt', content='yes')\n'written'"}});
+    for (answer, written) in [
+        (json!({"action": "decline"}), false),
+        (
+            json!({"action": "accept", "content": {"confirm": true}}),
+            true,
+        ),
+    ] {
+        let (_, first) = ask_with(
+            &mcp,
+            &token,
+            "tools/call",
+            write.clone(),
+            form.clone(),
+            &code_mode,
+        );
+        let asked = &first["result"];
+        assert_eq!(asked["resultType"], "input_required", "{first}");
+        let question = &asked["inputRequests"]["upstream_question"];
+        assert_eq!(question["method"], "elicitation/create", "{first}");
+        assert!(
+            question["params"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("`write_file`")),
+            "{first}"
+        );
+        assert!(
+            !dir.path().join("asked.txt").exists(),
+            "nothing ran before the answer"
+        );
+        let mut again = write.clone();
+        again["inputResponses"] = json!({ "upstream_question": answer });
+        again["requestState"] = asked["requestState"].clone();
+        let (_, done) = ask_with(&mcp, &token, "tools/call", again, form.clone(), &code_mode);
+        let done = &done["result"];
+        assert_eq!(done["isError"], !written, "{done}");
+        assert_eq!(dir.path().join("asked.txt").exists(), written, "{done}");
+        if written {
+            assert_eq!(done["content"][0]["text"], "written", "{done}");
+        } else {
+            assert!(
+                done["content"][0]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("needs_confirmation")),
+                "{done}"
+            );
+        }
+    }
+
     // Code mode is the request's choice: without the header the endpoint lists every tool.
     let listed_all = ask_with(&mcp, &token, "tools/list", json!({}), json!({}), &[]).1;
     assert!(

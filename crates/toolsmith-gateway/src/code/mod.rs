@@ -5,8 +5,9 @@
 //! its stdout ([`toolsmith_exec::talk`]) and go through the gateway's one call path as the
 //! program's caller: the caller's view (a tool outside it answers exactly as a missing one),
 //! the argument pipeline (repairs; invalid arguments raise with every problem), confirmation
-//! (a dangerous tool runs only when the caller confirmed it by name for this program, else it
-//! raises `needs_confirmation` and nothing ran), rate limits, metrics and the run log (each
+//! (a dangerous tool runs only when the caller agreed to it by name for this program or the
+//! user says yes when asked — through the door's asker, when it has one — else it raises
+//! `needs_confirmation` and nothing ran), rate limits, metrics and the run log (each
 //! inner call recorded under the caller, the program's own run too). The program imports its
 //! tools as typed functions (`from tools.github import search_issues`); each function's stub
 //! is generated when first used ([`toolsmith_core::render::python_function`]).
@@ -21,6 +22,7 @@ use toolsmith_core::render::{python_function, python_module_of};
 use toolsmith_core::{CompiledTool, ErrorKind, Tool, ToolResult};
 use toolsmith_exec::CallOptions;
 use toolsmith_exec::talk::Talk;
+use toolsmith_exec::upstream::Elicitor;
 use toolsmith_store::{Query, StoreExt};
 
 use crate::call::Door;
@@ -60,7 +62,7 @@ impl Default for CodeLimits {
 }
 
 /// One program to run, as its caller sends it.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct CodeRequest {
     pub code: String,
     /// Dangerous tools the user agreed the program may call (by served name).
@@ -70,6 +72,34 @@ pub struct CodeRequest {
     pub confirm_all: bool,
     /// The caller may see and use every caller's sessions.
     pub admin: bool,
+    /// Who asks the user to confirm a dangerous tool the program calls (an
+    /// `elicitation/create`'s params in, its answer out); none: such a call is refused.
+    pub ask: Option<Elicitor>,
+}
+
+/// The question that asks the user to run dangerous `tool` with `arguments`: an
+/// `elicitation/create`'s params (a form with one boolean, `confirm`).
+pub fn confirmation_question(tool: &Tool, arguments: &Value) -> Value {
+    let message = format!(
+        "Run the dangerous tool `{}` ({}) with these arguments?\n{}",
+        tool.name,
+        tool.description,
+        serde_json::to_string_pretty(arguments).unwrap_or_default()
+    );
+    json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"confirm": {"type": "boolean", "title": "Run it", "default": false}},
+            "required": ["confirm"]
+        }
+    })
+}
+
+/// Whether an answer to [`confirmation_question`] says yes.
+pub fn confirmed_by(answer: &Value) -> bool {
+    answer["action"] == "accept" && answer["content"]["confirm"] == true
 }
 
 /// One tool call the program made.
@@ -147,6 +177,7 @@ impl Gateway {
             confirmed: request.confirmed,
             confirm_all: request.confirm_all,
             admin: request.admin,
+            ask: request.ask,
             visible: tokio::sync::OnceCell::new(),
             calls: Mutex::new(Vec::new()),
         };
@@ -185,6 +216,7 @@ struct Inner {
     confirmed: BTreeSet<String>,
     confirm_all: bool,
     admin: bool,
+    ask: Option<Elicitor>,
     /// The enabled tools of the view, read once per program.
     visible: tokio::sync::OnceCell<Vec<Tool>>,
     calls: Mutex<Vec<InnerCall>>,
@@ -277,10 +309,16 @@ impl Inner {
             self.note(name, "not_found", started, None);
             return failure("not_found", format!("no tool {name:?}"));
         };
-        let mut options = CallOptions::new(
-            self.door.log_name.clone(),
-            self.confirm_all || self.confirmed.contains(name),
-        );
+        let mut confirmed = self.confirm_all || self.confirmed.contains(name);
+        // A dangerous tool not agreed to up front: the user is asked, when someone can ask.
+        if !confirmed
+            && tool.tool.is_dangerous()
+            && let Some(ask) = &self.ask
+        {
+            let answer = (ask.0)(confirmation_question(&tool.tool, &arguments)).await;
+            confirmed = answer.as_ref().is_ok_and(confirmed_by);
+        }
+        let mut options = CallOptions::new(self.door.log_name.clone(), confirmed);
         options.admin = self.admin;
         let result = self
             .gateway

@@ -35,8 +35,15 @@ impl McpServer {
                     return Ok(search::search(&snapshot, &view, &arguments).into());
                 }
                 search::RUN => {
-                    let arguments = request.arguments.unwrap_or_default();
-                    return Ok(self.run_program(arguments, view, &ctx).await.into());
+                    let answers = request
+                        .input_responses
+                        .as_ref()
+                        .and_then(|r| serde_json::to_value(r).ok());
+                    let state = request.request_state.as_deref();
+                    let arguments = request.arguments.clone().unwrap_or_default();
+                    return Ok(self
+                        .run_program(arguments, view, (state, answers), &ctx)
+                        .await);
                 }
                 _ => {}
             }

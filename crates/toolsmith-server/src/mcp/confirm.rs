@@ -8,6 +8,7 @@ use rmcp::model::{CallToolRequestParams, InputRequest, InputRequiredResult, Prot
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 use toolsmith_core::CompiledTool;
+use toolsmith_gateway::code::{confirmation_question, confirmed_by};
 
 use super::McpServer;
 
@@ -27,8 +28,10 @@ pub(super) enum Confirmation {
 impl Confirmation {
     /// An elicitation answer: `{"action": "accept", "content": {"confirm": true}}` runs.
     fn answered(answer: &Value) -> Self {
-        let yes = answer["action"] == "accept" && answer["content"]["confirm"] == true;
-        if yes { Self::Confirmed } else { Self::Declined }
+        match confirmed_by(answer) {
+            true => Self::Confirmed,
+            false => Self::Declined,
+        }
     }
 }
 
@@ -59,21 +62,7 @@ impl McpServer {
         {
             return Confirmation::NotAsked;
         }
-        let message = format!(
-            "Run the dangerous tool `{}` ({}) with these arguments?\n{}",
-            tool.tool.name,
-            tool.tool.description,
-            serde_json::to_string_pretty(arguments).unwrap_or_default()
-        );
-        let params = json!({
-            "mode": "form",
-            "message": message,
-            "requestedSchema": {
-                "type": "object",
-                "properties": {"confirm": {"type": "boolean", "title": "Run it", "default": false}},
-                "required": ["confirm"]
-            }
-        });
+        let params = confirmation_question(&tool.tool, arguments);
         let modern = ctx
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);

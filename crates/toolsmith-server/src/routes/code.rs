@@ -125,6 +125,7 @@ async fn run(
         code: body.code,
         confirmed: body.confirm.into_iter().collect(),
         confirm_all: false,
+        ask: None,
         admin: caller.role == toolsmith_gateway::Role::Admin,
     };
     let mut limits = toolsmith_gateway::code::CodeLimits::default();
