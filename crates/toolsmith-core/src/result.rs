@@ -140,6 +140,10 @@ pub struct Meta {
     /// The call's id, as the execution log records it (`GET /v1/runs?call_id=`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+    /// The run this call was made by — a code-mode program's, by its call id
+    /// (`GET /v1/runs?parent=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_call_id: Option<String>,
     /// What the result guardrails did: credentials scrubbed (by rule, how many), the result
     /// cut to `max_result_bytes` ([`crate::guard::result`]). Never a scrubbed value.
     #[serde(default, skip_serializing_if = "Option::is_none")]

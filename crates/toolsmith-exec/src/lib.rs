@@ -142,6 +142,11 @@ pub struct CallOptions {
     /// A conversation with the program a script tool runs (code mode): its stdin stays open
     /// for the gateway's answers, and its message lines go to the gateway ([`talk`]).
     pub talk: Option<Arc<talk::Talk>>,
+    /// The call's id, decided by its caller (a code-mode program's, which its calls name
+    /// before it ends); none: a new one.
+    pub call_id: Option<String>,
+    /// The run that made this call (a code-mode program's call id).
+    pub parent_call_id: Option<String>,
 }
 
 impl CallOptions {
@@ -155,6 +160,8 @@ impl CallOptions {
             downstream: upstream::Downstream::default(),
             forwarded: false,
             talk: None,
+            call_id: None,
+            parent_call_id: None,
         }
     }
 }
@@ -406,12 +413,14 @@ impl Engine {
             outcome = tracing::field::Empty,
             otel.status_code = tracing::field::Empty,
         );
+        let ids = (opts.call_id.clone(), opts.parent_call_id.clone());
         let mut result = self
             .call_inner(tool, raw, opts)
             .instrument(span.clone())
             .await;
         result.meta.duration_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
-        result.meta.call_id = Some(session::random_hex(8));
+        result.meta.call_id = Some(ids.0.unwrap_or_else(|| session::random_hex(8)));
+        result.meta.parent_call_id = ids.1;
         tool.scrub(&mut result);
         if !span.is_disabled() {
             let outcome = match &result.error {

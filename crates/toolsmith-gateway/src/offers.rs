@@ -493,6 +493,7 @@ impl Gateway {
             upstream: server,
             sandbox: None,
             call_id: None,
+            parent_call_id: None,
             guardrails,
         });
     }

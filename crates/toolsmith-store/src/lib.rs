@@ -165,6 +165,9 @@ pub struct RunRecord {
     /// The call's id (its result's `meta.call_id`), for calls the engine ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+    /// The run this call was made by (code mode: the program's run), by its call id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_call_id: Option<String>,
     /// What the result guardrails did (its `meta.guardrails`: credentials scrubbed by rule,
     /// the result cut to `max_result_bytes`), never a scrubbed value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -225,6 +228,7 @@ impl RunRecord {
             upstream: None,
             sandbox: result.meta.sandbox.clone(),
             call_id: result.meta.call_id.clone(),
+            parent_call_id: result.meta.parent_call_id.clone(),
             guardrails: result
                 .meta
                 .guardrails
@@ -287,6 +291,8 @@ pub struct RunQuery {
     pub caller: Option<String>,
     /// Only the call with this id (`meta.call_id`).
     pub call_id: Option<String>,
+    /// Only the calls made by the run with this call id (a code-mode program's).
+    pub parent_call_id: Option<String>,
     pub limit: usize,
     pub cursor: Option<String>,
 }

@@ -30,6 +30,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0014_run_guardrails.sql"),
     include_str!("../migrations/postgres/0015_mcp_sessions.sql"),
     include_str!("../migrations/postgres/0016_mcp_session_levels.sql"),
+    include_str!("../migrations/postgres/0017_run_parents.sql"),
 ];
 
 /// An arbitrary constant naming toolsmith's migration lock.

@@ -89,6 +89,7 @@ where
             .try_get::<Option<String>, _>("sandbox")?
             .and_then(|s| serde_json::from_str(&s).ok()),
         call_id: row.try_get("call_id")?,
+        parent_call_id: row.try_get("parent_call_id")?,
         guardrails: row
             .try_get::<Option<String>, _>("guardrails")?
             .and_then(|s| serde_json::from_str(&s).ok()),

@@ -12,12 +12,13 @@
 /// The statements both backends run unchanged.
 pub(crate) mod sql {
     pub const GENERATION: &str = "SELECT generation FROM registry_generation WHERE id = 1";
-    pub const INSERT_RUN: &str = "INSERT INTO runs (tool, version, caller, arguments, kind, duration_ms, exit_code, truncated, started_at, upstream, sandbox, call_id, guardrails) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id";
+    pub const INSERT_RUN: &str = "INSERT INTO runs (tool, version, caller, arguments, kind, duration_ms, exit_code, truncated, started_at, upstream, sandbox, call_id, guardrails, parent_call_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id";
     pub const PRUNE_RUNS: &str = "DELETE FROM runs WHERE id <= $1";
     pub const RUNS: &str = "SELECT * FROM runs WHERE id < $1 AND (CAST($2 AS TEXT) IS NULL OR tool = $2) \
          AND (CAST($3 AS TEXT) IS NULL OR kind = $3) AND (CAST($4 AS TEXT) IS NULL OR caller = $4) \
-         AND (CAST($5 AS TEXT) IS NULL OR call_id = $5) ORDER BY id DESC LIMIT $6";
+         AND (CAST($5 AS TEXT) IS NULL OR call_id = $5) AND (CAST($6 AS TEXT) IS NULL OR parent_call_id = $6) \
+         ORDER BY id DESC LIMIT $7";
 
     pub const SESSION_START: &str = "INSERT INTO sessions (id, replica, place, owner, command, status, created_ms, last_seen_ms, url) \
          VALUES ($1, $2, $3, $4, $5, 'running', $6, $6, $7) \
@@ -180,6 +181,7 @@ macro_rules! store_methods {
                     .bind(run.sandbox.as_ref().map(|s| s.to_string()))
                     .bind(&run.call_id)
                     .bind(run.guardrails.as_ref().map(|g| g.to_string()))
+                    .bind(&run.parent_call_id)
                     .fetch_one(&mut *tx)
                     .await?;
             }
@@ -204,6 +206,7 @@ macro_rules! store_methods {
                 .bind(query.kind.as_deref())
                 .bind(query.caller.as_deref())
                 .bind(query.call_id.as_deref())
+                .bind(query.parent_call_id.as_deref())
                 .bind((limit + 1) as i64)
                 .fetch_all(&self.pool)
                 .await?;

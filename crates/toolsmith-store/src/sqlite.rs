@@ -50,6 +50,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0014_run_guardrails.sql"),
     include_str!("../migrations/sqlite/0015_mcp_sessions.sql"),
     include_str!("../migrations/sqlite/0016_mcp_session_levels.sql"),
+    include_str!("../migrations/sqlite/0017_run_parents.sql"),
 ];
 
 /// The SQLite registry.

@@ -90,6 +90,18 @@ async def many():
     }
     let (_, own) = request("GET", &format!("{base}/runs?tool=run_code"), None);
     assert_eq!(own["runs"].as_array().map(Vec::len), Some(1), "{own}");
+    // Linked to it: the program's run names its calls, and they name it.
+    let program = answer["result"]["meta"]["call_id"]
+        .as_str()
+        .expect("call_id");
+    assert_eq!(own["runs"][0]["call_id"], program, "{own}");
+    let (_, made) = request("GET", &format!("{base}/runs?parent={program}"), None);
+    let made = made["runs"].as_array().cloned().unwrap_or_default();
+    assert_eq!(made.len(), 6, "{made:?}");
+    assert!(
+        made.iter()
+            .all(|r| r["parent_call_id"] == program && r["tool"] == "convert_temperature")
+    );
 
     // Invalid arguments raise ToolError with every problem and its pointer; the program
     // can catch it.

@@ -167,9 +167,12 @@ impl Gateway {
     ) -> Result<CodeRun, GatewayError> {
         let tool = self.code_tool(limits)?;
         let (talk, mut ends) = Talk::new();
+        // The program's call id, decided now: its calls name it in the run log.
+        let program = toolsmith_exec::session::random_hex(8);
         let mut options = CallOptions::new(door.log_name.clone(), false);
         options.admin = request.admin;
         options.talk = Some(Arc::new(talk));
+        options.call_id = Some(program.clone());
         let inner = Inner {
             gateway: self.clone(),
             door: door.clone(),
@@ -178,6 +181,7 @@ impl Gateway {
             confirm_all: request.confirm_all,
             admin: request.admin,
             ask: request.ask,
+            program,
             visible: tokio::sync::OnceCell::new(),
             calls: Mutex::new(Vec::new()),
         };
@@ -217,6 +221,8 @@ struct Inner {
     confirm_all: bool,
     admin: bool,
     ask: Option<Elicitor>,
+    /// The program's call id, which its calls name as their parent in the run log.
+    program: String,
     /// The enabled tools of the view, read once per program.
     visible: tokio::sync::OnceCell<Vec<Tool>>,
     calls: Mutex<Vec<InnerCall>>,
@@ -319,6 +325,7 @@ impl Inner {
             confirmed = answer.as_ref().is_ok_and(confirmed_by);
         }
         let mut options = CallOptions::new(self.door.log_name.clone(), confirmed);
+        options.parent_call_id = Some(self.program.clone());
         options.admin = self.admin;
         let result = self
             .gateway

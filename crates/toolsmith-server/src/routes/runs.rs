@@ -19,6 +19,8 @@ struct RunParams {
     /// Only the call with this id (a result's `meta.call_id`; a result cut by
     /// `max_result_bytes` names it).
     call_id: Option<String>,
+    /// Only the calls a code-mode program made: the program's run's `call_id`.
+    parent: Option<String>,
     /// Entries per page (50 when absent).
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<usize>,
@@ -48,6 +50,7 @@ async fn runs(
         kind: p.kind,
         caller: p.caller,
         call_id: p.call_id,
+        parent_call_id: p.parent,
         limit: page_limit(p.limit)?,
         cursor: p.cursor,
     };
