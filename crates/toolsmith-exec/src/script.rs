@@ -70,6 +70,13 @@ impl Scripts {
             _ => "",
         };
         let path = self.dir.join(format!("{hash:016x}{ext}"));
+        // Already there (another server on this machine wrote it): kept, not replaced — a
+        // sandboxed call of that server may be about to open it, and Landlock allows the
+        // file it was given, not whatever later takes its name.
+        if std::fs::read(&path).is_ok_and(|on_disk| on_disk == source.as_bytes()) {
+            files.insert(hash, path.clone());
+            return Ok(path);
+        }
         // Write then rename, so a concurrent reader never sees half a script.
         let tmp = self
             .dir
@@ -162,5 +169,31 @@ mod tests {
         let resolved = resolve("python3", &dir.path().display().to_string()).expect("resolves");
         assert_eq!(resolved.canonicalize().ok(), real.canonicalize().ok());
         assert!(resolve("no-such-interpreter", "/nonexistent").is_err());
+    }
+
+    #[test]
+    fn a_script_another_server_wrote_is_kept_not_replaced() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        // Two servers on one machine, one scripts folder.
+        let (one, two) = (
+            Scripts::new(dir.path().to_path_buf(), None),
+            Scripts::new(dir.path().to_path_buf(), None),
+        );
+        let first = one.file("print(1)", "python3").expect("written");
+        let inode = std::fs::metadata(&first).expect("meta").ino();
+        let again = two.file("print(1)", "python3").expect("found");
+        assert_eq!(first, again);
+        // The same file, not a new one under its name (a sandboxed call of the first server
+        // may hold a Landlock rule for it).
+        assert_eq!(std::fs::metadata(&again).expect("meta").ino(), inode);
+        // A file of that name with other bytes is written anew.
+        std::fs::write(&first, "tampered").expect("write");
+        let three = Scripts::new(dir.path().to_path_buf(), None);
+        let fixed = three.file("print(1)", "python3").expect("rewritten");
+        assert_eq!(
+            std::fs::read_to_string(&fixed).ok().as_deref(),
+            Some("print(1)")
+        );
     }
 }
