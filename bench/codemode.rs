@@ -139,15 +139,14 @@ fn main() {
         spec.display()
     );
     let dir = tempfile::tempdir().expect("tempdir");
+    // A catalog's paths are its folder's: the document is copied beside it.
+    std::fs::copy(&spec, dir.path().join("github.json")).expect("copy the document");
     let file = dir.path().join("catalog.yaml");
     std::fs::write(
         &file,
-        format!(
-            "toolsets:\n  - {{name: search, include: {{}}, discovery: search}}\n  - {{name: code, include: {{}}, discovery: code}}\n\
-             tools:\n  - {{name: yes, description: Lists the workspace., builtin: list_dir}}\n\
-             openapi:\n  - spec: {}\n",
-            spec.display()
-        ),
+        "toolsets:\n  - {name: search, include: {}, discovery: search}\n  - {name: code, include: {}, discovery: code}\n\
+         tools:\n  - {name: yes, description: Lists the workspace., builtin: list_dir}\n\
+         openapi:\n  - spec: github.json\n",
     )
     .expect("catalog");
     let port = free_port();
@@ -170,6 +169,7 @@ fn main() {
             .stderr(Stdio::null())
             .spawn()
             .expect("serve"),
+        // (A catalog serve refuses ends it: it never listens, and that is said below.)
     );
     let client = Client {
         agent: ureq::Agent::config_builder()

@@ -78,6 +78,9 @@ pub struct Gateway {
     /// The upstreams' offers as served (prompts and templates approved), read at one
     /// registry generation: a read or a get does not read the pins (see `offers::offers`).
     served_offers: Mutex<Option<(u64, Vec<toolsmith_exec::upstream::ServerOffer>)>>,
+    /// The enabled tools, read at one registry generation: code mode's programs find their
+    /// modules and functions here instead of reading the registry (see [`Self::enabled`]).
+    enabled: Mutex<Option<(u64, Arc<Vec<toolsmith_core::Tool>>)>>,
     /// Counts registry changes; MCP snapshots and list_changed notifications follow it.
     changes: tokio::sync::watch::Sender<u64>,
     /// What could not be served of each upstream's tools (name collisions, refused
@@ -140,6 +143,7 @@ impl Gateway {
             compiled: Mutex::default(),
             current: Mutex::default(),
             served_offers: Mutex::default(),
+            enabled: Mutex::default(),
             changes: tokio::sync::watch::Sender::new(0),
             federation_problems: problems::Problems::default(),
             metrics: metrics::Metrics::new(),
@@ -289,6 +293,33 @@ impl Gateway {
             .filter(|r| view.admits(&r.tool))
             .map(|r| self.compiled(&r.tool, r.version))
             .collect()
+    }
+
+    /// Every enabled tool, as of the registry's generation now (kept until it changes; the
+    /// generation taken before the read, so a change that raced with it makes the kept list
+    /// stale, never the reverse).
+    pub async fn enabled(&self) -> Result<Arc<Vec<toolsmith_core::Tool>>, GatewayError> {
+        use toolsmith_store::StoreExt;
+        let generation = self.generation();
+        if let Some((at, kept)) = &*self.enabled.lock().unwrap_or_else(|e| e.into_inner())
+            && *at == generation
+        {
+            return Ok(kept.clone());
+        }
+        let tools: Vec<toolsmith_core::Tool> = self
+            .store
+            .search_all(toolsmith_store::Query::default())
+            .await?
+            .into_iter()
+            .map(|r| r.tool)
+            .filter(|t| t.enabled)
+            .collect();
+        let tools = Arc::new(tools);
+        let mut kept = self.enabled.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.as_ref().is_none_or(|(at, _)| *at <= generation) {
+            *kept = Some((generation, tools.clone()));
+        }
+        Ok(tools)
     }
 
     /// The metrics as text, with what is sampled at scrape time.

@@ -103,6 +103,15 @@ async def many():
             .all(|r| r["parent_call_id"] == program && r["tool"] == "convert_temperature")
     );
 
+    // An async twin imported on its own.
+    let alone = run(
+        &base,
+        "",
+        "import asyncio\nfrom tools import convert_temperature_async as c\nasyncio.run(c(value=0, from_='kelvin', to='kelvin'))['value']",
+        json!({}),
+    );
+    assert_eq!(ran(&alone)["value"], 0.0, "{alone}");
+
     // Invalid arguments raise ToolError with every problem and its pointer; the program
     // can catch it.
     let answer = run(

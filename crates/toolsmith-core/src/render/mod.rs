@@ -10,7 +10,8 @@ mod transform;
 mod xml;
 
 pub use python::{
-    Module as PythonModule, module_of as python_module_of, python_function, python_stubs,
+    Module as PythonModule, module_of as python_module_of, python_function, python_function_brief,
+    python_stubs,
 };
 
 use serde_json::{Map, Value, json};

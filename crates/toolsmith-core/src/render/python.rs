@@ -73,7 +73,13 @@ pub fn python_stubs(tools: &[Tool]) -> Vec<Module> {
 /// One tool's stub as it stands in its module: the classes it needs and its two functions
 /// (code mode loads a program's tools this way, one function when first used).
 pub fn python_function(tool: &Tool) -> String {
-    function_source(tool)
+    function_source(tool, false)
+}
+
+/// The same for a model finding tools (code mode's `search_tools`): its docstring keeps the
+/// description's first two paragraphs and its `Docs:` line (the full text is the stubs').
+pub fn python_function_brief(tool: &Tool) -> String {
+    function_source(tool, true)
 }
 
 /// A served name's module (its prefix as an identifier, `""` for none) and function name.
@@ -115,13 +121,13 @@ fn module_source(dotted: &str, tools: &[&Tool]) -> String {
     out.push_str("from toolsmith_runtime import acall as _acall, call as _call\n");
     for tool in tools {
         out.push_str("\n\n");
-        out.push_str(&function_source(tool));
+        out.push_str(&function_source(tool, false));
     }
     out
 }
 
 /// The classes a function needs (object parameters, its result) and its two forms.
-fn function_source(tool: &Tool) -> String {
+fn function_source(tool: &Tool, brief: bool) -> String {
     let served = tool.name.as_str();
     let name = module_of(served).1;
     let schema = tool_schema(tool);
@@ -197,7 +203,7 @@ fn function_source(tool: &Tool) -> String {
         1 => format!("({},)", optional[0]),
         _ => format!("({})", optional.join(", ")),
     };
-    let doc = docstring(tool, &params);
+    let doc = docstring(tool, &params, brief);
     let _ = write!(
         out,
         "def {name}({signature}) -> {returns}:\n{doc}    return _call({}, {arguments}, optional={optional})\n\n\n",
@@ -212,8 +218,22 @@ fn function_source(tool: &Tool) -> String {
 }
 
 /// The docstring: the description, then each parameter's.
-fn docstring(tool: &Tool, params: &[(String, String, String, bool, String)]) -> String {
+fn docstring(
+    tool: &Tool,
+    params: &[(String, String, String, bool, String)],
+    brief: bool,
+) -> String {
     let mut text = tool.description.trim().to_owned();
+    if brief {
+        let paragraphs: Vec<&str> = text.split("\n\n").collect();
+        text = paragraphs
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| *i < 2 || p.starts_with("Docs:"))
+            .map(|(_, p)| *p)
+            .collect::<Vec<_>>()
+            .join("\n\n");
+    }
     let described: Vec<String> = params
         .iter()
         .filter(|p| !p.4.is_empty())

@@ -271,3 +271,35 @@ fn githubs_import_becomes_python_stubs_that_import() {
         modules.len()
     );
 }
+
+/// Code mode's search answers a model with a brief function: the description's first two
+/// paragraphs and its `Docs:` line, the arguments still described; the stubs keep it whole.
+#[test]
+fn a_brief_function_keeps_the_summary_the_docs_line_and_the_arguments() {
+    let tool = described_tool(
+        "issues_create_comment",
+        "Create an issue comment\n\nYou can use the REST API to create comments.\n\nThis endpoint triggers notifications.\n\nDocs: https://docs.github.com/rest/issues",
+    );
+    let brief = toolsmith_core::render::python_function_brief(&tool);
+    let full = toolsmith_core::render::python_function(&tool);
+    for kept in [
+        "Create an issue comment",
+        "You can use the REST API",
+        "Docs: https://docs.github.com/rest/issues",
+        "body: The comment.",
+    ] {
+        assert!(brief.contains(kept), "{kept}: {brief}");
+    }
+    assert!(!brief.contains("triggers notifications"), "{brief}");
+    assert!(full.contains("triggers notifications"), "{full}");
+}
+
+fn described_tool(name: &str, description: &str) -> toolsmith_core::Tool {
+    let def = serde_json::json!({
+        "name": name,
+        "description": description,
+        "command": ["true"],
+        "parameters": [{"name": "body", "description": "The comment."}],
+    });
+    toolsmith_core::catalog::parse_tool(&def, &crate::support::MemSource::default()).expect("tool")
+}

@@ -23,7 +23,6 @@ use toolsmith_core::{CompiledTool, ErrorKind, Tool, ToolResult};
 use toolsmith_exec::CallOptions;
 use toolsmith_exec::talk::Talk;
 use toolsmith_exec::upstream::Elicitor;
-use toolsmith_store::{Query, StoreExt};
 
 use crate::call::Door;
 use crate::view::View;
@@ -223,8 +222,9 @@ struct Inner {
     ask: Option<Elicitor>,
     /// The program's call id, which its calls name as their parent in the run log.
     program: String,
-    /// The enabled tools of the view, read once per program.
-    visible: tokio::sync::OnceCell<Vec<Tool>>,
+    /// The enabled tools (the gateway's, kept per registry generation), read once per
+    /// program; [`Inner::visible`] narrows them to the view.
+    visible: tokio::sync::OnceCell<Arc<Vec<Tool>>>,
     calls: Mutex<Vec<InnerCall>>,
 }
 
@@ -249,21 +249,13 @@ impl Inner {
         answer
     }
 
-    async fn visible(&self) -> &[Tool] {
-        self.visible
-            .get_or_init(|| async {
-                let all = self
-                    .gateway
-                    .store
-                    .search_all(Query::default())
-                    .await
-                    .unwrap_or_default();
-                all.into_iter()
-                    .map(|r| r.tool)
-                    .filter(|t| t.enabled && self.view.admits(t))
-                    .collect()
-            })
-            .await
+    /// The enabled tools of the program's view.
+    async fn visible(&self) -> impl Iterator<Item = &Tool> {
+        let all = self
+            .visible
+            .get_or_init(|| async { self.gateway.enabled().await.unwrap_or_default() })
+            .await;
+        all.iter().filter(|t| self.view.admits(t))
     }
 
     /// The functions of module `tools.<prefix>` (`tools` for `""`).
@@ -271,7 +263,6 @@ impl Inner {
         let names: Vec<String> = self
             .visible()
             .await
-            .iter()
             .map(|t| python_module_of(t.name.as_str()))
             .filter(|(module, _)| module == prefix)
             .map(|(_, name)| name)
@@ -285,12 +276,24 @@ impl Inner {
         }
     }
 
-    /// The stub of function `name` of module `tools.<prefix>`.
+    /// The stub of function `name` of module `tools.<prefix>` (`<tool>_async` is its tool's
+    /// stub too: it defines both forms).
     async fn stub(&self, prefix: &str, name: &str) -> Value {
-        let found = self.visible().await.iter().find(|t| {
+        let base = name.strip_suffix("_async");
+        let mut found = None;
+        for t in self.visible().await {
             let (module, function) = python_module_of(t.name.as_str());
-            module == prefix && function == name
-        });
+            if module != prefix {
+                continue;
+            }
+            if function == name {
+                found = Some(t);
+                break;
+            }
+            if base == Some(function.as_str()) {
+                found = Some(t);
+            }
+        }
         match found {
             Some(tool) => json!({ "source": python_function(tool) }),
             None => failure(

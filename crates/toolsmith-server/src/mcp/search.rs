@@ -69,7 +69,7 @@ pub const RUN: &str = "run_code";
 pub fn code_tools() -> Vec<McpTool> {
     let search = json!({
         "name": SEARCH,
-        "description": "Find tools by what they do. Give a few words (each is matched on its own against tool names, descriptions and tags); the best matches come back as Python functions: the import line and the typed signature with its docstring. Then call them from a program with run_code.",
+        "description": "Find tools by what they do. Give a few words (each is matched on its own against tool names, descriptions and tags); the best matches come back as Python functions: the import line and the typed signature with a brief docstring. Then call them from a program with run_code.",
         "inputSchema": {
             "type": "object",
             "properties": {
@@ -109,7 +109,7 @@ fn python_of(tool: &toolsmith_core::Tool) -> String {
         "" => "tools".to_owned(),
         m => format!("tools.{m}"),
     };
-    let source = toolsmith_core::render::python_function(tool);
+    let source = toolsmith_core::render::python_function_brief(tool);
     let sync = source.split("\n\n\nasync def ").next().unwrap_or(&source);
     // The body (a call of the runtime) tells a model nothing.
     let shown: Vec<&str> = sync
