@@ -26,11 +26,11 @@ const DEFAULT_LIMIT: usize = 10;
 /// Matches returned at most.
 const MAX_LIMIT: usize = 50;
 
-/// The two tools a search-mode view lists.
-pub fn tools() -> Vec<McpTool> {
-    let search = json!({
+/// `search_tools` as a view lists it, saying what its matches come back as.
+fn search_tool(description: &str) -> Value {
+    json!({
         "name": SEARCH,
-        "description": "Find tools by what they do. Give a few words (each is matched on its own against tool names, descriptions and tags); the best matches come back with their full input schemas. Then run one with call_tool.",
+        "description": description,
         "inputSchema": {
             "type": "object",
             "properties": {
@@ -42,7 +42,22 @@ pub fn tools() -> Vec<McpTool> {
             "additionalProperties": false
         },
         "annotations": {"readOnlyHint": true, "openWorldHint": false}
-    });
+    })
+}
+
+/// The tools a view lists, as MCP objects.
+fn listed(tools: [Value; 2]) -> Vec<McpTool> {
+    tools
+        .into_iter()
+        .filter_map(|t| serde_json::from_value(t).ok())
+        .collect()
+}
+
+/// The two tools a search-mode view lists.
+pub fn tools() -> Vec<McpTool> {
+    let search = search_tool(
+        "Find tools by what they do. Give a few words (each is matched on its own against tool names, descriptions and tags); the best matches come back with their full input schemas. Then run one with call_tool.",
+    );
     let call = json!({
         "name": CALL,
         "description": "Run a tool found with search_tools: give its name and its arguments (an object matching the inputSchema search_tools returned).",
@@ -56,10 +71,7 @@ pub fn tools() -> Vec<McpTool> {
             "additionalProperties": false
         }
     });
-    [search, call]
-        .into_iter()
-        .filter_map(|t| serde_json::from_value(t).ok())
-        .collect()
+    listed([search, call])
 }
 
 /// The program-running tool's name (code mode).
@@ -67,21 +79,9 @@ pub const RUN: &str = "run_code";
 
 /// The two tools a code-mode view lists.
 pub fn code_tools() -> Vec<McpTool> {
-    let search = json!({
-        "name": SEARCH,
-        "description": "Find tools by what they do. Give a few words (each is matched on its own against tool names, descriptions and tags); the best matches come back as Python functions: the import line and the typed signature with a brief docstring. Then call them from a program with run_code.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "Words describing the tool you need"},
-                "tags": {"type": "array", "items": {"type": "string"}, "description": "Only tools with every one of these tags"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "How many matches at most (10 when absent)"}
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        },
-        "annotations": {"readOnlyHint": true, "openWorldHint": false}
-    });
+    let search = search_tool(
+        "Find tools by what they do. Give a few words (each is matched on its own against tool names, descriptions and tags); the best matches come back as Python functions: the import line and the typed signature with a brief docstring. Then call them from a program with run_code.",
+    );
     let run = json!({
         "name": RUN,
         "description": "Run a Python 3 program that calls tools found with search_tools as functions (`from tools.NAME import FUNCTION`; each has an `_async` twin for asyncio.gather). Intermediate results stay in the program: you get only what it prints and the value of its last expression. A failed tool call raises toolsmith_runtime.ToolError (kind, message, problems). No network, no files but a scratch folder, 60 s at most.",
@@ -96,10 +96,7 @@ pub fn code_tools() -> Vec<McpTool> {
         },
         "annotations": {"openWorldHint": false}
     });
-    [search, run]
-        .into_iter()
-        .filter_map(|t| serde_json::from_value(t).ok())
-        .collect()
+    listed([search, run])
 }
 
 /// A tool as code mode shows it: its import line and its function (the sync form).
