@@ -222,8 +222,12 @@ function History({ name, current }: { name: string; current: number }) {
       content: `Version ${v}'s definition becomes version ${current + 1}; nothing is lost — every version stays in the history.`,
       okText: 'Restore',
       onOk: async () => {
-        const r = await api.restore(name, v);
-        void message.success(`version ${v} restored as version ${r.version}`);
+        try {
+          const r = await api.restore(name, v);
+          void message.success(`version ${v} restored as version ${r.version}`);
+        } catch (e) {
+          void message.error(`version ${v} was not restored: ${e instanceof Error ? e.message : String(e)}`);
+        }
         await client.invalidateQueries();
       },
     });
