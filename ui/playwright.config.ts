@@ -8,11 +8,15 @@ export default defineConfig({
   timeout: 60_000,
   expect: { timeout: 10_000 },
   retries: 0,
+  // `TOOLSMITH_UI_GREP=playground cargo test -p toolsmith --test ui -- --include-ignored` runs
+  // only the tests whose titles match.
+  ...(process.env.TOOLSMITH_UI_GREP ? { grep: new RegExp(process.env.TOOLSMITH_UI_GREP) } : {}),
   workers: 1,
   reporter: [['list']],
   outputDir: 'test-results',
   use: {
     viewport: { width: 1280, height: 800 },
+    screenshot: 'only-on-failure',
     launchOptions: {
       executablePath: process.env.TOOLSMITH_TEST_CHROMIUM ?? '/usr/bin/chromium',
       args: [

@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { accessible, accessibleHovered, env, expect, rest, shot, test } from './fixtures';
+import { accessible, accessibleHovered, choose, env, expect, rest, shot, test } from './fixtures';
 
 test.describe.configure({ mode: 'serial' });
 
@@ -155,12 +155,10 @@ test('the runs page shows the calls, and replays one in the test panel', async (
   await expect(row).toContainText('workspace, enforced');
   await accessible(page, 'the runs page');
   await shot(page, 'runs');
-  await page.getByLabel('Filter by outcome').click();
-  await page.getByTitle('invalid_arguments').click();
+  await choose(page, 'Filter by outcome', 'invalid_arguments');
   await expect(page.getByRole('row', { name: /convert_temperature/ }).first()).toBeVisible();
   await expect(page.getByRole('row', { name: /word_stats/ })).toHaveCount(0);
-  await page.getByLabel('Filter by outcome').click();
-  await page.getByTitle('ok', { exact: true }).click();
+  await choose(page, 'Filter by outcome', 'ok');
   await page.getByRole('row', { name: /word_stats/ }).first().getByRole('button', { name: /expand/i }).click();
   await page.getByRole('button', { name: 'Open in Test panel with these arguments' }).click();
   await expect(page).toHaveURL(/\/ui\/tools\/word_stats\?tab=test/);
@@ -170,8 +168,7 @@ test('the runs page shows the calls, and replays one in the test panel', async (
 test('export renders every enabled tool, and dark mode follows the switch', async ({ page }) => {
   await page.goto(`${env.url}/ui/export`);
   await expect(page.getByLabel('Exported tools')).toContainText('"name": "git_log"');
-  await page.getByLabel('Format').click();
-  await page.getByTitle('gemini').click();
+  await choose(page, 'Format', 'gemini');
   await expect(page.getByLabel('Exported tools')).toContainText('functionDeclarations');
   await accessible(page, 'the export page');
   await shot(page, 'export');
@@ -213,8 +210,7 @@ test("an upstream MCP server's tool shows where it comes from and runs from its 
   await accessible(page, 'an upstream tool');
   await shot(page, 'upstream-tool');
   await page.getByRole('tab', { name: 'Test', exact: true }).click();
-  await page.getByLabel('loud', { exact: true }).click();
-  await page.getByTitle('true', { exact: true }).click();
+  await choose(page, 'loud', 'true');
   await page.getByRole('button', { name: 'Run' }).click();
   const result = page.getByRole('region', { name: 'Result' });
   await expect(result).toContainText('ok in');
@@ -403,8 +399,7 @@ test('import OpenAPI: a document file previewed, chosen by tag, imported, one to
   await expect(preview.getByRole('row', { name: /fa_create_item/ })).toContainText('POST');
   await expect(page.getByRole('region', { name: 'Operations not mapped' })).toContainText('delete_item');
   // Only the `items` operations.
-  await page.getByLabel('Choose by tag').click();
-  await page.getByTitle('items', { exact: true }).click();
+  await choose(page, 'Choose by tag', 'items');
   await page.keyboard.press('Escape');
   await expect(page.getByRole('button', { name: 'Import 2 tool(s)' })).toBeVisible();
   await accessible(page, 'an OpenAPI preview');
@@ -586,4 +581,73 @@ test('toolsets: the list, a toolset with its members, URL and client configurati
   await page.getByRole('button', { name: 'Create' }).click();
   await expect(page.getByText('The toolset was not saved')).toBeVisible();
   await expect(page.getByText('invalid toolset name')).toBeVisible();
+});
+
+test("a toolset's code playground: its stubs, a program run as the caller, its calls as a timeline in the run log, a dangerous call confirmed and run again", async ({ page }) => {
+  const launch = { name: 'launch', description: 'Launch the rocket.', command: ['echo', 'launched'], danger: 'dangerous' };
+  expect((await rest('POST', '/tools', launch)).status).toBe(201);
+  expect((await rest('POST', '/toolsets', { name: 'code_play', include: { names: ['word_stats', 'launch'] } })).status).toBe(201);
+  await page.goto(`${env.url}/ui/toolsets/code_play`);
+  await expect(page.getByRole('heading', { name: 'Code playground' })).toBeVisible();
+  await expect(page.getByRole('group', { name: 'Stubs' })).toContainText('def launch(');
+  // The first program runs as it stands: it prints the first tool's documentation.
+  const program = page.getByRole('group', { name: 'Program' });
+  await expect(program).toContainText('print(launch.__doc__)');
+  await program.locator('.monaco-editor .view-lines').click();
+  await page.keyboard.press('Control+a');
+  await page.keyboard.press('Delete');
+  await page.keyboard.insertText(
+    [
+      // One line each: Monaco indents what is typed after a block's first line.
+      'import contextlib',
+      'from tools import word_stats, launch',
+      'from toolsmith_runtime import ToolError',
+      's = word_stats(text="the cat and the hat", top="2")',
+      'print("words:", s["words"])',
+      'with contextlib.suppress(ToolError): word_stats(text="x", top=500)',
+      'print("refused, and went on")',
+      'print(launch())',
+      's["words"] * 10',
+      '',
+    ].join('\n'),
+  );
+  await page.getByRole('button', { name: 'Run', exact: true }).click();
+  const output = page.getByLabel('Program output');
+  await expect(output).toContainText('words: 5');
+  await expect(output).toContainText('refused, and went on');
+  // The dangerous tool was not confirmed: it did not run, the program ended on its exception.
+  await expect(page.getByText('Not confirmed, so not run: launch')).toBeVisible();
+  await expect(page.getByLabel('Traceback')).toContainText('needs_confirmation');
+  const calls = page.getByRole('group', { name: 'Tool calls' });
+  await expect(calls.locator('.ant-timeline-item')).toHaveCount(3);
+  await expect(calls.locator('.ant-timeline-item').nth(0)).toContainText('word_stats');
+  await expect(calls.locator('.ant-timeline-item').nth(0)).toContainText('ok');
+  await expect(calls.locator('.ant-timeline-item').nth(1)).toContainText('invalid_arguments');
+  await expect(calls.locator('.ant-timeline-item').nth(2)).toContainText('needs_confirmation');
+  expect((await rest('GET', '/runs?tool=launch')).json.runs.filter((r: { kind: string }) => r.kind === 'ok')).toHaveLength(0);
+  // Confirmed, it runs; the program's value is its last expression.
+  await page.getByRole('button', { name: 'Confirm and run again' }).click();
+  await expect(output).toContainText('launched');
+  await expect(page.getByLabel('Program value')).toHaveText('50');
+  await expect(calls.locator('.ant-timeline-item').nth(2)).toContainText('ok');
+  await expect(page.getByLabel('Dangerous tools it may call')).toBeAttached();
+  await accessible(page, 'the code playground');
+  await shot(page, 'code-playground');
+  // Each call links to its entry in the run log, which names the program that made it.
+  await page.getByRole('link', { name: 'launch in the run log' }).click();
+  await expect(page).toHaveURL(/\/ui\/runs\?call_id=/);
+  await expect(page.getByText(/Only the call /)).toBeVisible();
+  const row = page.getByRole('row', { name: /launch/ });
+  await expect(row).toHaveCount(1);
+  await expect(row).toContainText('ok');
+  await row.getByRole('button', { name: /expand/i }).click();
+  await page.getByRole('link', { name: 'Its run' }).click();
+  await expect(page.getByText(/Only the call /)).toBeVisible();
+  await expect(page.getByRole('row', { name: /run_code/ })).toHaveCount(1);
+  // And the program's run lists its calls.
+  await page.getByRole('row', { name: /run_code/ }).getByRole('button', { name: /expand/i }).click();
+  await page.getByRole('link', { name: 'Show them' }).click();
+  await expect(page.getByText(/Only the calls made by the program /)).toBeVisible();
+  await expect(page.getByRole('row', { name: /word_stats/ })).toHaveCount(2);
+  await expect(page.getByRole('row', { name: /launch/ })).toHaveCount(1);
 });

@@ -1,16 +1,9 @@
 // The editor against a real `serve`: create, edit, version, restore and delete tools in the
 // browser — each result checked through the REST API — and no edit ever lost.
 
-import type { Page } from '@playwright/test';
-import { accessible, env, expect, rest, shot, test } from './fixtures';
+import { accessible, choose, env, expect, rest, shot, test } from './fixtures';
 
 test.describe.configure({ mode: 'serial' });
-
-/** Chooses `option` in the antd select labelled `label` (the `nth` one). */
-async function choose(page: Page, label: string, option: string, nth = 0) {
-  await page.getByLabel(label, { exact: true }).nth(nth).click();
-  await page.locator('.ant-select-dropdown:visible').getByTitle(option, { exact: true }).click();
-}
 
 test('a command tool with two parameters, made in the form', async ({ page }) => {
   await page.goto(`${env.url}/ui/tools`);
@@ -89,8 +82,7 @@ test('restoring version 1 makes a new version equal to it, and texts compare sid
   await expect(confirm).toBeHidden();
   expect((await rest('GET', '/tools/greet_twice')).json.version).toBe(5);
   expect((await rest('GET', '/tools/greet_twice/diff?from=1&to=5')).json.changes).toEqual([]);
-  await page.getByLabel('Compare from version').click();
-  await page.locator('.ant-select-dropdown:visible').getByTitle('version 2', { exact: true }).click();
+  await choose(page, 'Compare from version', 'version 2');
   await page.getByRole('button', { name: 'Compare as text' }).click();
   await expect(page.getByRole('group', { name: /Text difference/ })).toContainText('several times');
   await shot(page, 'history');

@@ -105,6 +105,22 @@ export async function rest(method: string, path: string, body?: unknown): Promis
   return { status: r.status, json };
 }
 
+/** Chooses `option` in the antd select labelled `label` (the `nth` one), and waits until the
+ * select shows it chosen. On a loaded machine a click can land on an option still sliding in
+ * and miss; then the dropdown is opened and the option clicked again (never a second time once
+ * it is chosen, which would take it out of a multiple select). */
+export async function choose(page: Page, label: string, option: string, nth = 0): Promise<void> {
+  const select = page.locator('.ant-select').filter({ has: page.getByLabel(label, { exact: true }) }).nth(nth);
+  const chosen = select.locator(`[title=${JSON.stringify(option)}]`);
+  await expect(async () => {
+    if (await chosen.count()) return;
+    const open = page.locator('.ant-select-dropdown:visible');
+    if (!(await open.count())) await page.getByLabel(label, { exact: true }).nth(nth).click();
+    await open.getByTitle(option, { exact: true }).click({ timeout: 5_000 });
+    await expect(chosen).not.toHaveCount(0, { timeout: 2_000 });
+  }).toPass({ timeout: 30_000 });
+}
+
 /** No serious or critical accessibility violation on the page as it is. */
 export async function accessible(page: Page, what: string): Promise<void> {
   // Colours are judged as they rest: the pointer off any control (hover colours are

@@ -34,6 +34,8 @@ export default function CodeEditor({ label, language, value, onChange, height = 
           scrollBeyondLastLine: false,
           tabSize: language === 'python' ? 4 : 2,
           automaticLayout: true,
+          // The last line's number at full contrast ('dimmed' falls below 4.5:1).
+          renderFinalNewline: 'on',
           ariaLabel: label,
         }}
       />

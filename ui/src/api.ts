@@ -2,6 +2,7 @@
 // token from sessionStorage as a bearer header. Failures become ApiError, carrying the
 // server's code, message and details, so every page can show them plainly.
 
+import type { CodeRun, StubModule } from './code';
 import type { Prompt, Resource, ResourceTemplate } from './offers';
 
 export type Role = 'read' | 'call' | 'admin';
@@ -347,6 +348,8 @@ export interface RunRecord {
   sandbox?: SandboxReport;
   /** The call's id (a result's `meta.call_id`). */
   call_id?: string;
+  /** The code-mode program that made this call: its run's `call_id`. */
+  parent_call_id?: string;
   guardrails?: Guardrails;
 }
 
@@ -509,8 +512,10 @@ export const api = {
   restartServer: (name: string) => request<{ restarted: boolean }>('POST', `/servers/${encodeURIComponent(name)}/restart`),
   decide: (name: string, decision: 'approve' | 'reject', tools: string[], allow = false) =>
     request<{ tools: string[] }>('POST', `/servers/${encodeURIComponent(name)}/${decision}`, allow ? { tools, allow } : { tools }),
-  runs: (p: { tool?: string; kind?: string; caller?: string; limit?: number; cursor?: string | null }) =>
+  runs: (p: { tool?: string; kind?: string; caller?: string; call_id?: string; parent?: string; limit?: number; cursor?: string | null }) =>
     request<RunList>('GET', `/runs${query(p)}`),
+  codeStubs: (toolset: string) => request<{ modules: StubModule[] }>('GET', `/code/stubs${query({ toolset })}`),
+  runCode: (toolset: string, body: { code: string; confirm: string[] }) => request<CodeRun>('POST', `/code/run${query({ toolset })}`, body),
   export: (p: { format: string; strict?: boolean; tag?: string; name?: string }) =>
     request<unknown>('GET', `/export${query(p)}`),
 };

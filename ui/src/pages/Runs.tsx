@@ -33,14 +33,17 @@ export default function RunsPage() {
   const [tool, setTool] = useState(params.get('tool') ?? '');
   const [caller, setCaller] = useState('');
   const [kind, setKind] = useState<string | undefined>(params.get('kind') ?? undefined);
+  // A program's calls (`?parent=`, the code playground links them), or one call (`?call_id=`).
+  const parent = params.get('parent') ?? undefined;
+  const callId = params.get('call_id') ?? undefined;
   const [limit, setLimit] = useState(50);
   const [cursors, setCursors] = useState<(string | null)[]>([null]);
   const t = useDebounced(tool.trim(), 250);
   const c = useDebounced(caller.trim(), 250);
   const cursor = cursors[cursors.length - 1] ?? null;
   const page = useQuery({
-    queryKey: ['runs', { t, c, kind, limit, cursor }],
-    queryFn: () => api.runs({ tool: t || undefined, caller: c || undefined, kind, limit, cursor }),
+    queryKey: ['runs', { t, c, kind, limit, cursor, parent, callId }],
+    queryFn: () => api.runs({ tool: t || undefined, caller: c || undefined, kind, limit, cursor, parent, call_id: callId }),
     placeholderData: keepPreviousData,
   });
   const reset = () => setCursors([null]);
@@ -63,6 +66,15 @@ export default function RunsPage() {
         />
         <Input aria-label="Filter by caller" placeholder="Caller" allowClear value={caller} onChange={(e) => { setCaller(e.target.value); reset(); }} style={{ width: 160 }} />
       </Space>
+      {(parent || callId) && (
+        <Alert
+          type="info"
+          showIcon
+          style={{ marginBottom: 12 }}
+          title={parent ? `Only the calls made by the program ${parent}` : `Only the call ${callId ?? ''}`}
+          action={<Button onClick={() => { navigate('/runs'); reset(); }}>Show every run</Button>}
+        />
+      )}
       {page.error && <Alert type="error" showIcon title="The execution log could not be read" description={page.error.message} style={{ marginBottom: 12 }} />}
       <Table<RunRecord>
         rowKey="id"
@@ -86,6 +98,16 @@ export default function RunsPage() {
               <Descriptions.Item label="Output truncated">{r.truncated ? 'yes' : 'no'}</Descriptions.Item>
               {r.guardrails && <Descriptions.Item label="Guardrails">{guardrailsText(r.guardrails)}</Descriptions.Item>}
               {r.call_id && <Descriptions.Item label="Call id">{r.call_id}</Descriptions.Item>}
+              {r.parent_call_id && (
+                <Descriptions.Item label="Made by the program">
+                  <Link className="ts-text-link" to={`/runs?call_id=${encodeURIComponent(r.parent_call_id)}`}>Its run</Link> <Typography.Text code>{r.parent_call_id}</Typography.Text>
+                </Descriptions.Item>
+              )}
+              {r.tool === 'run_code' && r.call_id && (
+                <Descriptions.Item label="The program's calls">
+                  <Link to={`/runs?parent=${encodeURIComponent(r.call_id)}`}>Show them</Link>
+                </Descriptions.Item>
+              )}
               <Descriptions.Item label="Try again">
                 <Button onClick={() => navigate(`/tools/${encodeURIComponent(r.tool)}?tab=test`, { state: { args: r.arguments } })}>
                   Open in Test panel with these arguments

@@ -11,6 +11,7 @@ import { KINDS, definitionOf, fieldsOf, snippets, type Fields } from '../toolset
 import { useMe } from '../context';
 import { CopyButton } from './Tool';
 import { Pill } from '../Pill';
+import CodePlayground from './CodePlayground';
 
 export default function ToolsetsPage() {
   const { name } = useParams();
@@ -117,6 +118,7 @@ function ToolsetDetail({ name, canEdit, onEdit }: { name: string; canEdit: boole
         ]}
         locale={{ emptyText: 'No tool matches these selectors now.' }}
       />
+      <CodePlayground toolset={t.name} members={t.members.map((m) => m.name)} />
       <Typography.Title level={4}>Definition</Typography.Title>
       <pre tabIndex={0} aria-label="Definition" style={{ fontFamily: 'monospace', whiteSpace: 'pre-wrap', border: '1px solid rgba(128,128,128,.3)', padding: 8, borderRadius: 6 }}>
         {JSON.stringify(t.definition, null, 2)}
