@@ -2,7 +2,6 @@
 // token from sessionStorage as a bearer header. Failures become ApiError, carrying the
 // server's code, message and details, so every page can show them plainly.
 
-import type { CodeRun, StubModule } from './code';
 import type { Prompt, Resource, ResourceTemplate } from './offers';
 
 export type Role = 'read' | 'call' | 'admin';
@@ -295,6 +294,29 @@ export interface Difference {
 export interface Problem {
   pointer: string;
   message: string;
+}
+
+/** One generated stub module (`GET /v1/code/stubs`). */
+export interface StubModule {
+  module: string;
+  path: string;
+  source: string;
+}
+
+/** One tool call a program made (`POST /v1/code/run`'s `calls`). */
+export interface InnerCall {
+  tool: string;
+  /** `ok`, or the error's kind. */
+  outcome: string;
+  duration_ms: number;
+  /** The call's id in the run log, when it ran. */
+  call_id?: string;
+}
+
+/** A program's run (`POST /v1/code/run`). */
+export interface CodeRun {
+  result: ToolResult;
+  calls: InnerCall[];
 }
 
 export interface ToolResult {

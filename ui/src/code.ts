@@ -2,29 +2,7 @@
 // program's run says — its output, value or traceback, and the tool calls it made in order.
 // Pure functions; the playground (pages/CodePlayground.tsx) draws them.
 
-import type { ToolResult } from './api';
-
-/** One generated stub module (`GET /v1/code/stubs`). */
-export interface StubModule {
-  module: string;
-  path: string;
-  source: string;
-}
-
-/** One tool call a program made (`POST /v1/code/run`'s `calls`). */
-export interface InnerCall {
-  tool: string;
-  /** `ok`, or the error's kind. */
-  outcome: string;
-  duration_ms: number;
-  /** The call's id in the run log, when it ran. */
-  call_id?: string;
-}
-
-export interface CodeRun {
-  result: ToolResult;
-  calls: InnerCall[];
-}
+import type { InnerCall, StubModule, ToolResult } from './api';
 
 /** The functions a module defines (its sync forms; each has an `_async` twin). */
 export function functionsOf(source: string): string[] {
