@@ -7,10 +7,17 @@
 //!   tokenizer offline (npm `gpt-tokenizer`, o200k_base: `tests/upstream/count_tokens.mjs`);
 //! - **latency**: 10 sequential `tools/call` of a local tool from an MCP client, against one
 //!   `run_code` whose program makes the same 10 calls sequentially and with `asyncio.gather`,
-//!   and an empty program; p50 and p99 over `BENCH_N` rounds, interleaved.
+//!   and an empty program; p50 and p99 over `BENCH_N` rounds, interleaved;
+//! - **against FastMCP's code mode** (`fastmcp_codemode.py`: FastMCP 4.1.6 with the same
+//!   document imported by `FastMCP.from_openapi`, the same local tool, the experimental
+//!   `CodeMode` transform running programs in `pydantic-monty`), served beside it and asked by
+//!   the same client: the context its discovery takes for the same task, the same latencies
+//!   (interleaved with toolsmith's), and which of a set of ordinary programs each one runs.
 //!
 //! Run with `cargo bench -p toolsmith --bench codemode` (needs `npm ci` in
-//! `crates/toolsmith/tests/upstream` and node).
+//! `crates/toolsmith/tests/upstream` and node; for FastMCP's leg, `$TOOLSMITH_TEST_PYTHON`
+//! (else `python3`) with `fastmcp` and `pydantic-monty` — without them the leg says it was not
+//! measured and why).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -130,6 +137,109 @@ fn count_tokens(dir: &Path, texts: &[(&str, String)]) -> Vec<u64> {
     counts
 }
 
+/// The Python that runs FastMCP's leg, when it has `fastmcp` and `pydantic_monty`; else why not.
+fn fastmcp_python() -> Result<String, String> {
+    let python = std::env::var("TOOLSMITH_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let out = Command::new(&python)
+        .args(["-c", "import fastmcp, pydantic_monty"])
+        .output()
+        .map_err(|e| format!("{python}: {e}"))?;
+    match out.status.success() {
+        true => Ok(python),
+        false => Err(format!(
+            "{python} cannot import fastmcp and pydantic_monty: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or_default()
+        )),
+    }
+}
+
+/// Waits for a listener on `port`.
+fn listening(port: u16, what: &str) {
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "{what} did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The text of a tool result's first content block.
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Ordinary programs, each as toolsmith's `run_code` and FastMCP's `execute` take it (the
+/// value is the last expression in one, `return`ed in the other), to see which each runs.
+const PROGRAMS: [(&str, &str); 10] = [
+    (
+        "json, re",
+        "import json, re\njson.dumps(re.findall(r'\\d+', 'a1b22'))",
+    ),
+    (
+        "datetime",
+        "import datetime\nstr(datetime.date(2026, 1, 1) + datetime.timedelta(days=40))",
+    ),
+    (
+        "a class",
+        "class Point:\n    def __init__(self, x):\n        self.x = x\nPoint(3).x",
+    ),
+    (
+        "a dataclass",
+        "from dataclasses import dataclass\n@dataclass\nclass P:\n    x: int\nP(2).x",
+    ),
+    (
+        "collections.Counter",
+        "import collections\ncollections.Counter('abracadabra').most_common(1)[0][0]",
+    ),
+    (
+        "statistics",
+        "import statistics\nstatistics.median([3, 1, 2])",
+    ),
+    (
+        "itertools",
+        "import itertools\nlen(list(itertools.combinations(range(6), 2)))",
+    ),
+    (
+        "decimal",
+        "from decimal import Decimal\nstr(Decimal('0.1') + Decimal('0.2'))",
+    ),
+    (
+        "hashlib",
+        "import hashlib\nhashlib.sha256(b'x').hexdigest()[:8]",
+    ),
+    (
+        "csv + io",
+        "import csv, io\nlist(csv.reader(io.StringIO('a,b\\n1,2')))[1]",
+    ),
+];
+
+/// `program` as FastMCP's `execute` takes it: its last line `return`ed.
+fn returning(program: &str) -> String {
+    match program.rsplit_once('\n') {
+        Some((head, last)) => format!("{head}\nreturn {last}"),
+        None => format!("return {program}"),
+    }
+}
+
+/// The names a FastMCP `search` answer (brief) lists: its `- name: description` lines.
+fn listed_names(answer: &str) -> Vec<String> {
+    answer
+        .lines()
+        .filter_map(|l| l.strip_prefix("- "))
+        .filter_map(|l| l.split_once(": ").map(|(name, _)| name))
+        .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .map(str::to_owned)
+        .collect()
+}
+
 fn main() {
     let rounds = env("BENCH_N", 100) as usize;
     let spec = upstream_dir().join("node_modules/@octokit/openapi/generated/api.github.com.json");
@@ -146,6 +256,7 @@ fn main() {
         &file,
         "toolsets:\n  - {name: search, include: {}, discovery: search}\n  - {name: code, include: {}, discovery: code}\n\
          tools:\n  - {name: yes, description: Lists the workspace., builtin: list_dir}\n\
+         \x20 - {name: noop, description: Nothing., script: {interpreter: python3, source: \"print(1)\\n\"}, sandbox: {preset: read-only, network: none}}\n\
          openapi:\n  - spec: github.json\n",
     )
     .expect("catalog");
@@ -178,14 +289,45 @@ fn main() {
             .into(),
         url: format!("http://127.0.0.1:{port}/mcp"),
     };
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "serve did not start"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    listening(port, "serve");
+    // FastMCP's code mode beside it, asked by the same client.
+    // Two of them: with GitHub's tools (the context, and what one call costs among them),
+    // and with the local tool alone (the latencies: FastMCP reads its whole catalog on every
+    // call, ~2.5 s with GitHub's, which would drown the code mode's own cost).
+    let start_fastmcp = |python: &str, document: Option<&Path>| {
+        let port = free_port();
+        let mut command = Command::new(python);
+        command
+            .arg(repo().join("bench/fastmcp_codemode.py"))
+            .arg(port.to_string());
+        if let Some(document) = document {
+            command.arg(document);
+        }
+        let child = command
+            .current_dir(dir.path())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("fastmcp_codemode.py");
+        let child = Killed(child);
+        listening(port, "fastmcp_codemode.py");
+        let client = Client {
+            agent: client.agent.clone(),
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        };
+        (child, client)
+    };
+    let fastmcp = match fastmcp_python() {
+        Ok(python) => Some((
+            start_fastmcp(&python, Some(&spec)),
+            start_fastmcp(&python, None),
+        )),
+        Err(why) => {
+            println!("FastMCP's code mode: not measured ({why})");
+            None
+        }
+    };
+    let fm_github = fastmcp.as_ref().map(|((_, c), _)| c);
+    let fm = fastmcp.as_ref().map(|(_, (_, c))| c);
 
     // Context.
     let full = client.tools("");
@@ -214,11 +356,46 @@ fn main() {
         answers("/search")
     );
     let code_text = format!("{}\n{}", Value::Array(code_tools.clone()), answers("/code"));
-    let texts = [
+    let mut texts = vec![
         ("full tools/list", Value::Array(full.clone()).to_string()),
         ("search mode: its 2 tools + 3 searches", search_text),
         ("code mode: its 2 tools + 3 searches", code_text),
     ];
+    // How many tools FastMCP serves (its searches say "5 of N tools").
+    let mut fm_count = String::from("?");
+    if let Some(fm) = fm_github {
+        // Its progressive disclosure: `search` (brief: names and descriptions), then
+        // `get_schema` (detailed) of each search's first match, which the task calls.
+        let mut text = Value::Array(fm.tools("")).to_string();
+        let mut chosen = Vec::new();
+        for q in QUERIES {
+            let answer = text_of(&fm.call("", "search", json!({"query": q, "limit": LIMIT})));
+            chosen.extend(listed_names(&answer).into_iter().take(1));
+            if let Some(n) = answer
+                .split_once(" of ")
+                .and_then(|(_, rest)| rest.split_once(" tools"))
+            {
+                fm_count = n.0.to_owned();
+            }
+            text.push('\n');
+            text.push_str(&answer);
+        }
+        assert_eq!(
+            chosen.len(),
+            QUERIES.len(),
+            "FastMCP's searches named no tool"
+        );
+        text.push('\n');
+        text.push_str(&text_of(&fm.call(
+            "",
+            "get_schema",
+            json!({"tools": chosen}),
+        )));
+        texts.push((
+            "FastMCP CodeMode: its 3 tools + 3 searches + get_schema of 3",
+            text,
+        ));
+    }
     let tokens = count_tokens(dir.path(), &texts);
     println!("\n| what the model is given | bytes | tokens (o200k_base) | of the full list |");
     println!("|---|---|---|---|");
@@ -241,38 +418,139 @@ fn main() {
         run(sequential);
         run(parallel);
     }
-    let mut times: [Vec<Duration>; 4] = Default::default();
-    for _ in 0..rounds {
+    // FastMCP's programs: `call_tool(name, params)`, awaited, the value `return`ed.
+    let fm_sequential = "for _ in range(10):\n    await call_tool('yes', {})\nreturn 1";
+    let fm_parallel = "import asyncio\nawait asyncio.gather(*[call_tool('yes', {}) for _ in range(10)])\nreturn 1";
+    let execute = |fm: &Client, code: &str| {
+        let r = fm.call("", "execute", json!({"code": code}));
+        assert_eq!(r["isError"], false, "{r}");
+    };
+    if let Some(fm) = fm {
+        for _ in 0..5 {
+            execute(fm, fm_sequential);
+            execute(fm, fm_parallel);
+        }
+    }
+    let ten_calls = |c: &Client| {
         let t = Instant::now();
         for _ in 0..10 {
-            let r = client.call("", "yes", json!({}));
+            let r = c.call("", "yes", json!({}));
             assert_eq!(r["isError"], false, "{r}");
         }
-        times[0].push(t.elapsed());
+        t.elapsed()
+    };
+    let mut times: [Vec<Duration>; 9] = Default::default();
+    for _ in 0..rounds {
+        times[0].push(ten_calls(&client));
+        let t = Instant::now();
+        let r = client.call("", "noop", json!({}));
+        assert_eq!(r["isError"], false, "{r}");
+        times[8].push(t.elapsed());
         for (i, code) in [sequential, parallel, "1"].iter().enumerate() {
             let t = Instant::now();
             run(code);
             times[i + 1].push(t.elapsed());
         }
+        if let Some(fm) = fm {
+            times[4].push(ten_calls(fm));
+            for (i, code) in [fm_sequential, fm_parallel, "return 1"].iter().enumerate() {
+                let t = Instant::now();
+                execute(fm, code);
+                times[i + 5].push(t.elapsed());
+            }
+        }
     }
-    let base = pct(&mut times[0], 0.5);
-    println!("\n| {rounds} rounds, interleaved | p50 | p99 | against 10 client calls at p50 |");
+    println!("\n| {rounds} rounds, interleaved | p50 | p99 | against its 10 client calls at p50 |");
     println!("|---|---|---|---|");
-    for (what, t) in [
-        "10 sequential tools/call from an MCP client",
-        "run_code: 10 sequential calls",
-        "run_code: 10 calls with asyncio.gather",
-        "run_code: an empty program (`1`)",
-    ]
-    .iter()
-    .zip(times.iter_mut())
-    {
-        let p50 = pct(t, 0.5);
-        let diff = p50.as_secs_f64() * 1000.0 - base.as_secs_f64() * 1000.0;
+    let rows = [
+        "toolsmith: 10 sequential tools/call from an MCP client",
+        "toolsmith run_code: 10 sequential calls",
+        "toolsmith run_code: 10 calls with asyncio.gather",
+        "toolsmith run_code: an empty program (`1`)",
+        "FastMCP: 10 sequential tools/call from an MCP client",
+        "FastMCP execute: 10 sequential calls",
+        "FastMCP execute: 10 calls with asyncio.gather",
+        "FastMCP execute: an empty program (`return 1`)",
+    ];
+    let (times, warm) = times.split_at_mut(8);
+    for (names, ts) in rows.chunks(4).zip(times.chunks_mut(4)) {
+        if ts[0].is_empty() {
+            continue;
+        }
+        let base = pct(&mut ts[0], 0.5);
+        for (what, t) in names.iter().zip(ts.iter_mut()) {
+            let p50 = pct(t, 0.5);
+            let diff = p50.as_secs_f64() * 1000.0 - base.as_secs_f64() * 1000.0;
+            println!(
+                "| {what} | {} | {} | {diff:+.3} ms |",
+                ms(p50),
+                ms(pct(t, 0.99))
+            );
+        }
+    }
+    // What any warm Python tool with run_code's sandbox costs: the floor under a program.
+    println!(
+        "| toolsmith: one warm script tool doing nothing, run_code's sandbox (read-only, no network) | {} | {} | |",
+        ms(pct(&mut warm[0], 0.5)),
+        ms(pct(&mut warm[0], 0.99))
+    );
+
+    // One call among GitHub's tools.
+    if let Some(fm_github) = fm_github {
+        let one = |c: &Client| {
+            let mut t: Vec<Duration> = (0..5)
+                .map(|_| {
+                    let t = Instant::now();
+                    let r = c.call("", "yes", json!({}));
+                    assert_eq!(r["isError"], false, "{r}");
+                    t.elapsed()
+                })
+                .collect();
+            pct(&mut t, 0.5)
+        };
         println!(
-            "| {what} | {} | {} | {diff:+.3} ms |",
-            ms(p50),
-            ms(pct(t, 0.99))
+            "\n| one tools/call of the local tool beside GitHub's tools, p50 of 5 | |\n|---|---|"
         );
+        println!(
+            "| toolsmith ({} tools) | {} |",
+            full.len(),
+            ms(one(&client))
+        );
+        println!("| FastMCP ({fm_count} tools) | {} |", ms(one(fm_github)));
+        // A program making that one call: FastMCP's `call_tool` reads the whole catalog.
+        let t = Instant::now();
+        run("from tools import yes\nyes()");
+        println!(
+            "| toolsmith run_code: a program making that call (one run) | {} |",
+            ms(t.elapsed())
+        );
+        let t = Instant::now();
+        execute(fm_github, "await call_tool('yes', {})\nreturn 1");
+        println!(
+            "| FastMCP execute: a program making that call (one run) | {} |",
+            ms(t.elapsed())
+        );
+    }
+
+    // What each runs.
+    if let Some(fm) = fm {
+        println!("\n| program | toolsmith run_code (CPython) | FastMCP execute (Monty) |");
+        println!("|---|---|---|");
+        let verdict = |r: &Value| match r["isError"].as_bool() {
+            Some(false) => format!("runs: `{}`", text_of(r).trim().replace('\n', " ")),
+            _ => format!(
+                "fails: {}",
+                text_of(r)
+                    .lines()
+                    .rfind(|l| !l.trim().is_empty())
+                    .unwrap_or_default()
+                    .trim()
+            ),
+        };
+        for (what, program) in PROGRAMS {
+            let ours = client.call("/code", "run_code", json!({"code": program}));
+            let theirs = fm.call("", "execute", json!({"code": returning(program)}));
+            println!("| {what} | {} | {} |", verdict(&ours), verdict(&theirs));
+        }
     }
 }

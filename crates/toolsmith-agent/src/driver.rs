@@ -85,6 +85,9 @@ pub trait Ui: Send {
     fn call(&mut self, call: &ToolCall, plan: &ToolResult);
     /// Asks whether the dangerous `call` may run (blocking is fine).
     fn ask(&mut self, call: &ToolCall, plan: &ToolResult) -> Answer;
+    /// Asks whether the program `call` runs (code mode) may run a dangerous tool: `question`
+    /// names it and its arguments (blocking is fine; `Always` counts as yes, `Stop` as no).
+    fn ask_program(&mut self, call: &ToolCall, question: &str) -> Answer;
     /// What was decided for a call that needed approval, and by whom.
     fn decision(&mut self, call: &ToolCall, decision: &str);
     fn result(&mut self, call: &ToolCall, result: &ToolResult);
@@ -149,9 +152,20 @@ pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T
 pub trait CodeMode: Send + Sync {
     /// `search_tools` with the model's arguments: the matches as Python functions.
     fn search(&self, arguments: Value) -> BoxFuture<'_, ToolResult>;
-    /// `run_code` with the model's arguments; `confirmed`: dangerous tools may run in it.
-    fn run(&self, arguments: Value, confirmed: bool) -> BoxFuture<'_, ToolResult>;
+    /// `run_code` with the model's arguments; `confirmed`: dangerous tools may run in it
+    /// without asking; else `ask`, when given, asks the user about each one (its question in
+    /// words; true: run it).
+    fn run(
+        &self,
+        arguments: Value,
+        confirmed: bool,
+        ask: Option<Asker>,
+    ) -> BoxFuture<'_, ToolResult>;
 }
+
+/// Asks the user a yes/no question on behalf of a running program (code mode's dangerous
+/// inner calls): the question's text, answered true for yes.
+pub type Asker = Arc<dyn Fn(String) -> BoxFuture<'static, bool> + Send + Sync>;
 
 /// Code mode's searching tool.
 pub const CODE_SEARCH: &str = "search_tools";
@@ -528,16 +542,36 @@ impl Agent {
             && matches!(call.name.as_str(), CODE_SEARCH | CODE_RUN)
         {
             let arguments = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-            // Dangerous tools inside a program run only when this session runs them all
-            // without asking (a program cannot stop to ask the user yet).
-            let fut = match call.name.as_str() {
+            // Dangerous tools inside a program: all run under `auto`; under `ask` the user is
+            // asked about each as the program reaches it (the program waits); under `never`
+            // and `read-only` none runs.
+            let (questions, mut asked) = tokio::sync::mpsc::unbounded_channel::<(
+                String,
+                tokio::sync::oneshot::Sender<bool>,
+            )>();
+            let ask: Option<Asker> = (self.approval == Approval::Ask).then(|| {
+                Arc::new(move |question: String| {
+                    let questions = questions.clone();
+                    Box::pin(async move {
+                        let (reply, answer) = tokio::sync::oneshot::channel();
+                        questions.send((question, reply)).is_ok() && answer.await.unwrap_or(false)
+                    }) as BoxFuture<'static, bool>
+                }) as Asker
+            });
+            let mut fut = match call.name.as_str() {
                 CODE_SEARCH => code.search(arguments),
-                _ => code.run(arguments, self.approval == Approval::Auto),
+                _ => code.run(arguments, self.approval == Approval::Auto, ask),
             };
             let interrupt = self.interrupt.clone();
-            let result = tokio::select! {
-                r = fut => r,
-                () = interrupt.wait() => return Event::Interrupted { partial: String::new() },
+            let result = loop {
+                tokio::select! {
+                    r = &mut fut => break r,
+                    Some((question, reply)) = asked.recv() => {
+                        let answer = self.ui.ask_program(call, &question);
+                        let _ = reply.send(matches!(answer, Answer::Yes | Answer::Always));
+                    }
+                    () = interrupt.wait() => return Event::Interrupted { partial: String::new() },
+                }
             };
             self.ui.result(call, &result);
             return Event::ToolCompleted {

@@ -12,5 +12,5 @@ pub mod driver;
 pub mod provider;
 pub mod transcript;
 
-pub use driver::{Agent, Answer, Approval, CodeMode, Interrupt, Outcome, Tools, Ui};
+pub use driver::{Agent, Answer, Approval, Asker, CodeMode, Interrupt, Outcome, Tools, Ui};
 pub use provider::{Kind, Provider, ProviderError};

@@ -509,6 +509,16 @@ impl Ui for TermUi {
         })
     }
 
+    fn ask_program(&mut self, call: &ToolCall, question: &str) -> Answer {
+        let q = format!("{} asks: {question}\n[y]es / [n]o ", call.name);
+        eprint!("{q}");
+        let _ = std::io::stderr().flush();
+        read_answer(|| {
+            eprint!("[y]es / [n]o ");
+            let _ = std::io::stderr().flush();
+        })
+    }
+
     fn decision(&mut self, call: &ToolCall, decision: &str) {
         if decision.contains("--approval") {
             eprintln!("  {}: {decision}", call.name);
@@ -596,6 +606,14 @@ impl Ui for JsonUi {
         line(
             &json!({"type": "question", "id": call.id, "name": call.name, "argv": plan.data.as_ref().map(|d| d["argv"].clone()),
             "answers": "y, n [reason], a, s — one line on stdin"}),
+        );
+        read_answer(|| line(&json!({"type": "question", "id": call.id, "again": true})))
+    }
+
+    fn ask_program(&mut self, call: &ToolCall, question: &str) -> Answer {
+        line(
+            &json!({"type": "question", "id": call.id, "name": call.name, "program_asks": question,
+            "answers": "y or n — one line on stdin"}),
         );
         read_answer(|| line(&json!({"type": "question", "id": call.id, "again": true})))
     }

@@ -7,9 +7,10 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use toolsmith_agent::CodeMode;
 use toolsmith_agent::driver::BoxFuture;
+use toolsmith_agent::{Asker, CodeMode};
 use toolsmith_core::{CompiledTool, ErrorKind, ToolResult};
+use toolsmith_exec::upstream::Elicitor;
 use toolsmith_gateway::Gateway;
 use toolsmith_gateway::call::Door;
 use toolsmith_gateway::code::{CodeLimits, CodeRequest};
@@ -98,7 +99,12 @@ impl CodeMode for ChatCode {
         })
     }
 
-    fn run(&self, arguments: Value, confirmed: bool) -> BoxFuture<'_, ToolResult> {
+    fn run(
+        &self,
+        arguments: Value,
+        confirmed: bool,
+        ask: Option<Asker>,
+    ) -> BoxFuture<'_, ToolResult> {
         Box::pin(async move {
             let Some(code) = arguments.get("code").and_then(Value::as_str) else {
                 return failed(
@@ -115,9 +121,21 @@ impl CodeMode for ChatCode {
                 caller: None,
                 log_name: "chat".into(),
             };
+            // The gateway's question (an elicitation form) put to the user in words.
+            let ask = ask.map(|ask| {
+                Elicitor(Arc::new(move |question: Value| {
+                    let ask = ask.clone();
+                    Box::pin(async move {
+                        let text = question["message"].as_str().unwrap_or_default().to_owned();
+                        let yes = ask(text).await;
+                        Ok(json!({"action": "accept", "content": {"confirm": yes}}))
+                    })
+                }))
+            });
             let request = CodeRequest {
                 code: code.to_owned(),
                 confirm_all: confirmed,
+                ask,
                 ..CodeRequest::default()
             };
             match self

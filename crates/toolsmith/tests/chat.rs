@@ -197,6 +197,23 @@ impl Env {
         self.command(m, provider, args).output().expect("run chat")
     }
 
+    /// Runs chat (OpenAI) with `answers` on its stdin, as a user typing them.
+    fn answered(&self, m: &Model, args: &[&str], answers: &[u8]) -> Output {
+        use std::io::Write;
+        let mut c = self.command(m, "openai", args);
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().expect("spawn");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(answers)
+            .expect("answers");
+        child.wait_with_output().expect("wait")
+    }
+
     /// Every line of every saved conversation.
     fn transcripts(&self) -> String {
         let dir = self.dir.path().join("data/toolsmith/chats");
@@ -431,19 +448,7 @@ fn ask_with_yes_on_stdin_runs_the_dangerous_call() {
         )])),
         sse(TEXT_ONLY),
     ]);
-    let mut c = env.command(&m, "openai", &["--approval", "ask", "delete tmp.txt"]);
-    c.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().expect("spawn");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"y\n")
-        .expect("answer");
-    let o = child.wait_with_output().expect("wait");
+    let o = env.answered(&m, &["--approval", "ask", "delete tmp.txt"], b"y\n");
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(
@@ -915,4 +920,64 @@ fn code_mode_offers_two_tools_and_runs_the_models_program_through_the_gateway() 
     let ran: Value = serde_json::from_str(&told(2)).expect("json");
     assert_eq!(ran["data"]["output"], "echoed\n", "{ran}");
     assert_eq!(ran["data"]["value"], 6, "{ran}");
+}
+
+#[test]
+fn under_ask_a_programs_dangerous_call_is_put_to_the_user_and_runs_only_on_yes() {
+    let env = Env::new();
+    let program =
+        json!({"code": "from tools import delete_file\ndelete_file(path='tmp.txt')\n'deleted'"})
+            .to_string();
+    let m = model(vec![
+        sse(&openai_calls(&[("c1", "run_code", &program)])),
+        sse(&openai_calls(&[("c2", "run_code", &program)])),
+        sse(TEXT_ONLY),
+    ]);
+    // No to the first program, yes to the second.
+    let o = env.answered(
+        &m,
+        &[
+            "--code-mode",
+            "--approval",
+            "ask",
+            "--json",
+            "delete tmp.txt",
+        ],
+        b"n\ny\n",
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let questions: Vec<Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["type"] == "question" && l["program_asks"].is_string())
+        .collect();
+    assert_eq!(questions.len(), 2, "{out}");
+    let asked = questions[0]["program_asks"].as_str().unwrap_or_default();
+    assert!(
+        asked.contains("delete_file") && asked.contains("tmp.txt"),
+        "the question names the tool and its arguments: {asked}"
+    );
+    assert_eq!(questions[0]["id"], "c1");
+    let told = |n: usize| -> String {
+        m.requests()[n]["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // Declined: the call raised in the program, nothing ran.
+    let first: Value = serde_json::from_str(&told(1)).expect("json");
+    assert!(
+        first["data"]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("needs_confirmation"),
+        "{first}"
+    );
+    // Agreed: it ran.
+    let second: Value = serde_json::from_str(&told(2)).expect("json");
+    assert_eq!(second["data"]["value"], "deleted", "{second}");
+    assert!(!env.ws().join("tmp.txt").exists(), "approved, it ran");
 }
