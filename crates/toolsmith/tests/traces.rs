@@ -4,7 +4,8 @@
 //! with its stages under it (a queue span only for a call that waited for a slot), no argument
 //! value in any span; the trace goes on to an `http`
 //! tool's service (the `traceparent` header) and to an upstream MCP server
-//! (`_meta.traceparent`); spans still queued are exported when the server stops.
+//! (`_meta.traceparent`); a code-mode program's calls are spans under the program's; spans
+//! still queued are exported when the server stops.
 
 mod common;
 
@@ -37,6 +38,7 @@ const TRACE_QUEUE: &str = "6bf92f3577b34da6a3ce929d0e0e4738";
 const TRACE_MCP: &str = "0af7651916cd43dd8448eb211c80319c";
 const TRACE_READ: &str = "1af7651916cd43dd8448eb211c80319d";
 const TRACE_PROMPT: &str = "2af7651916cd43dd8448eb211c80319e";
+const TRACE_CODE: &str = "7bf92f3577b34da6a3ce929d0e0e4739";
 const PARENT: &str = "00f067aa0ba902b7";
 
 #[test]
@@ -101,6 +103,20 @@ mcp_servers:
     let body: Value =
         serde_json::from_str(&answer.body_mut().read_to_string().expect("body")).expect("json");
     assert_eq!(body["success"], true, "{body}");
+    // A code-mode program: its span, and each call it makes under it.
+    let mut answer = agent
+        .post(format!("{base}/code/run"))
+        .header("content-type", "application/json")
+        .header("authorization", common::bearer(&base))
+        .header("traceparent", traced(TRACE_CODE))
+        .send(
+            json!({"code": "from tools import zone\nzone(zone='UTC')\nzone(zone='UTC')\n2"})
+                .to_string(),
+        )
+        .expect("run");
+    let body: Value =
+        serde_json::from_str(&answer.body_mut().read_to_string().expect("body")).expect("json");
+    assert_eq!(body["result"]["data"]["value"], 2, "{body}");
     // The http tool's service is sent the trace going on.
     let mut answer = agent
         .post(format!("{base}/tools/echo_trace/call"))
@@ -223,6 +239,25 @@ mcp_servers:
     );
     assert_eq!(request["attributes"]["http.response.status_code"], 200);
     assert_eq!(request["service"], "toolsmith");
+    // The program: request → run_code → its own run, and its two calls beside it.
+    let code_request = child(&all, "POST /v1/code/run", TRACE_CODE, PARENT);
+    let program = child(
+        &all,
+        "run_code",
+        TRACE_CODE,
+        code_request["span_id"].as_str().expect("id"),
+    );
+    let pid = program["span_id"].as_str().expect("id");
+    child(&all, "call run_code", TRACE_CODE, pid);
+    let inner: Vec<_> = named(&all, "call zone", TRACE_CODE)
+        .into_iter()
+        .filter(|s| s["parent_span_id"] == pid)
+        .collect();
+    assert_eq!(inner.len(), 2, "{all:#?}");
+    assert_eq!(
+        inner[0]["attributes"]["caller"], program["attributes"]["caller"],
+        "{inner:#?}"
+    );
     let rid = request["span_id"].as_str().expect("id");
     let call = child(&all, "call zone", TRACE_REST, rid);
     let attributes = &call["attributes"];

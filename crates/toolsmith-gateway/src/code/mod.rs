@@ -23,6 +23,7 @@ use toolsmith_core::{CompiledTool, ErrorKind, Tool, ToolResult};
 use toolsmith_exec::CallOptions;
 use toolsmith_exec::talk::Talk;
 use toolsmith_exec::upstream::Elicitor;
+use tracing::Instrument;
 
 use crate::call::Door;
 use crate::view::View;
@@ -185,7 +186,16 @@ impl Gateway {
             calls: Mutex::new(Vec::new()),
         };
         let inner = Arc::new(inner);
-        let run = self.call(door, &tool, json!({"code": request.code}), options);
+        // One span for the program (SPEC §15): its own run and each call it makes under it.
+        let span = tracing::info_span!(
+            target: toolsmith_exec::trace::TARGET,
+            "run_code",
+            call_id = %inner.program,
+            caller = %door.log_name,
+        );
+        let run = self
+            .call(door, &tool, json!({"code": request.code}), options)
+            .instrument(span.clone());
         tokio::pin!(run);
         let mut answering = tokio::task::JoinSet::new();
         let result = loop {
@@ -196,7 +206,7 @@ impl Gateway {
                     answering.spawn(async move {
                         let reply = inner.answer(&message).await;
                         let _ = replies.send(reply.to_string().into_bytes());
-                    });
+                    }.instrument(span.clone()));
                 }
             }
         };
