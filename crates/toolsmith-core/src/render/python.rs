@@ -77,7 +77,8 @@ pub fn python_function(tool: &Tool) -> String {
 }
 
 /// The same for a model finding tools (code mode's `search_tools`): its docstring keeps the
-/// description's first two paragraphs and its `Docs:` line (the full text is the stubs').
+/// description's first two paragraphs and its `Docs:` line, Markdown links reduced to their
+/// text (the full text is the stubs').
 pub fn python_function_brief(tool: &Tool) -> String {
     function_source(tool, true)
 }
@@ -243,6 +244,9 @@ fn docstring(
         text.push_str("\n\nArgs:\n");
         text.push_str(&described.join("\n"));
     }
+    if brief {
+        text = unlinked(&text);
+    }
     let text = text.replace('\\', "\\\\").replace("\"\"\"", "\\\"\\\"\\\"");
     let indented: Vec<String> = text
         .lines()
@@ -252,6 +256,49 @@ fn docstring(
         })
         .collect();
     format!("    \"\"\"\n{}\n    \"\"\"\n", indented.join("\n"))
+}
+
+/// `text` with each Markdown link `[label](url)` reduced to its label: in a brief docstring
+/// the addresses cost a model tokens and say nothing about how to call (GitHub's `page`
+/// argument alone links the same page twice per function).
+fn unlinked(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        let after = &rest[open + 1..];
+        if let Some(close) = after.find("](") {
+            let label = &after[..close];
+            let tail = &after[close + 2..];
+            if !label.contains(['[', '\n'])
+                && let Some(end) = link_end(tail)
+            {
+                out.push_str(&rest[..open]);
+                out.push_str(label);
+                rest = &tail[end + 1..];
+                continue;
+            }
+        }
+        out.push_str(&rest[..=open]);
+        rest = &rest[open + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Where a link's address ends in `tail` (the `)` closing it; parentheses inside it
+/// balanced), if it is one: no space or line break before.
+fn link_end(tail: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in tail.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth == 0 => return Some(i),
+            ')' => depth -= 1,
+            ' ' | '\n' => return None,
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The keys an object schema's `required` names.

@@ -273,25 +273,31 @@ fn githubs_import_becomes_python_stubs_that_import() {
 }
 
 /// Code mode's search answers a model with a brief function: the description's first two
-/// paragraphs and its `Docs:` line, the arguments still described; the stubs keep it whole.
+/// paragraphs and its `Docs:` line, the arguments still described, Markdown links reduced to
+/// their text; the stubs keep it whole.
 #[test]
 fn a_brief_function_keeps_the_summary_the_docs_line_and_the_arguments() {
     let tool = described_tool(
         "issues_create_comment",
-        "Create an issue comment\n\nYou can use the REST API to create comments.\n\nThis endpoint triggers notifications.\n\nDocs: https://docs.github.com/rest/issues",
+        "Create an issue comment\n\nYou can use the [REST API](https://docs.github.com/rest) to create comments; [a] (b) and [c](d e) stay.\n\nThis endpoint triggers notifications.\n\nDocs: https://docs.github.com/rest/issues",
     );
     let brief = toolsmith_core::render::python_function_brief(&tool);
     let full = toolsmith_core::render::python_function(&tool);
     for kept in [
         "Create an issue comment",
-        "You can use the REST API",
+        "You can use the REST API to create comments; [a] (b) and [c](d e) stay.",
         "Docs: https://docs.github.com/rest/issues",
-        "body: The comment.",
+        "body: The comment, see the docs.",
     ] {
         assert!(brief.contains(kept), "{kept}: {brief}");
     }
     assert!(!brief.contains("triggers notifications"), "{brief}");
     assert!(full.contains("triggers notifications"), "{full}");
+    assert!(
+        full.contains("[REST API](https://docs.github.com/rest)")
+            && full.contains("[the docs](https://example.com/x_(y))"),
+        "{full}"
+    );
 }
 
 fn described_tool(name: &str, description: &str) -> toolsmith_core::Tool {
@@ -299,7 +305,7 @@ fn described_tool(name: &str, description: &str) -> toolsmith_core::Tool {
         "name": name,
         "description": description,
         "command": ["true"],
-        "parameters": [{"name": "body", "description": "The comment."}],
+        "parameters": [{"name": "body", "description": "The comment, see [the docs](https://example.com/x_(y))."}],
     });
     toolsmith_core::catalog::parse_tool(&def, &crate::support::MemSource::default()).expect("tool")
 }

@@ -264,9 +264,11 @@ fn fields_of(tool: &toolsmith_core::Tool) -> [String; 3] {
 }
 
 /// How well a tool's fields match the words: name 3, tag 2, description 1, each times the
-/// word's weight.
+/// word's weight; and twice all the words' weight again when the title and description have
+/// the words as one phrase, in order ("list repository issues" is the title of GitHub's
+/// `issues/list-for-repo`; every `issues_list_*` has the three words).
 fn score(words: &[String], weights: &[f64], fields: &[String; 3]) -> f64 {
-    words
+    let words_score: f64 = words
         .iter()
         .zip(weights)
         .map(|(w, weight)| {
@@ -278,7 +280,12 @@ fn score(words: &[String], weights: &[f64], fields: &[String; 3]) -> f64 {
                 .sum();
             hits * weight
         })
-        .sum()
+        .sum();
+    let phrase = words.len() > 1 && fields[2].contains(&words.join(" "));
+    match phrase {
+        true => words_score + 2.0 * weights.iter().sum::<f64>(),
+        false => words_score,
+    }
 }
 
 /// The call `call_tool` stands for: its `name` and `arguments` as a call of that tool.
@@ -303,4 +310,37 @@ pub fn unwrap_call(mut request: CallToolRequestParams) -> Result<CallToolRequest
     request.name = name.to_owned().into();
     request.arguments = Some(inner);
     Ok(request)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_whose_title_is_the_query_ranks_above_tools_with_the_same_words() {
+        let words = query_words("list repository issues");
+        assert_eq!(words, ["list", "repository", "issue"]);
+        let weights = [1.0, 1.0, 1.0];
+        let field = |name: &str, text: &str| [name.to_owned(), String::new(), text.to_owned()];
+        let assignees = field(
+            "issues_list_assignees",
+            "list assignees lists the available assignees for issues in a repository.",
+        );
+        let for_repo = field(
+            "issues_list_for_repo",
+            "list repository issues list issues in a repository.",
+        );
+        assert!(
+            score(&words, &weights, &for_repo) > score(&words, &weights, &assignees),
+            "{} vs {}",
+            score(&words, &weights, &for_repo),
+            score(&words, &weights, &assignees)
+        );
+        // One word is no phrase: the same score for both.
+        let one = query_words("issues");
+        assert_eq!(
+            score(&one, &[1.0], &for_repo),
+            score(&one, &[1.0], &assignees)
+        );
+    }
 }
