@@ -97,6 +97,8 @@ pub struct Gateway {
     directory: Arc<sessions::RegistryDirectory>,
     /// Clients' subscriptions to upstream resources ([`watches`]).
     watchers: watches::Watchers,
+    /// What a code-mode program may use here ([`Self::code_limits`]).
+    code_limits: OnceLock<code::CodeLimits>,
 }
 
 /// What the gateway could not do for a door.
@@ -151,7 +153,18 @@ impl Gateway {
             settings: OnceLock::new(),
             directory,
             watchers: Default::default(),
+            code_limits: OnceLock::new(),
         })
+    }
+
+    /// What a code-mode program may use on this server (`serve --code-*`); the defaults
+    /// until set. Set once, at start.
+    pub fn set_code_limits(&self, limits: code::CodeLimits) {
+        let _ = self.code_limits.set(limits);
+    }
+
+    pub fn code_limits(&self) -> code::CodeLimits {
+        self.code_limits.get().copied().unwrap_or_default()
     }
 
     /// With no tokens and no JWT issuer, asks every request for `token` (kept in a file only

@@ -33,6 +33,8 @@ pub struct Startup {
     pub rate_limit: Option<toolsmith_core::rate::RateLimit>,
     /// Where other replicas reach this one for its sessions.
     pub advertise: Option<String>,
+    /// What a code-mode program may use (the defaults when absent).
+    pub code_limits: Option<crate::code::CodeLimits>,
 }
 
 impl Gateway {
@@ -53,6 +55,9 @@ impl Gateway {
         gateway.share_rate_limits();
         if let Some(url) = &startup.advertise {
             gateway.advertise(url);
+        }
+        if let Some(limits) = startup.code_limits {
+            gateway.set_code_limits(limits);
         }
         follow_registry(&gateway, FOLLOW_INTERVAL);
         crate::federation::start(&gateway);

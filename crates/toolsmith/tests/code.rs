@@ -413,3 +413,74 @@ fn an_mcp_client_in_code_mode_sees_two_tools_and_runs_programs() {
         "without the header every tool is listed: {listed_all}"
     );
 }
+
+/// `serve --code-*` sets what a program may use: its time (a request may ask for less, not
+/// more), its memory and its output; `--help` says so.
+#[test]
+fn the_servers_code_limits_hold_a_program() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("registry.db").display().to_string();
+    let (_serve, base, _) = serve(
+        &db,
+        dir.path(),
+        &[
+            "--no-catalog",
+            "--code-timeout",
+            "2",
+            "--code-output",
+            "50",
+            "--code-memory",
+            "256",
+        ],
+    );
+    let started = Instant::now();
+    let answer = run(&base, "", "while True:\n    pass", json!({}));
+    assert_eq!(answer["result"]["error"]["kind"], "timeout", "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(50));
+    let (status, refused) = request(
+        "POST",
+        &format!("{base}/code/run"),
+        Some(json!({"code": "1", "timeout_ms": 5000})),
+    );
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("1 to 2000 ms"),
+        "{refused}"
+    );
+    // 1,000 characters and print's line break: 50 kept, 951 cut.
+    let answer = run(&base, "", "print('a' * 1000)", json!({}));
+    let data = ran(&answer);
+    assert_eq!(data["cut"], true, "{answer}");
+    let output = data["output"].as_str().unwrap_or_default();
+    assert!(
+        output.starts_with(&"a".repeat(50)) && !output.starts_with(&"a".repeat(51)),
+        "{output}"
+    );
+    assert!(output.contains("951 more characters cut"), "{output}");
+    // 512 MiB is within the default 1 GiB, not within 256 MiB.
+    let answer = run(
+        &base,
+        "",
+        "x = bytearray(512 * 1024 ** 2)\nlen(x)",
+        json!({}),
+    );
+    assert!(error_text(&answer).contains("MemoryError"), "{answer}");
+
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .args(["serve", "--help"])
+        .output()
+        .expect("serve --help");
+    let help = String::from_utf8_lossy(&help.stdout);
+    for flag in [
+        "--code-timeout",
+        "--code-cpu",
+        "--code-memory",
+        "--code-processes",
+        "--code-output",
+    ] {
+        assert!(help.contains(flag), "{flag} in serve --help");
+    }
+}

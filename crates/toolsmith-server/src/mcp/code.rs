@@ -16,7 +16,7 @@ use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, ProtocolVersio
 use rmcp::service::RequestContext;
 use serde_json::{Map, Value, json};
 use toolsmith_core::ToolResult;
-use toolsmith_gateway::code::{CodeLimits, CodeRequest, CodeRun};
+use toolsmith_gateway::code::{CodeRequest, CodeRun};
 use toolsmith_gateway::upstream::{BoxFuture, Elicitor};
 use toolsmith_gateway::view::View;
 
@@ -52,7 +52,7 @@ impl McpServer {
             )])
             .into();
         };
-        let mut limits = CodeLimits::default();
+        let mut limits = self.state.code_limits();
         if let Some(ms) = arguments.get("timeout_ms").and_then(Value::as_u64) {
             limits.timeout_ms = ms.clamp(1, limits.timeout_ms);
         }

@@ -79,7 +79,8 @@ struct RunBody {
     /// tool not named raises `needs_confirmation` in the program and does not run.
     #[serde(default)]
     confirm: Vec<String>,
-    /// A shorter time limit than the server's (60 s), in milliseconds.
+    /// A shorter time limit than the server's (`serve --code-timeout`, 60 s unless set), in
+    /// milliseconds.
     #[serde(default)]
     #[schema(minimum = 1, maximum = 60000)]
     timeout_ms: Option<u64>,
@@ -128,12 +129,13 @@ async fn run(
         ask: None,
         admin: caller.role == toolsmith_gateway::Role::Admin,
     };
-    let mut limits = toolsmith_gateway::code::CodeLimits::default();
+    let mut limits = s.code_limits();
     match body.timeout_ms {
-        Some(ms @ 1..=60_000) => limits.timeout_ms = limits.timeout_ms.min(ms),
+        Some(ms) if (1..=limits.timeout_ms).contains(&ms) => limits.timeout_ms = ms,
         Some(ms) => {
             return Err(ApiError::bad_request(format!(
-                "timeout_ms={ms}: a program may run 1 to 60000 ms"
+                "timeout_ms={ms}: a program may run 1 to {} ms here",
+                limits.timeout_ms
             )));
         }
         None => {}

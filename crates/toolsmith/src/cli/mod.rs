@@ -287,6 +287,8 @@ pub struct ServeArgs {
     /// need "confirm": true).
     #[arg(long)]
     pub allow_dangerous: bool,
+    #[command(flatten)]
+    pub code: CodeArgs,
     /// Connections open at once; more are closed as they arrive. Idle connections and
     /// clients slow to send their request's headers are closed after 15 s.
     #[arg(long, value_name = "N", default_value_t = 4096)]
@@ -360,6 +362,8 @@ pub struct McpArgs {
     /// Serve only this toolset's members (`toolsets:` in the catalog or the registry).
     #[arg(long, value_name = "NAME")]
     pub toolset: Option<String>,
+    #[command(flatten)]
+    pub code: CodeArgs,
     /// Logs on stderr as text lines, or one JSON object per line.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: crate::telemetry::LogFormat,
@@ -367,6 +371,38 @@ pub struct McpArgs {
     pub traces: crate::telemetry::TraceArgs,
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// What a code-mode program (`run_code`) may use; a request may ask for a shorter time.
+#[derive(Debug, Clone, Args)]
+pub struct CodeArgs {
+    /// Code mode: a program's wall time, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub code_timeout: u64,
+    /// Code mode: a program's CPU time, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub code_cpu: u64,
+    /// Code mode: a program's address space, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(64..=65536))]
+    pub code_memory: u64,
+    /// Code mode: processes a program may have at once (its own included).
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub code_processes: u64,
+    /// Code mode: characters of a program's printed output kept (the rest cut, with a note).
+    #[arg(long, value_name = "CHARS", default_value_t = 65536, value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
+    pub code_output: u64,
+}
+
+impl CodeArgs {
+    pub fn limits(&self) -> toolsmith_gateway::code::CodeLimits {
+        toolsmith_gateway::code::CodeLimits {
+            timeout_ms: self.code_timeout * 1000,
+            memory_bytes: self.code_memory * 1024 * 1024,
+            cpu_seconds: self.code_cpu,
+            processes: self.code_processes,
+            output_chars: self.code_output as usize,
+        }
+    }
 }
 
 #[derive(Debug, Args, Default)]

@@ -167,6 +167,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                 public_url: args.jwt.public_url.clone(),
                 rate_limit: args.rate_limit,
                 advertise,
+                code_limits: Some(args.code.limits()),
             },
         );
         let gateway = state.clone();
@@ -280,7 +281,14 @@ pub(super) fn mcp(args: McpArgs) -> Result<ExitCode> {
                 (store, None)
             }
         };
-        let state = Gateway::start(store, engine, Startup::default());
+        let state = Gateway::start(
+            store,
+            engine,
+            Startup {
+                code_limits: Some(args.code.limits()),
+                ..Startup::default()
+            },
+        );
         let gateway = state.clone();
         let handler = toolsmith_server::mcp::McpServer::new(
             state,
