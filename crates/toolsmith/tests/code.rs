@@ -190,6 +190,18 @@ async def many():
         .collect();
     assert!(names.contains(&"convert_temperature"), "{listed}");
     assert!(!names.contains(&"write_file"), "{listed}");
+    // A caller narrowed to a toolset sees its own programs in the run log (run_code is no
+    // member of any toolset), and only its own.
+    let (status, log) = request(
+        "GET",
+        &format!("{base}/runs?toolset=text&tool=run_code"),
+        None,
+    );
+    assert_eq!(status, 200, "{log}");
+    let programs = log["runs"].as_array().cloned().unwrap_or_default();
+    assert!(programs.len() >= 4, "{log}");
+    let me = &programs[0]["caller"];
+    assert!(programs.iter().all(|r| &r["caller"] == me), "{log}");
 
     // Limits: an endless loop is stopped at its time, a memory bomb fails, huge output is cut.
     let started = Instant::now();

@@ -40,6 +40,7 @@ struct RunList {
     responses((status = 200, body = RunList)))]
 async fn runs(
     State(s): Shared,
+    Extension(caller): Extension<Caller>,
     Extension(view): Extension<Arc<View>>,
     Query(p): Query<RunParams>,
 ) -> ApiResult<Json<RunList>> {
@@ -61,16 +62,22 @@ async fn runs(
             next_cursor: page.next_cursor,
         }));
     }
-    // Only runs of tools in the caller's view (disabled ones included), read a page at a
-    // time until the page is full; a short page with a cursor is a page like any other.
+    // Only runs of tools in the caller's view (disabled ones included) and the caller's own
+    // code-mode programs (no registry tool), read a page at a time until the page is full; a
+    // short page with a cursor is a page like any other.
     let visible = visible_names(&s, &view).await?;
+    let own = caller.log_name();
+    let shown = |r: &RunRecord| {
+        visible.contains(&r.tool)
+            || (r.tool == toolsmith_gateway::code::RUN_CODE && r.caller == own)
+    };
     let limit = q.limit;
     let mut runs = Vec::new();
     let mut next_cursor = None;
     for _ in 0..NARROWED_READS {
         q.limit = limit - runs.len();
         let page = s.store.runs(&q).await.map_err(query_error)?;
-        runs.extend(page.items.into_iter().filter(|r| visible.contains(&r.tool)));
+        runs.extend(page.items.into_iter().filter(|r| shown(r)));
         next_cursor = page.next_cursor;
         match &next_cursor {
             Some(c) if runs.len() < limit => q.cursor = Some(c.clone()),
