@@ -38,7 +38,7 @@ impl ChatCode {
 
     /// The two tools, compiled as the model is offered them (from MCP's code-mode listing).
     pub fn tools(&self) -> anyhow::Result<Vec<Arc<CompiledTool>>> {
-        search::code_tools()
+        search::code_tools(self.gateway.code_limits().timeout_ms)
             .into_iter()
             .map(|t| {
                 let schema = serde_json::to_value(t.input_schema.as_ref())?;

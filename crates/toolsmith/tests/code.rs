@@ -432,7 +432,7 @@ fn an_mcp_client_in_code_mode_sees_two_tools_and_runs_programs() {
 fn the_servers_code_limits_hold_a_program() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("registry.db").display().to_string();
-    let (_serve, base, _) = serve(
+    let (_serve, base, mcp) = serve(
         &db,
         dir.path(),
         &[
@@ -444,6 +444,34 @@ fn the_servers_code_limits_hold_a_program() {
             "--code-memory",
             "256",
         ],
+    );
+    // A model is told the limit this server holds it to.
+    let token = local_token(&base).expect("the local admin token");
+    let (_, listed) = ask_with(
+        &mcp,
+        &token,
+        "tools/list",
+        json!({}),
+        json!({}),
+        &[("x-toolsmith-discovery", "code")],
+    );
+    let run_code = listed["result"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["name"] == "run_code")
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        run_code["description"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("2 s at most"),
+        "{run_code}"
+    );
+    assert_eq!(
+        run_code["inputSchema"]["properties"]["timeout_ms"]["maximum"], 2000,
+        "{run_code}"
     );
     let started = Instant::now();
     let answer = run(&base, "", "while True:\n    pass", json!({}));

@@ -198,7 +198,9 @@ impl ServerHandler for McpServer {
     ) -> Result<ListToolsResult, ErrorData> {
         let view = self.view(&ctx).await?;
         if view.code {
-            return Ok(ListToolsResult::with_all_items(search::code_tools()));
+            return Ok(ListToolsResult::with_all_items(search::code_tools(
+                self.state.code_limits().timeout_ms,
+            )));
         }
         if view.search {
             return Ok(ListToolsResult::with_all_items(search::tools()));

@@ -77,19 +77,23 @@ pub fn tools() -> Vec<McpTool> {
 /// The program-running tool's name (code mode).
 pub const RUN: &str = "run_code";
 
-/// The two tools a code-mode view lists.
-pub fn code_tools() -> Vec<McpTool> {
+/// The two tools a code-mode view lists, `run_code` saying the server's time limit.
+pub fn code_tools(timeout_ms: u64) -> Vec<McpTool> {
     let search = search_tool(
         "Find tools by what they do. Give a few words (each is matched on its own against tool names, descriptions and tags); the best matches come back as Python functions: the import line and the typed signature with a brief docstring. Then call them from a program with run_code.",
     );
+    let at_most = match timeout_ms % 1000 {
+        0 => format!("{} s", timeout_ms / 1000),
+        _ => format!("{timeout_ms} ms"),
+    };
     let run = json!({
         "name": RUN,
-        "description": "Run a Python 3 program that calls tools found with search_tools as functions (`from tools.NAME import FUNCTION`; each has an `_async` twin for asyncio.gather). Intermediate results stay in the program: you get only what it prints and the value of its last expression. A failed tool call raises toolsmith_runtime.ToolError (kind, message, problems). No network, no files but a scratch folder, 60 s at most.",
+        "description": format!("Run a Python 3 program that calls tools found with search_tools as functions (`from tools.NAME import FUNCTION`; each has an `_async` twin for asyncio.gather). Intermediate results stay in the program: you get only what it prints and the value of its last expression. A failed tool call raises toolsmith_runtime.ToolError (kind, message, problems). No network, no files but a scratch folder, {at_most} at most."),
         "inputSchema": {
             "type": "object",
             "properties": {
                 "code": {"type": "string", "description": "The program"},
-                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 60000, "description": "A shorter time limit, in milliseconds"}
+                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": timeout_ms, "description": "A shorter time limit, in milliseconds"}
             },
             "required": ["code"],
             "additionalProperties": false
