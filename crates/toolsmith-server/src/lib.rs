@@ -8,6 +8,7 @@
 //! has one JSON shape ([`error::ApiError`]); secret config values never appear in a response.
 
 pub mod auth;
+mod drain;
 pub mod error;
 pub mod guard;
 pub mod mcp;
@@ -134,6 +135,7 @@ pub fn app_with(state: Arc<Gateway>, options: HttpOptions) -> Router {
         ))
         .layer(axum::middleware::from_fn(traces::request))
         .layer(axum::middleware::from_fn_with_state(policy, guard::check))
+        .layer(axum::middleware::from_fn(drain::layer))
         .with_state(state)
 }
 

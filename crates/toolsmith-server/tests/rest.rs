@@ -1437,6 +1437,68 @@ async fn idle_and_slow_connections_are_bounded() {
     let _ = tx.send(());
 }
 
+/// Reads one HTTP/1.1 response (head and a `content-length` body) from `stream`.
+async fn read_response(stream: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&out).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            if body.len() >= length {
+                return text;
+            }
+        }
+        let n = tokio::time::timeout(std::time::Duration::from_secs(30), stream.read(&mut buf))
+            .await
+            .expect("a response within 30 s")
+            .expect("read");
+        assert!(n > 0, "the server closed the connection; so far: {text}");
+        out.extend_from_slice(&buf[..n]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_refused_before_its_body_arrived_keeps_the_connection() {
+    use tokio::io::AsyncWriteExt;
+    let s = start(&[]).await;
+    let addr = s
+        .base
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_owned();
+    let mut c = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    // The head of an MCP request to a toolset that does not exist; its body follows only once
+    // the refusal has arrived (as a client still sending meets an early answer).
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(20_000)
+    );
+    c.write_all(format!("POST /mcp/nope HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n", body.len()).as_bytes())
+        .await
+        .expect("write");
+    let refused = read_response(&mut c).await;
+    assert!(refused.starts_with("HTTP/1.1 404"), "{refused}");
+    assert!(refused.contains("nope"), "names the toolset: {refused}");
+    // The body the server did not need is read, and the connection serves the next request.
+    c.write_all(body.as_bytes()).await.expect("write the body");
+    c.write_all(format!("GET /v1/health HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes())
+        .await
+        .expect("write");
+    let next = read_response(&mut c).await;
+    assert!(next.starts_with("HTTP/1.1 200"), "{next}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_whose_client_goes_away_is_logged_as_cancelled() {
     use tokio::io::AsyncWriteExt;
