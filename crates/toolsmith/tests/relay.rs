@@ -796,3 +796,87 @@ fn a_fastmcp_guard_tool_asks_a_2026_client_through_serve() {
     let again = call(&mcp, ADA, "guard__greet", answers, None);
     assert_eq!(asked(&again).0, ["name"], "{again}");
 }
+
+#[test]
+#[ignore = "needs TOOLSMITH_TEST_PYTHON (the official MCP Python SDK of .ci/requirements.txt)"]
+fn a_rest_caller_may_answer_an_upstreams_questions_with_their_defaults() {
+    let python = python();
+    let up = fixture(&python);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("registry.db").display().to_string();
+    // The fixture in both eras: a 2025-11-25 upstream asks during the call, a 2026-07-28 one
+    // answers "input required" (answered by toolsmith for a REST caller).
+    let path = dir.path().join("questions.yaml");
+    let entry = |name: &str, protocol: &str| {
+        format!(
+            "  - name: {name}\n    url: http://127.0.0.1:{}/mcp\n    protocol: \"{protocol}\"\n    on_change: accept\n    \
+             include: [test_elicitation_sep1034_defaults, test_elicitation, test_elicitation_url]\n    tools:\n      \
+             test_elicitation_sep1034_defaults: {{danger: safe}}\n      test_elicitation: {{danger: safe}}\n      \
+             test_elicitation_url: {{danger: safe}}\n",
+            up.1
+        )
+    };
+    let yaml = format!(
+        "mcp_servers:\n{}{}",
+        entry("modern", "2026-07-28"),
+        entry("legacy", "2025-11-25")
+    );
+    std::fs::write(&path, yaml).expect("write catalog");
+    import_all(&db, &[path]);
+    let (_s, rest, _) = serve(&db, dir.path(), &["--token", &format!("ada:call={ADA}")]);
+    let ask = |tool: &str, questions: Option<&str>| -> String {
+        let mut body = json!({"arguments": {}});
+        if tool.ends_with("test_elicitation") {
+            body["arguments"] = json!({"message": "Who?"});
+        }
+        if let Some(q) = questions {
+            body["questions"] = json!(q);
+        }
+        let started = Instant::now();
+        loop {
+            let (status, result) = request_as(
+                "POST",
+                &format!("{rest}/tools/{tool}/call"),
+                Some(body.clone()),
+                Some(ADA),
+            );
+            if status == 200 {
+                assert_eq!(result["success"], true, "{tool}: {result}");
+                return result["data"].to_string();
+            }
+            // Until the upstream's first listing is in.
+            assert_eq!(status, 404, "{tool}: {result}");
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "{tool} was never served"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    for era in ["modern", "legacy"] {
+        let defaults = format!("{era}__test_elicitation_sep1034_defaults");
+        // Declined unless the caller says to take the defaults…
+        let declined = ask(&defaults, None);
+        assert!(declined.contains("action=decline"), "{era}: {declined}");
+        // …then accepted with every field's default, of each type.
+        let taken = ask(&defaults, Some("defaults"));
+        assert!(taken.contains("action=accept"), "{era}: {taken}");
+        for value in ["John Doe", "30", "95.5", "active", "True"] {
+            assert!(taken.contains(value), "{era}: {value} missing from {taken}");
+        }
+        // Required fields without defaults, and a page to visit: declined all the same.
+        let form = ask(&format!("{era}__test_elicitation"), Some("defaults"));
+        assert!(form.contains("action=decline"), "{era}: {form}");
+        let page = ask(&format!("{era}__test_elicitation_url"), Some("defaults"));
+        assert!(page.contains("decline"), "{era}: {page}");
+    }
+    // Anything else is refused, naming what is accepted.
+    let (status, refused) = request_as(
+        "POST",
+        &format!("{rest}/tools/modern__test_elicitation/call"),
+        Some(json!({"arguments": {"message": "m"}, "questions": "ask"})),
+        Some(ADA),
+    );
+    assert_eq!(status, 422, "{refused}");
+    assert!(refused.to_string().contains("defaults"), "{refused}");
+}

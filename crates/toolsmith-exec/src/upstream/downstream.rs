@@ -70,3 +70,68 @@ impl std::fmt::Debug for Elicitor {
         f.write_str("Elicitor")
     }
 }
+
+impl Elicitor {
+    /// Answers each form question with its own defaults, for a caller that cannot be asked
+    /// but has said to take them (REST's `"questions": "defaults"`): accepted with every
+    /// field's `default` when each required field has one, else declined; a URL-mode
+    /// question (a page to visit) is always declined.
+    pub fn defaults() -> Self {
+        Self(Arc::new(|params: Value| -> BoxFuture<_> {
+            Box::pin(async move { Ok(with_defaults(&params)) })
+        }))
+    }
+}
+
+/// The answer [`Elicitor::defaults`] gives to an `elicitation/create`'s `params`.
+pub fn with_defaults(params: &Value) -> Value {
+    let decline = serde_json::json!({"action": "decline"});
+    if params.get("mode").and_then(Value::as_str) == Some("url") {
+        return decline;
+    }
+    let Some(schema) = params.get("requestedSchema") else {
+        return decline;
+    };
+    let content: Map<String, Value> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(name, field)| Some((name.clone(), field.get("default")?.clone())))
+        .collect();
+    let required = schema.get("required").and_then(Value::as_array);
+    let covered = required
+        .into_iter()
+        .flatten()
+        .all(|r| r.as_str().is_some_and(|r| content.contains_key(r)));
+    if !covered {
+        return decline;
+    }
+    serde_json::json!({"action": "accept", "content": content})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_answer_a_form_only_when_they_cover_what_it_requires() {
+        let form = |required: Value| {
+            json!({"message": "m", "requestedSchema": {"type": "object", "properties": {
+                "name": {"type": "string", "default": "John Doe"},
+                "age": {"type": "integer", "default": 30},
+                "email": {"type": "string"}}, "required": required}})
+        };
+        assert_eq!(
+            with_defaults(&form(json!(["name"]))),
+            json!({"action": "accept", "content": {"name": "John Doe", "age": 30}})
+        );
+        assert_eq!(
+            with_defaults(&form(json!(["name", "email"]))),
+            json!({"action": "decline"})
+        );
+        let url = json!({"mode": "url", "message": "m", "url": "https://x", "elicitationId": "e"});
+        assert_eq!(with_defaults(&url), json!({"action": "decline"}));
+    }
+}

@@ -24,6 +24,21 @@ struct CallBody {
     version: Option<u64>,
     #[serde(default)]
     confirm: bool,
+    /// What toolsmith answers when an upstream tool asks this caller a question during the
+    /// call (elicitation; a REST caller cannot be asked): `decline` (the default), or
+    /// `defaults` — accept with the form's own defaults when they cover every required field,
+    /// else decline. A page to visit (URL mode) is always declined.
+    #[serde(default)]
+    questions: Questions,
+}
+
+/// What a REST call answers an upstream's questions with.
+#[derive(Deserialize, ToSchema, Default, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Questions {
+    #[default]
+    Decline,
+    Defaults,
 }
 
 /// A whole number that may arrive as `3` or `3.0` (JSON Schema counts both as integers).
@@ -128,10 +143,13 @@ async fn call(
     let result = match door.admit(&s, &tool, &body.arguments).await {
         Err(refused) => refused,
         Ok(admitted) => {
-            let options = CallOptions {
+            let mut options = CallOptions {
                 admin: caller.role == toolsmith_gateway::Role::Admin,
                 ..CallOptions::new(caller.log_name(), body.confirm)
             };
+            if body.questions == Questions::Defaults {
+                options.downstream.elicit = Some(toolsmith_gateway::upstream::Elicitor::defaults());
+            }
             admitted
                 .run(body.arguments, request.arguments_problem, options)
                 .await
