@@ -490,6 +490,12 @@ fn the_servers_code_limits_hold_a_program() {
             .contains("1 to 2000 ms"),
         "{refused}"
     );
+    // The REST document says the same limit.
+    let document = get(&base, "/openapi.json");
+    assert_eq!(
+        document["components"]["schemas"]["RunBody"]["properties"]["timeout_ms"]["maximum"],
+        2000
+    );
     // 1,000 characters and print's line break: 50 kept, 951 cut.
     let answer = run(&base, "", "print('a' * 1000)", json!({}));
     let data = ran(&answer);

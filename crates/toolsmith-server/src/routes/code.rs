@@ -80,10 +80,26 @@ struct RunBody {
     #[serde(default)]
     confirm: Vec<String>,
     /// A shorter time limit than the server's (`serve --code-timeout`, 60 s unless set), in
-    /// milliseconds.
+    /// milliseconds. (The served document's maximum is the server's own: [`with_limits`].)
     #[serde(default)]
     #[schema(minimum = 1, maximum = 60000)]
     timeout_ms: Option<u64>,
+}
+
+/// The OpenAPI document as this server serves it: `RunBody.timeout_ms`'s maximum is the
+/// server's own time limit for a program (`--code-timeout`), not the default's.
+pub(super) fn with_limits(
+    document: &Value,
+    limits: &toolsmith_gateway::code::CodeLimits,
+) -> axum::body::Bytes {
+    let pointer = "/components/schemas/RunBody/properties/timeout_ms/maximum";
+    let mut document = std::borrow::Cow::Borrowed(document);
+    if document.pointer(pointer).and_then(Value::as_u64) != Some(limits.timeout_ms)
+        && let Some(maximum) = document.to_mut().pointer_mut(pointer)
+    {
+        *maximum = Value::from(limits.timeout_ms);
+    }
+    serde_json::to_vec(&*document).unwrap_or_default().into()
 }
 
 /// One tool call the program made.

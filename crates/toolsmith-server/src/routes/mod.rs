@@ -76,9 +76,7 @@ pub fn router() -> Router<Arc<Gateway>> {
     let api = overview::routes(api);
     let api = offers::routes(api);
     let (router, api) = runs::routes(api).split_for_parts();
-    let served = axum::body::Bytes::from(
-        serde_json::to_vec(&crate::openapi::finish(api)).unwrap_or_default(),
-    );
+    let served = Arc::new(crate::openapi::finish(api));
     router
         // Replicas' own door (not in the OpenAPI document: only a replica of this registry
         // may use it).
@@ -88,8 +86,8 @@ pub fn router() -> Router<Arc<Gateway>> {
         )
         .route(
             crate::openapi::PATH,
-            axum::routing::get(move || {
-                let document = served.clone();
+            axum::routing::get(move |State(s): Shared| {
+                let document = code::with_limits(&served, &s.code_limits());
                 async move { ([(header::CONTENT_TYPE, "application/json")], document) }
             }),
         )
