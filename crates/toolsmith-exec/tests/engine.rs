@@ -2222,6 +2222,74 @@ print(json.dumps({{"wrote": wrote, "parent": os.getppid()}}))"#,
     }
 }
 
+/// A warm call's child is forked ahead of it (a spare, asked for once the last call's cleanup
+/// is done): a call made a while after the last one runs in a process that already existed —
+/// here its confined runtime's spare — yet is confined, limited and answers as any fresh
+/// child does. A tool's process limit still counts its own processes only.
+#[tokio::test]
+async fn a_warm_call_runs_in_a_child_forked_before_it() {
+    let (_dir, engine, sub) = warm_engine_with_sub();
+    let source = format!(
+        r#"import json, os, subprocess
+ticks = os.sysconf("SC_CLK_TCK")
+with open("/proc/self/stat") as f:
+    started = int(f.read().rsplit(")", 1)[1].split()[19]) / ticks
+try:
+    open({:?} + "/x", "w").close()
+    wrote = True
+except PermissionError:
+    wrote = False
+try:
+    subprocess.run(["true"], check=True)
+    spawned = True
+except OSError:
+    spawned = False
+print(json.dumps({{"started": started, "parent": os.getppid(), "wrote": wrote, "spawned": spawned}}))"#,
+        sub
+    );
+    let tool = warm_script(
+        "ahead",
+        "sandbox: read-only, limits: {processes: 1},",
+        &source,
+    );
+    let uptime = || -> f64 {
+        let text = std::fs::read_to_string("/proc/uptime").expect("uptime");
+        text.split_whitespace()
+            .next()
+            .and_then(|s| s.parse().ok())
+            .expect("seconds")
+    };
+    let mut ahead = Vec::new();
+    let mut parents = Vec::new();
+    for i in 0..4 {
+        // Long enough after the last call for its spare to be forked, and for a clock tick
+        // (10 ms) to tell "before" from "at".
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let asked = uptime();
+        let r = engine
+            .call(&tool, json!({}), CallOptions::new("t", true))
+            .await;
+        let out = r.data.unwrap_or_else(|| panic!("call {i}: {:?}", r.error));
+        assert_eq!(
+            out["wrote"], false,
+            "call {i} wrote outside its sandbox: {out}"
+        );
+        assert_eq!(
+            out["spawned"], false,
+            "call {i} started a second process under a limit of one: {out}"
+        );
+        let started = out["started"].as_f64().expect("started");
+        ahead.push(started < asked - 0.05);
+        parents.push(out["parent"].as_i64().expect("parent"));
+    }
+    assert_eq!(engine.warm_calls(), 4, "every call ran warm");
+    // The zygote forks the first call's child; the second goes to the confined runtime
+    // started for it, which forks its child too; every later call finds its spare waiting.
+    assert_eq!(ahead, [false, false, true, true], "parents {parents:?}");
+    assert_ne!(parents[1], parents[0], "{parents:?}");
+    assert!(parents[1..].iter().all(|p| *p == parents[1]), "{parents:?}");
+}
+
 /// A zygote whose calls all go to a confined runtime still hears from the gateway within its
 /// idle time, so it does not exit under a busy confinement (which would throw away the
 /// runtime and make the next call wait for a new zygote).

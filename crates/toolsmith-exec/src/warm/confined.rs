@@ -21,6 +21,8 @@ pub(super) struct Confined {
     pub(super) sock: UnixDatagram,
     pid: u32,
     last: Instant,
+    /// The child it forked ahead of its next call.
+    pub(super) spare: Spare,
 }
 
 impl Zygote {
@@ -53,6 +55,12 @@ impl Zygote {
             && let Some(oldest) = (0..self.confined.len()).min_by_key(|i| self.confined[*i].last)
         {
             self.let_go(oldest);
+        }
+        // The last call's process limit counted the residents of its time; the spares since
+        // forked may leave no room for one more. Nothing runs in the slot between calls: the
+        // limit is lifted for the start, and the call sets its own right after.
+        if let Some(cg) = &mut self.cgroup {
+            cg.set_cap(None);
         }
         match self.start_confined(id).await {
             Ok(c) => {
@@ -90,6 +98,7 @@ impl Zygote {
             sock,
             pid,
             last: Instant::now(),
+            spare: Spare::None,
         };
         // Ready once it has restricted itself (it exits if it cannot).
         match tokio::time::timeout(ANSWER_TIMEOUT, super::socket::message(&confined.sock)).await {
@@ -107,6 +116,10 @@ impl Zygote {
         let c = self.confined.swap_remove(i);
         if let Some(cg) = &mut self.cgroup {
             cg.keep_resident(c.pid, false);
+            // Its spare exits with it (its socket to the runtime closes).
+            if let Spare::Ready(pid) = c.spare {
+                cg.keep_resident(pid, false);
+            }
         }
     }
 }

@@ -47,6 +47,7 @@ use toolsmith_core::model::Limits;
 
 mod confined;
 mod socket;
+mod spare;
 mod zygote;
 
 use crate::capture::read_capped;
@@ -156,8 +157,24 @@ struct Zygote {
     uses: HashMap<u64, u32>,
     /// When the zygote itself last had a message.
     pinged: Instant,
+    /// The child it forked ahead of its next call ([`Spare`]).
+    spare: Spare,
     /// How long it (and each confined runtime) waits for a call before it exits.
     idle_after: Duration,
+}
+
+/// A child a runtime (a zygote or a confined runtime) forked ahead of its next call, asked for
+/// once a call's cleanup is done (`zygote.py`'s spare): the next call skips the fork, the
+/// costliest part of a warm call. A resident of the slot, spared by sweeps, until a call takes
+/// it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) enum Spare {
+    #[default]
+    None,
+    /// Asked for; the runtime's answer not read yet.
+    Asked,
+    /// Forked, waiting: its pid.
+    Ready(u32),
 }
 
 /// A file's modification time and inode: what changes when a runtime is set up again or a

@@ -30,6 +30,14 @@
 # - before the setup is read, the child drops the zygote's globals (the cache of other
 #   tools' compiled scripts, the socket): a script walking up its frames finds nothing of
 #   the zygote's.
+#
+# A spare child: once a call's cleanup is done the gateway sends {"spare": true}, and the zygote
+# (or confined runtime) forks a child ahead of the next call and answers {"spare": pid} — the
+# fork, copying the zygote's page tables, is the costliest part of a warm call, and it then
+# happens between calls. The spare waits on a socketpair of its own holding nothing of any
+# call; the next call's pipes (and its Landlock ruleset's descriptor) are handed to it there,
+# and from then on it is exactly the child a fork at that moment would have made. The
+# gateway counts a spare among its slot's residents until a call takes it.
 import array
 import ctypes
 import gc
@@ -371,7 +379,7 @@ def start_confined(req, fds):
     calls on the socket the gateway handed over — so that their children are born inside the
     domain instead of each making one (what a sandboxed warm call cost). It never runs user
     code either, and holds nothing of any call."""
-    global sock, SUB
+    global sock, SUB, SPARE
     ruleset = ruleset_for(req)
     if ruleset is None or len(fds) != 1:
         raise ValueError("a confined runtime needs a ruleset and one socket")
@@ -379,6 +387,10 @@ def start_confined(req, fds):
     if pid == 0:
         try:
             sock.close()
+            if SPARE is not None:
+                # The zygote's spare is not this runtime's: never handed a call from here.
+                SPARE[1].close()
+                SPARE = None
             if SYSCALL(446, ruleset[1], 0) < 0:
                 os._exit(1)
             for fd in RULESETS.values():
@@ -396,6 +408,95 @@ def start_confined(req, fds):
 
 
 SUB = None  # the confinement this process serves, when it is a confined runtime
+SPARE = None  # (pid, socket) of the child forked ahead of the next call
+
+
+def descriptors(ancdata):
+    fds = []
+    for level, kind, payload in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.extend(array.array("i", payload[: len(payload) - len(payload) % 4]))
+    return fds
+
+
+def fork_spare():
+    """A child forked ahead of the next call (see the top of this file); its pid, or None
+    when none could be forked. An earlier spare still alive is kept."""
+    global SPARE
+    if SPARE is not None:
+        try:
+            if os.waitpid(SPARE[0], os.WNOHANG)[0] == 0:
+                return SPARE[0]
+        except ChildProcessError:
+            pass
+        SPARE[1].close()
+        SPARE = None
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        pid = os.fork()
+    except OSError:
+        ours.close()
+        theirs.close()
+        return None
+    if pid == 0:
+        try:
+            sock.close()
+            ours.close()
+            spare_wait(theirs)
+        finally:
+            os._exit(1)
+    theirs.close()
+    SPARE = (pid, ours)
+    return pid
+
+
+def spare_wait(conn):
+    """In the spare: waits for its call — the script's name, whether it has a ruleset, and the
+    four pipes then the ruleset's descriptor — and becomes that call's child. Exits when the
+    runtime goes away first."""
+    try:
+        data, ancdata, _flags, _addr = conn.recvmsg(1 << 16, socket.CMSG_SPACE((MAX_FDS + 1) * 4))
+    except BaseException:
+        os._exit(1)
+    if not data:
+        os._exit(0)
+    conn.close()
+    fds = descriptors(ancdata)
+    req = json.loads(data)
+    number = req.get("ruleset")
+    if number is None:
+        ruleset = None
+    elif SUB is not None:
+        ruleset = (SUB, None)  # born inside the domain, as its runtime was
+    else:
+        ruleset = (number, fds[4])
+    child(fds[:4], code_of(req["script"]), ruleset)
+
+
+def hand_to_spare(script, fds, ruleset):
+    """Gives the call to the spare: its pid, or None when there is none (or it is gone), and
+    the call is forked for as before."""
+    global SPARE
+    if SPARE is None:
+        return None
+    pid, conn = SPARE
+    SPARE = None
+    extra = [ruleset[1]] if ruleset is not None and ruleset[1] is not None else []
+    header = json.dumps({"script": script, "ruleset": None if ruleset is None else ruleset[0]})
+    try:
+        conn.sendmsg(
+            [header.encode()],
+            [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", list(fds) + extra))],
+        )
+    except OSError:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        return None
+    finally:
+        conn.close()
+    return pid
 
 
 def serve():
@@ -411,14 +512,16 @@ def serve():
             return
         if not data:
             return
-        fds = []
-        for level, kind, payload in ancdata:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds.extend(array.array("i", payload[: len(payload) - len(payload) % 4]))
+        fds = descriptors(ancdata)
         try:
             req = json.loads(data)
             if req.get("ping"):
                 continue  # the gateway's sign of life while its confined runtimes serve
+            if req.get("spare"):
+                for fd in fds:
+                    os.close(fd)
+                send({"spare": fork_spare()})
+                continue
             if req.get("confine") is not None:
                 if SUB is not None:
                     raise ValueError("a confined runtime starts no other")
@@ -447,18 +550,20 @@ def serve():
             return
         sys.stdout.flush()
         sys.stderr.flush()
-        try:
-            pid = os.fork()
-        except OSError as e:
-            # (Over the call's process limit, say.) Nothing ran: the call runs cold, where
-            # the same limit reports itself as it always does.
-            for fd in fds:
-                os.close(fd)
-            send({"cold": f"fork: {e}"})
-            continue
-        if pid == 0:
-            sock.close()
-            child(fds, code, ruleset)
+        pid = hand_to_spare(req["script"], fds, ruleset)
+        if pid is None:
+            try:
+                pid = os.fork()
+            except OSError as e:
+                # (Over the call's process limit, say.) Nothing ran: the call runs cold,
+                # where the same limit reports itself as it always does.
+                for fd in fds:
+                    os.close(fd)
+                send({"cold": f"fork: {e}"})
+                continue
+            if pid == 0:
+                sock.close()
+                child(fds, code, ruleset)
         for fd in fds:
             os.close(fd)
         send({"pid": pid})

@@ -88,6 +88,11 @@ impl Zygote {
     }
 
     pub(super) async fn run(&mut self, call: &Call<'_>) -> Attempt {
+        // Before anything else runs in the slot (a confined runtime's start reads the
+        // zygote's socket too): spares known and residents.
+        if let Err(e) = self.settle_spares().await {
+            return Attempt::NotStarted(e);
+        }
         let cap = call.limits.output_bytes.unwrap_or(1024 * 1024) as usize;
         let pipes = (|| {
             let flags = rustix::pipe::PipeFlags::CLOEXEC;
@@ -164,8 +169,10 @@ impl Zygote {
         })
         .to_string()
         .into_bytes();
-        // The call's process limit, over the slot's residents (the zygote and its confined
-        // runtimes, one maybe just started).
+        // The runtime's spare becomes the call's process; the call's process limit, over
+        // the slot's residents (the zygote, its confined runtimes — one maybe just started —
+        // and their other spares).
+        let mut spare = self.take_spare(via);
         if let Some(cg) = &mut self.cgroup {
             cg.set_cap(call.limits.processes);
         }
@@ -176,6 +183,10 @@ impl Zygote {
             // Gone (idle too long, or killed): the zygote takes the call itself.
             self.let_go(i);
             via = None;
+            spare = self.take_spare(None);
+            if let Some(cg) = &mut self.cgroup {
+                cg.set_cap(call.limits.processes);
+            }
         }
         if via.is_none()
             && let Err(e) = self.send(header.as_bytes(), &fds)
@@ -209,6 +220,8 @@ impl Zygote {
             Err(_) => return Attempt::NotStarted("it did not fork within 5 s".into()),
         };
         let Some(pid) = started["pid"].as_u64().and_then(|p| u32::try_from(p).ok()) else {
+            // Nothing started: its spare is still there.
+            self.put_back_spare(via, spare);
             // A ruleset it could not build (or had let go of) is made anew next time.
             self.rulesets.clear();
             self.uses.clear();
@@ -277,6 +290,11 @@ impl Zygote {
                 contained = cg.sweep();
             }
         }
+        // The slot is clean: the runtime forks the next call's child now, between calls.
+        healthy &= self.cgroup.is_none() || contained;
+        if healthy && status.is_some() {
+            self.ask_spare(via);
+        }
         let drain_until = deadline.max(tokio::time::Instant::now() + crate::process::DRAIN_GRACE);
         let stdout = join_capture(stdout, drain_until).await;
         let stderr = join_capture(stderr, drain_until).await;
@@ -286,7 +304,6 @@ impl Zygote {
             Some(s) if s > 0 => (None, Some(s & 0x7f)),
             _ => (None, None),
         };
-        healthy &= self.cgroup.is_none() || contained;
         Attempt::Done(
             Finished {
                 stdout,
@@ -391,6 +408,7 @@ impl Warm {
             uses: HashMap::new(),
             pinged: Instant::now(),
             idle_after: self.idle_after,
+            spare: Spare::None,
         };
         let ready = tokio::time::timeout(START_TIMEOUT, z.recv())
             .await
