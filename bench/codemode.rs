@@ -1,4 +1,5 @@
-//! Code mode (issue 39) on the real `toolsmith serve` (SQLite, `--no-cgroups`) with GitHub's
+//! Code mode (issue 39) on the real `toolsmith serve` (SQLite; cgroups as it runs by default,
+//! none with `BENCH_NO_CGROUPS=1`) with GitHub's
 //! REST API imported from `@octokit/openapi` (1,186 tools) and one local tool. Measures, side
 //! by side in one run:
 //! - **context**: what a model is given — the full `tools/list` (every page's tools), search
@@ -265,12 +266,19 @@ fn main() {
         Command::new(env!("CARGO_BIN_EXE_toolsmith"))
             .args([
                 "serve",
-                "--no-cgroups",
                 "--addr",
                 &format!("127.0.0.1:{port}"),
                 "--token",
                 &format!("root={TOKEN}"),
             ])
+            // `serve` as it runs by default (cgroups where the machine has them); with
+            // BENCH_NO_CGROUPS=1, without (every program then gets a new working folder, so
+            // its Landlock ruleset is built anew: bench/README.md).
+            .args(
+                std::env::var_os("BENCH_NO_CGROUPS")
+                    .is_some()
+                    .then_some("--no-cgroups"),
+            )
             .arg("--catalog")
             .arg(&file)
             .arg("--db")

@@ -560,7 +560,12 @@ fn warm_section(rt: &tokio::runtime::Runtime, n: usize) {
     let mut config = EngineConfig::new(ws.path());
     config.runtime_python = Some(venv.clone().into());
     config.use_cgroups = std::env::var("BENCH_NO_CGROUP").is_err();
+    // The same without spares (each call's child forked when the call comes): the baseline
+    // of what forking ahead saves.
+    let mut unspared = config.clone();
+    unspared.warm_spares = false;
     let engine = Engine::new(config).expect("engine");
+    let unspared = Engine::new(unspared).expect("engine");
     let sum = "import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({'sum': sum(args['numbers'])}))\n";
     let get = "import json, sys\nimport requests\nargs = json.load(sys.stdin)\nprint(json.dumps({'sum': sum(args['numbers']), 'requests': requests.__version__}))\n";
     let script = |source: &str, warm: bool| {
@@ -570,18 +575,7 @@ fn warm_section(rt: &tokio::runtime::Runtime, n: usize) {
         ))
     };
     let input = json!({"numbers": [1, 2, 3.5]});
-    let through = |t: CompiledTool| {
-        let engine = &engine;
-        let input = input.clone();
-        move || {
-            let r = rt.block_on(engine.call(&t, input.clone(), CallOptions::default()));
-            assert_eq!(
-                r.data.as_ref().map(|d| &d["sum"]),
-                Some(&json!(6.5)),
-                "{r:?}"
-            );
-        }
-    };
+    let through = |t: CompiledTool| warm_call(rt, &engine, t, input.clone());
     let m = (n / 10).max(100);
     let text = input.to_string();
     type Variant<'a> = (&'static str, Box<dyn FnMut() + 'a>);
@@ -595,6 +589,10 @@ fn warm_section(rt: &tokio::runtime::Runtime, n: usize) {
             Box::new(through(script(sum, false))),
         ),
         ("**toolsmith, warm**", Box::new(through(script(sum, true)))),
+        (
+            "toolsmith, warm, without spares (each child forked when its call comes)",
+            Box::new(warm_call(rt, &unspared, script(sum, true), input.clone())),
+        ),
         (
             "venv `python script.py` directly (script importing requests)",
             Box::new(direct_run(&venv, get, &text)),
@@ -624,9 +622,31 @@ fn warm_section(rt: &tokio::runtime::Runtime, n: usize) {
     println!(
         "\nwarm vs cold venv run: {:.3}× at p50; warm requests script vs its cold run: {:.3}× ({:.0}× faster)",
         stats[2].p50.as_secs_f64() / stats[0].p50.as_secs_f64(),
-        stats[4].p50.as_secs_f64() / stats[3].p50.as_secs_f64(),
-        stats[3].p50.as_secs_f64() / stats[4].p50.as_secs_f64()
+        stats[5].p50.as_secs_f64() / stats[4].p50.as_secs_f64(),
+        stats[4].p50.as_secs_f64() / stats[5].p50.as_secs_f64()
     );
+    println!(
+        "warm with spares vs without: {:.3}× at p50 ({} saved)",
+        stats[2].p50.as_secs_f64() / stats[3].p50.as_secs_f64(),
+        us(stats[3].p50.saturating_sub(stats[2].p50))
+    );
+}
+
+/// One call of `t` on `engine` with `input`, checked (its sum is 6.5).
+fn warm_call<'a>(
+    rt: &'a tokio::runtime::Runtime,
+    engine: &'a Engine,
+    t: CompiledTool,
+    input: serde_json::Value,
+) -> impl FnMut() + 'a {
+    move || {
+        let r = rt.block_on(engine.call(&t, input.clone(), CallOptions::default()));
+        assert_eq!(
+            r.data.as_ref().map(|d| &d["sum"]),
+            Some(&json!(6.5)),
+            "{r:?}"
+        );
+    }
 }
 
 /// 3. A Python script tool vs the same script run directly.

@@ -81,6 +81,9 @@ pub struct EngineConfig {
     /// Keep warm runtimes at all: off for a process that makes one call (a zygote's start
     /// costs more than one cold run), where every script runs cold.
     pub warm_runtime: bool,
+    /// A warm runtime forks each call's child ahead of it, between calls (the default); off,
+    /// when the call comes (the benches' baseline).
+    pub warm_spares: bool,
     /// A zygote that has served no call for this long exits (its memory goes back).
     pub warm_idle: Duration,
     /// Why session built-ins cannot run here (a process that makes one call and exits),
@@ -112,6 +115,7 @@ impl EngineConfig {
             use_cgroups: true,
             warm_python: true,
             warm_runtime: true,
+            warm_spares: true,
             warm_idle: warm::IDLE,
             sessions_unavailable: None,
             session_limits: session::SessionLimits::default(),
@@ -261,6 +265,7 @@ impl Engine {
                         &config.script_dir,
                         config.warm_idle,
                         sandbox.zygote_filters(),
+                        config.warm_spares,
                     )
                     .map(Arc::new)
                     .inspect_err(|e| tracing::warn!("no warm Python runtime: {e}"))

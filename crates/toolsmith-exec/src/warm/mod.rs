@@ -93,6 +93,8 @@ pub struct Warm {
     filters: Vec<Option<String>>,
     /// How long a zygote waits for a call before it exits.
     idle_after: Duration,
+    /// Whether its runtimes fork each call's child ahead of it ([`Spare`]).
+    spares: bool,
     idle: Mutex<Vec<Zygote>>,
     alive: Arc<AtomicUsize>,
     /// Calls that ran in a zygote, since the engine started.
@@ -157,8 +159,10 @@ struct Zygote {
     uses: HashMap<u64, u32>,
     /// When the zygote itself last had a message.
     pinged: Instant,
-    /// The child it forked ahead of its next call ([`Spare`]).
+    /// The child it forked ahead of its next call ([`Spare`]), and whether it is asked for
+    /// one.
     spare: Spare,
+    spares: bool,
     /// How long it (and each confined runtime) waits for a call before it exits.
     idle_after: Duration,
 }
@@ -207,6 +211,7 @@ impl Warm {
         dir: &Path,
         idle_after: Duration,
         filters: Vec<Option<String>>,
+        spares: bool,
     ) -> Result<Self, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let source = dir.join("toolsmith-zygote.py");
@@ -220,6 +225,7 @@ impl Warm {
             source,
             filters,
             idle_after,
+            spares,
             idle: Mutex::default(),
             alive: Arc::default(),
             served: AtomicU64::new(0),

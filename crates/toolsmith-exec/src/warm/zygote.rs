@@ -292,7 +292,7 @@ impl Zygote {
         }
         // The slot is clean: the runtime forks the next call's child now, between calls.
         healthy &= self.cgroup.is_none() || contained;
-        if healthy && status.is_some() {
+        if healthy && status.is_some() && self.spares {
             self.ask_spare(via);
         }
         let drain_until = deadline.max(tokio::time::Instant::now() + crate::process::DRAIN_GRACE);
@@ -409,6 +409,7 @@ impl Warm {
             pinged: Instant::now(),
             idle_after: self.idle_after,
             spare: Spare::None,
+            spares: self.spares,
         };
         let ready = tokio::time::timeout(START_TIMEOUT, z.recv())
             .await
