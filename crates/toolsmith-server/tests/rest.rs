@@ -15,6 +15,16 @@ struct Server {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
+impl Server {
+    /// `host:port` the server listens on.
+    fn addr(&self) -> String {
+        self.base
+            .trim_start_matches("http://")
+            .trim_end_matches("/v1")
+            .to_owned()
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
@@ -785,11 +795,7 @@ async fn raw(
     body: &str,
 ) -> (u16, String, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let addr = s
-        .base
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1")
-        .to_owned();
+    let addr = s.addr();
     let mut stream = tokio::net::TcpStream::connect(&addr)
         .await
         .expect("connect");
@@ -928,11 +934,7 @@ async fn no_web_page_can_drive_the_server() {
 
     // The server's own pages and programs without Origin still work; responses say nosniff
     // and are not cached.
-    let addr = s
-        .base
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1")
-        .to_owned();
+    let addr = s.addr();
     let own = format!("http://{addr}");
     let (st, head, body) = raw(
         &s,
@@ -1470,11 +1472,7 @@ async fn read_response(stream: &mut tokio::net::TcpStream) -> String {
 async fn a_request_refused_before_its_body_arrived_keeps_the_connection() {
     use tokio::io::AsyncWriteExt;
     let s = start(&[]).await;
-    let addr = s
-        .base
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1")
-        .to_owned();
+    let addr = s.addr();
     let mut c = tokio::net::TcpStream::connect(&addr)
         .await
         .expect("connect");
@@ -1505,11 +1503,7 @@ async fn a_call_whose_client_goes_away_is_logged_as_cancelled() {
     let s = start(&[]).await;
     let tool = json!({"name": "nap", "description": "d", "command": ["sleep", "30.123"]});
     assert_eq!(send(&s, "POST", "/tools", tool, &[]).await.0, 201);
-    let addr = s
-        .base
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1")
-        .to_owned();
+    let addr = s.addr();
     let mut c = tokio::net::TcpStream::connect(&addr)
         .await
         .expect("connect");
@@ -1551,11 +1545,7 @@ async fn a_call_whose_client_goes_away_is_logged_as_cancelled() {
 async fn registry_changes_stream_as_events() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let s = start(&[]).await;
-    let addr = s
-        .base
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1")
-        .to_owned();
+    let addr = s.addr();
     let mut stream = tokio::net::TcpStream::connect(&addr)
         .await
         .expect("connect");

@@ -403,6 +403,30 @@ fn next_message(rx: &std::sync::mpsc::Receiver<Value>, what: &str) -> Value {
         .unwrap_or_else(|_| panic!("no {what} within 60 s"))
 }
 
+/// A catalog `file` in `dir` with the fixture at `port` twice — `modern` spoken to in
+/// 2026-07-28, `legacy` in 2025-11-25 — serving `tools` of it, each marked safe.
+fn both_eras(dir: &Path, file: &str, port: u16, tools: &[&str]) -> std::path::PathBuf {
+    let safe: String = tools
+        .iter()
+        .map(|t| format!("      {t}: {{danger: safe}}\n"))
+        .collect();
+    let entry = |name: &str, protocol: &str| {
+        format!(
+            "  - name: {name}\n    url: http://127.0.0.1:{port}/mcp\n    protocol: \"{protocol}\"\n    \
+             on_change: accept\n    include: [{}]\n    tools:\n{safe}",
+            tools.join(", ")
+        )
+    };
+    let path = dir.join(file);
+    let yaml = format!(
+        "mcp_servers:\n{}{}",
+        entry("modern", "2026-07-28"),
+        entry("legacy", "2025-11-25")
+    );
+    std::fs::write(&path, yaml).expect("write catalog");
+    path
+}
+
 #[test]
 #[ignore = "needs TOOLSMITH_TEST_PYTHON (the official MCP Python SDK of .ci/requirements.txt)"]
 fn a_2025_session_moves_between_replicas_and_is_asked_during_a_call() {
@@ -412,22 +436,13 @@ fn a_2025_session_moves_between_replicas_and_is_asked_during_a_call() {
     let db = dir.path().join("registry.db").display().to_string();
     // The fixture twice: spoken to in 2026-07-28 (its questions come as "input required",
     // answered by asking the client) and in 2025-11-25 (it asks during the call).
-    let path = dir.path().join("eras.yaml");
-    let entry = |name: &str, protocol: &str| {
-        format!(
-            "  - name: {name}\n    url: http://127.0.0.1:{}/mcp\n    protocol: \"{protocol}\"\n    on_change: accept\n    \
-             include: [test_sampling, test_elicitation, test_elicitation_url, test_tool_with_logging]\n    tools:\n      test_sampling: {{danger: safe}}\n      test_elicitation_url: {{danger: safe}}\n      \
-             test_elicitation: {{danger: safe}}\n      test_tool_with_logging: {{danger: safe}}\n",
-            up.1
-        )
-    };
-    let yaml = format!(
-        "mcp_servers:\n{}{}",
-        entry("modern", "2026-07-28"),
-        entry("legacy", "2025-11-25")
-    );
-    std::fs::write(&path, yaml).expect("write catalog");
-    import_all(&db, &[path]);
+    let tools = [
+        "test_sampling",
+        "test_elicitation",
+        "test_elicitation_url",
+        "test_tool_with_logging",
+    ];
+    import_all(&db, &[both_eras(dir.path(), "eras.yaml", up.1, &tools)]);
     let tokens = [
         "--token",
         &format!("ada:call={ADA}"),
@@ -806,23 +821,15 @@ fn a_rest_caller_may_answer_an_upstreams_questions_with_their_defaults() {
     let db = dir.path().join("registry.db").display().to_string();
     // The fixture in both eras: a 2025-11-25 upstream asks during the call, a 2026-07-28 one
     // answers "input required" (answered by toolsmith for a REST caller).
-    let path = dir.path().join("questions.yaml");
-    let entry = |name: &str, protocol: &str| {
-        format!(
-            "  - name: {name}\n    url: http://127.0.0.1:{}/mcp\n    protocol: \"{protocol}\"\n    on_change: accept\n    \
-             include: [test_elicitation_sep1034_defaults, test_elicitation, test_elicitation_url]\n    tools:\n      \
-             test_elicitation_sep1034_defaults: {{danger: safe}}\n      test_elicitation: {{danger: safe}}\n      \
-             test_elicitation_url: {{danger: safe}}\n",
-            up.1
-        )
-    };
-    let yaml = format!(
-        "mcp_servers:\n{}{}",
-        entry("modern", "2026-07-28"),
-        entry("legacy", "2025-11-25")
+    let tools = [
+        "test_elicitation_sep1034_defaults",
+        "test_elicitation",
+        "test_elicitation_url",
+    ];
+    import_all(
+        &db,
+        &[both_eras(dir.path(), "questions.yaml", up.1, &tools)],
     );
-    std::fs::write(&path, yaml).expect("write catalog");
-    import_all(&db, &[path]);
     let (_s, rest, _) = serve(&db, dir.path(), &["--token", &format!("ada:call={ADA}")]);
     let ask = |tool: &str, questions: Option<&str>| -> String {
         let mut body = json!({"arguments": {}});
