@@ -65,6 +65,8 @@ test('an edit saves a new version, and a conflicting edit never loses the draft'
   await expect(page.getByLabel('Description', { exact: true })).toHaveValue('Changed in the browser.');
   await page.getByRole('button', { name: 'Save' }).click();
   await page.getByRole('dialog').getByRole('button', { name: 'Reload and re-apply my changes' }).click();
+  // The draft now stands on version 3 (saving before that would conflict again).
+  await expect(page.getByText('editing version 3')).toBeVisible({ timeout: 30_000 });
   await expect(page.getByLabel('Description', { exact: true })).toHaveValue('Changed in the browser.');
   await page.getByRole('button', { name: 'Save' }).click();
   await expect(page).toHaveURL(/\/ui\/tools\/greet_twice$/);
@@ -84,7 +86,8 @@ test('restoring version 1 makes a new version equal to it, and texts compare sid
   expect((await rest('GET', '/tools/greet_twice/diff?from=1&to=5')).json.changes).toEqual([]);
   await choose(page, 'Compare from version', 'version 2');
   await page.getByRole('button', { name: 'Compare as text' }).click();
-  await expect(page.getByRole('group', { name: /Text difference/ })).toContainText('several times');
+  // The side-by-side view is a lazily loaded chunk (Monaco's diff editor): slow on a busy machine.
+  await expect(page.getByRole('group', { name: /Text difference/ })).toContainText('several times', { timeout: 30_000 });
   await shot(page, 'history');
 });
 

@@ -251,6 +251,7 @@ impl Engine {
             limits: config.default_limits,
             niceness: config.tool_niceness,
             sandbox: sandbox.clone(),
+            tokens: Arc::default(),
         });
         Ok(Self {
             global: Arc::new(Semaphore::new(config.max_concurrent)),

@@ -20,6 +20,7 @@
 pub mod call;
 pub mod caller;
 pub mod code;
+pub mod connections;
 pub mod engine;
 pub mod federation;
 pub mod fetch;
@@ -99,6 +100,8 @@ pub struct Gateway {
     watchers: watches::Watchers,
     /// What a code-mode program may use here ([`Self::code_limits`]).
     code_limits: OnceLock<code::CodeLimits>,
+    /// OAuth authorizations begun here, waiting for their callback ([`connections`]).
+    authorizations: connections::Authorizations,
 }
 
 /// What the gateway could not do for a door.
@@ -136,6 +139,9 @@ impl Gateway {
     ) -> Arc<Self> {
         let directory = sessions::RegistryDirectory::start(store.clone());
         engine.sessions().set_directory(directory.clone());
+        engine
+            .upstreams()
+            .set_token_store(Arc::new(connections::RegistryTokens(store.clone())));
         Arc::new(Self {
             runs: runlog::RunLog::start(store.clone(), run_retention.max(1)),
             store,
@@ -154,6 +160,7 @@ impl Gateway {
             directory,
             watchers: Default::default(),
             code_limits: OnceLock::new(),
+            authorizations: Default::default(),
         })
     }
 

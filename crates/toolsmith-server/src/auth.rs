@@ -12,6 +12,7 @@ use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
+use toolsmith_gateway::connections;
 use toolsmith_gateway::sessions::PEER_PATH;
 use toolsmith_gateway::{Gateway, Role};
 
@@ -46,7 +47,13 @@ pub async fn require(
     // The web UI's files are public: the page must load before it can ask for a token. So
     // is the protected resource metadata: it tells a client where to get one.
     let path = req.uri().path();
-    if (crate::ui::is_ui_path(path) || path.starts_with("/.well-known/"))
+    // So are OAuth's callback (the browser coming back from an authorization server: its
+    // `state` names an authorization begun here, and is good once) and toolsmith's client
+    // metadata document.
+    if (crate::ui::is_ui_path(path)
+        || path.starts_with("/.well-known/")
+        || path == connections::CALLBACK_PATH
+        || path == connections::CLIENT_METADATA_PATH)
         && req.method() == Method::GET
     {
         return Ok(next.run(req).await);
@@ -126,11 +133,15 @@ fn resource_suffix(path: &str) -> &str {
 
 /// How clients reach this server: `--public-url`, else `http://` and the request's `Host`.
 fn public_base(state: &Gateway, req: &Request) -> String {
+    public_base_of(state, req.headers())
+}
+
+/// [`public_base`] from a request's headers.
+pub(crate) fn public_base_of(state: &Gateway, headers: &header::HeaderMap) -> String {
     if let Some(url) = state.public_url() {
         return url.trim_end_matches('/').to_owned();
     }
-    let host = req
-        .headers()
+    let host = headers
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("127.0.0.1");

@@ -14,6 +14,7 @@ pub mod guard;
 pub mod mcp;
 mod mcp_sessions;
 pub mod metrics;
+mod oauth;
 pub mod openapi;
 mod routes;
 mod traces;
@@ -104,6 +105,14 @@ pub fn app_with(state: Arc<Gateway>, options: HttpOptions) -> Router {
         .route(
             "/.well-known/oauth-protected-resource/{*resource}",
             axum::routing::get(auth::resource_metadata),
+        )
+        .route(
+            toolsmith_gateway::connections::CALLBACK_PATH,
+            axum::routing::get(oauth::callback),
+        )
+        .route(
+            toolsmith_gateway::connections::CLIENT_METADATA_PATH,
+            axum::routing::get(oauth::client_metadata),
         )
         .route(
             "/mcp/{toolset}",

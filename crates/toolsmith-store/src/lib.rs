@@ -35,7 +35,7 @@ pub use diff::{Difference, diff, diff_definitions};
 pub use registry::Registry;
 pub(crate) use sync::{SyncAction, sync_action};
 pub use toolsets::{ToolsetRecord, ToolsetStore, import_toolsets};
-pub use upstreams::{Pin, ServerRecord, UpstreamChange, UpstreamStore, import_servers};
+pub use upstreams::{Connection, Pin, ServerRecord, UpstreamChange, UpstreamStore, import_servers};
 
 use serde::Serialize;
 use serde_json::Value;

@@ -31,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0015_mcp_sessions.sql"),
     include_str!("../migrations/postgres/0016_mcp_session_levels.sql"),
     include_str!("../migrations/postgres/0017_run_parents.sql"),
+    include_str!("../migrations/postgres/0018_upstream_connections.sql"),
 ];
 
 /// An arbitrary constant naming toolsmith's migration lock.
@@ -124,7 +125,7 @@ impl PgStore {
     /// own WAL archive, if any, is the operator's).
     async fn compact(&self) -> Result<()> {
         sqlx::query(
-            "VACUUM FULL tools, tool_versions, mcp_servers, mcp_server_versions, upstream_changes",
+            "VACUUM FULL tools, tool_versions, mcp_servers, mcp_server_versions, upstream_changes, upstream_connections",
         )
         .execute(&self.pool)
         .await?;

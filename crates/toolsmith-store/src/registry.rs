@@ -227,6 +227,18 @@ impl crate::UpstreamStore for Registry {
     async fn drop_change(&self, server: &str, tool: &str) -> Result<()> {
         forward!(self, drop_change(server, tool))
     }
+    async fn connection(&self, server: &str, subject: &str) -> Result<Option<String>> {
+        forward!(self, connection(server, subject))
+    }
+    async fn put_connection(&self, server: &str, subject: &str, credentials: &str) -> Result<()> {
+        forward!(self, put_connection(server, subject, credentials))
+    }
+    async fn drop_connection(&self, server: &str, subject: &str) -> Result<bool> {
+        forward!(self, drop_connection(server, subject))
+    }
+    async fn connections(&self, server: Option<&str>) -> Result<Vec<crate::Connection>> {
+        forward!(self, connections(server))
+    }
 }
 
 /// Forwards one generic [`crate::documents::Documents`] method.

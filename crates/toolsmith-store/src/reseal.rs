@@ -2,7 +2,7 @@
 //! were encrypted is first opened with a key (every plain secret config value sealed), and
 //! when the key is rotated (each opened with the old key and sealed with the new). One
 //! transaction over every table holding definitions — `tools`, `tool_versions`,
-//! `mcp_servers`, `mcp_server_versions`, `upstream_changes` — then, on SQLite, `VACUUM` and a
+//! `mcp_servers`, `mcp_server_versions`, `upstream_changes`, `upstream_connections` — then, on SQLite, `VACUUM` and a
 //! truncating WAL checkpoint so no plain bytes stay behind in free pages or the WAL; on
 //! PostgreSQL, `VACUUM FULL` of those tables.
 
@@ -47,6 +47,11 @@ pub(crate) const TABLES: &[(&str, &[&str], &str)] = &[
     ("mcp_servers", &["name"], "definition"),
     ("mcp_server_versions", &["name", "version"], "definition"),
     ("upstream_changes", &["server", "tool"], "pinned"),
+    (
+        "upstream_connections",
+        &["server", "subject"],
+        "credentials",
+    ),
 ];
 
 /// `reseal` and `key_check` for a backend; expanded in `sqlite` and `postgres` (their

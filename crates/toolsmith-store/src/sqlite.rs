@@ -51,6 +51,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0015_mcp_sessions.sql"),
     include_str!("../migrations/sqlite/0016_mcp_session_levels.sql"),
     include_str!("../migrations/sqlite/0017_run_parents.sql"),
+    include_str!("../migrations/sqlite/0018_upstream_connections.sql"),
 ];
 
 /// The SQLite registry.

@@ -90,13 +90,71 @@ pub trait UpstreamStore: Documents {
     fn put_change(&self, change: &UpstreamChange) -> impl Future<Output = Result<()>> + Send;
     /// Forgets the change of one tool (approved, or the upstream went back to the pin).
     fn drop_change(&self, server: &str, tool: &str) -> impl Future<Output = Result<()>> + Send;
+    /// The OAuth credentials (text, opened) of `server` for `subject` (`""`: shared).
+    fn connection(
+        &self,
+        server: &str,
+        subject: &str,
+    ) -> impl Future<Output = Result<Option<String>>> + Send;
+    /// Keeps `credentials` (sealed with the registry's key) for `server` and `subject`.
+    fn put_connection(
+        &self,
+        server: &str,
+        subject: &str,
+        credentials: &str,
+    ) -> impl Future<Output = Result<()>> + Send;
+    /// Forgets them: whether there were any.
+    fn drop_connection(
+        &self,
+        server: &str,
+        subject: &str,
+    ) -> impl Future<Output = Result<bool>> + Send;
+    /// Which connections exist — never what they hold — of `server` (or every server).
+    fn connections(
+        &self,
+        server: Option<&str>,
+    ) -> impl Future<Output = Result<Vec<Connection>>> + Send;
+}
+
+/// That an OAuth connection to an upstream exists ([`UpstreamStore::connections`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connection {
+    pub server: String,
+    /// `""`: the server's shared connection; else the caller it belongs to.
+    pub subject: String,
+    /// When it was last written (connected or refreshed).
+    pub at_ms: i64,
+}
+
+/// Credentials as stored: a definition-shaped document whose one secret config value is
+/// the text, so sealing, opening and re-sealing are those of definitions.
+pub(crate) fn credentials_document(text: &str) -> Value {
+    serde_json::json!({
+        "config_schema": [{"name": "credentials", "type": "string", "secret": true}],
+        "config": {"credentials": text},
+    })
+}
+
+/// The text of a stored credentials document, opened.
+pub(crate) fn credentials_text(stored: &str) -> Result<String> {
+    let v: Value =
+        serde_json::from_str(stored).map_err(|e| crate::StoreError::Invalid(e.to_string()))?;
+    let v = crate::secrets::open(v)?;
+    v["config"]["credentials"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| crate::StoreError::Invalid("stored credentials without their text".into()))
 }
 
 impl crate::documents::Document for McpServer {
     const NOUN: &'static str = "server";
     const TABLE: &'static str = "mcp_servers";
     const VERSIONS: &'static str = "mcp_server_versions";
-    const ON_DELETE: &'static [&'static str] = &[sql::DELETE_PINS, sql::DELETE_CHANGES];
+    const ON_DELETE: &'static [&'static str] = &[
+        sql::DELETE_PINS,
+        sql::DELETE_CHANGES,
+        sql::DELETE_CONNECTIONS,
+    ];
     type Record = ServerRecord;
 
     fn name(&self) -> &str {
@@ -135,6 +193,15 @@ pub(crate) mod sql {
     pub const PUT_CHANGE: &str = "INSERT INTO upstream_changes (server, tool, kind, pinned, status, detected_at) VALUES ($1, $2, $3, $4, $5, $6) \
          ON CONFLICT (server, tool) DO UPDATE SET kind = $3, pinned = $4, status = $5, detected_at = $6";
     pub const DROP_CHANGE: &str = "DELETE FROM upstream_changes WHERE server = $1 AND tool = $2";
+    pub const DELETE_CONNECTIONS: &str = "DELETE FROM upstream_connections WHERE server = $1";
+    pub const CONNECTION: &str =
+        "SELECT credentials FROM upstream_connections WHERE server = $1 AND subject = $2";
+    pub const PUT_CONNECTION: &str = "INSERT INTO upstream_connections (server, subject, credentials, at_ms) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (server, subject) DO UPDATE SET credentials = $3, at_ms = $4";
+    pub const DROP_CONNECTION: &str =
+        "DELETE FROM upstream_connections WHERE server = $1 AND subject = $2";
+    pub const CONNECTIONS: &str = "SELECT server, subject, at_ms FROM upstream_connections \
+         WHERE (CAST($1 AS TEXT) IS NULL OR server = $1) ORDER BY server, subject";
 }
 
 /// The [`UpstreamStore`] methods on pins and changes, the same code for both backends (each
@@ -239,6 +306,67 @@ macro_rules! upstream_methods {
                 .execute(&self.pool)
                 .await?;
             Ok(())
+        }
+
+        async fn connection(&self, server: &str, subject: &str) -> crate::Result<Option<String>> {
+            let row: Option<(String,)> = sqlx::query_as(crate::upstreams::sql::CONNECTION)
+                .bind(server)
+                .bind(subject)
+                .fetch_optional(&self.pool)
+                .await?;
+            row.map(|(stored,)| crate::upstreams::credentials_text(&stored))
+                .transpose()
+        }
+
+        async fn put_connection(
+            &self,
+            server: &str,
+            subject: &str,
+            credentials: &str,
+        ) -> crate::Result<()> {
+            if !crate::secrets::has_key() {
+                return Err(crate::StoreError::Invalid(
+                    "OAuth tokens are kept sealed, and this process has no registry key to seal them with (give --secret-key-file or TOOLSMITH_SECRET_KEY)".into(),
+                ));
+            }
+            let stored =
+                crate::secrets::seal(&crate::upstreams::credentials_document(credentials));
+            sqlx::query(crate::upstreams::sql::PUT_CONNECTION)
+                .bind(server)
+                .bind(subject)
+                .bind(stored)
+                .bind(crate::now_ms())
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        }
+
+        async fn drop_connection(&self, server: &str, subject: &str) -> crate::Result<bool> {
+            let done = sqlx::query(crate::upstreams::sql::DROP_CONNECTION)
+                .bind(server)
+                .bind(subject)
+                .execute(&self.pool)
+                .await?;
+            Ok(done.rows_affected() > 0)
+        }
+
+        async fn connections(
+            &self,
+            server: Option<&str>,
+        ) -> crate::Result<Vec<crate::upstreams::Connection>> {
+            let rows: Vec<(String, String, i64)> =
+                sqlx::query_as(crate::upstreams::sql::CONNECTIONS)
+                    .bind(server)
+                    .fetch_all(&self.pool)
+                    .await?;
+            Ok(rows
+                .into_iter()
+                .map(|(server, subject, at_ms)| crate::upstreams::Connection {
+                    server,
+                    subject,
+                    at_ms,
+                })
+                .collect())
         }
     };
 }

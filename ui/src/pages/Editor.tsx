@@ -156,13 +156,22 @@ function Editor({ name, start }: { name: string | undefined; start: { version: n
     return () => window.removeEventListener('keydown', onKey);
   }, []);
 
+  const [reloading, setReloading] = useState(false);
   const reload = async () => {
     if (!name) return;
-    const current = await api.tool(name);
-    setDraft(reapply(base.definition, draft, current.definition));
-    setBase({ version: current.version, definition: current.definition });
-    setConflict(undefined);
-    void message.info(`Your changes were re-applied on version ${current.version}; check them and save`);
+    setReloading(true);
+    try {
+      const current = await api.tool(name);
+      setDraft(reapply(base.definition, draft, current.definition));
+      setBase({ version: current.version, definition: current.definition });
+      setConflict(undefined);
+      void message.info(`Your changes were re-applied on version ${current.version}; check them and save`);
+    } catch (e) {
+      // The dialog stays, the draft with it: say why, so the person can try again.
+      void message.error(`The tool could not be read again: ${e instanceof Error ? e.message : String(e)}`);
+    } finally {
+      setReloading(false);
+    }
   };
 
   const kind = executorKind(draft);
@@ -222,7 +231,7 @@ function Editor({ name, start }: { name: string | undefined; start: { version: n
           <Button key="cancel" onClick={() => setConflict(undefined)}>
             Keep editing
           </Button>,
-          <Button key="reload" onClick={() => void reload()}>
+          <Button key="reload" onClick={() => void reload()} loading={reloading}>
             Reload and re-apply my changes
           </Button>,
           <Button key="overwrite" onClick={() => conflict && void save(conflict.current)}>

@@ -228,7 +228,9 @@ function History({ name, current }: { name: string; current: number }) {
         } catch (e) {
           void message.error(`version ${v} was not restored: ${e instanceof Error ? e.message : String(e)}`);
         }
-        await client.invalidateQueries();
+        // The dialog closes on the outcome; the page catches up in the background (awaiting
+        // every query's refetch kept the dialog open as long as the slowest one took).
+        void client.invalidateQueries();
       },
     });
   const [from, setFrom] = useState<number | undefined>();

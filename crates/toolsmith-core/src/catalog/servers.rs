@@ -13,6 +13,7 @@ const SERVER_KEYS: &[&str] = &[
     "working_dir",
     "url",
     "headers",
+    "auth",
     "prefix",
     "include",
     "exclude",
@@ -209,14 +210,27 @@ impl Loader<'_> {
             None => Vec::new(),
         };
         let config = self.config(&f, &config_schema, e);
-        if let Some(Transport::Http { headers, .. }) = &transport {
-            for (header, value) in headers {
+        if let Some(Transport::Http { headers, auth, .. }) = &transport {
+            let oauth = auth.iter().flat_map(|a| {
+                [
+                    ("client_id", &a.client_id),
+                    ("client_secret", &a.client_secret),
+                ]
+                .into_iter()
+                .filter_map(|(k, v)| Some((join("auth", k), v.as_deref()?)))
+            });
+            let places = headers
+                .iter()
+                .map(|(k, v)| (join("headers", k), v.as_str()))
+                .chain(oauth)
+                .collect::<Vec<_>>();
+            for (place, value) in places {
                 for field in placeholders(value) {
                     if !config_schema.iter().any(|p| p.name == field) {
                         let known: Vec<&str> =
                             config_schema.iter().map(|p| p.name.as_str()).collect();
                         e.push(
-                            &join(&f.at("headers"), header),
+                            &join(&f.path, &place),
                             format!(
                                 "{{{field}}} names no config field (known: {})",
                                 if known.is_empty() {
@@ -310,7 +324,71 @@ fn http(f: &Fields<'_>, e: &mut Errs) -> Option<Transport> {
             "expected a mapping of header names to values",
         ),
     }
-    Some(Transport::Http { url, headers })
+    let auth = f.get("auth").and_then(|v| oauth(v, &f.at("auth"), e));
+    Some(Transport::Http { url, headers, auth })
+}
+
+/// `auth:` of an HTTP server: `oauth`, or `{type: oauth, client_id, client_secret, scopes}`.
+fn oauth(v: &Value, at: &str, e: &mut Errs) -> Option<OAuth> {
+    const WHAT: &str = "expected `oauth` or a mapping with `type: oauth` (and `client_id`, `client_secret`, `scopes`, `client_metadata_url`)";
+    match v {
+        Value::String(s) if s == "oauth" => Some(OAuth::default()),
+        Value::Object(_) => {
+            let f = Fields::new(
+                v,
+                at,
+                &[
+                    "type",
+                    "client_id",
+                    "client_secret",
+                    "scopes",
+                    "client_metadata_url",
+                ],
+                e,
+            )?;
+            if f.string("type", e).as_deref() != Some("oauth") {
+                e.push(&f.at("type"), WHAT);
+                return None;
+            }
+            let client_id = f.string("client_id", e);
+            let client_secret = f.string("client_secret", e);
+            if client_secret.is_some() && client_id.is_none() {
+                e.push(
+                    &f.at("client_secret"),
+                    "a client secret belongs to a pre-registered `client_id`; give both",
+                );
+            }
+            let scopes = f.strings("scopes", e).unwrap_or_default();
+            if let Some(bad) = scopes
+                .iter()
+                .find(|s| s.is_empty() || s.contains(char::is_whitespace))
+            {
+                e.push(
+                    &f.at("scopes"),
+                    format!("{bad:?} is not a scope (one word each)"),
+                );
+            }
+            let client_metadata_url = f.string("client_metadata_url", e);
+            if let Some(url) = &client_metadata_url
+                && !url::Url::parse(url).is_ok_and(|u| u.scheme() == "https" && u.path() != "/")
+            {
+                e.push(
+                    &f.at("client_metadata_url"),
+                    format!("{url:?} is not an https URL with a path (a Client ID Metadata Document's address is its client id)"),
+                );
+            }
+            Some(OAuth {
+                client_id,
+                client_secret,
+                scopes,
+                client_metadata_url,
+            })
+        }
+        _ => {
+            e.push(at, WHAT);
+            None
+        }
+    }
 }
 
 /// The `{field}` names in a header value (identifiers only: other braces are text).

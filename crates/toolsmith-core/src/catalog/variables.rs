@@ -1,5 +1,5 @@
 //! `${NAME}` written wherever a server definition gives a value — its `headers`, its `url`,
-//! its `env` — as `.mcp.json`, Claude Desktop and VS Code files mean it (`${env:NAME}` too):
+//! its `env`, its OAuth `client_id` and `client_secret` — as `.mcp.json`, Claude Desktop and VS Code files mean it (`${env:NAME}` too):
 //! lifted into a secret config field before the definition is read, so the value is read from
 //! the environment when the catalog is read (`config`'s `"${NAME}"`), checked like any config
 //! value (an unset variable is an error naming it), shown `***` and sealed at rest — never kept
@@ -34,6 +34,13 @@ pub(super) fn lift(v: &Value, at: &str, src: &dyn CatalogSource, e: &mut Errs) -
     }
     if let Some(url) = out.get_mut("url") {
         rewrite(url, &format!("{at}.url"), &mut lifted, e);
+    }
+    if let Some(Value::Object(auth)) = out.get_mut("auth") {
+        for key in ["client_id", "client_secret"] {
+            if let Some(value) = auth.get_mut(key) {
+                rewrite(value, &format!("{at}.auth.{key}"), &mut lifted, e);
+            }
+        }
     }
     if let Some(Value::Object(env)) = out.get_mut("env") {
         let mut whole = Vec::new();

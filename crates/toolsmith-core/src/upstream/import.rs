@@ -230,6 +230,7 @@ fn server(
         Transport::Http {
             url: expand(url, var)?,
             headers,
+            auth: None,
         }
     };
     Ok(McpServer {

@@ -77,7 +77,52 @@ pub enum Transport {
         url: String,
         /// Sent with every request; `{field}` in a value is replaced by that config field.
         headers: BTreeMap<String, String>,
+        /// `auth: oauth`: toolsmith authorizes with the server's OAuth 2.1 authorization
+        /// server and sends the access token it is granted.
+        auth: Option<OAuth>,
     },
+}
+
+/// OAuth 2.1 to an HTTP upstream (`auth: oauth`, or a mapping with `type: oauth`): how
+/// toolsmith identifies itself to the authorization server. Without a client id it registers
+/// itself (a Client ID Metadata Document under an https `--public-url`, else dynamic
+/// registration). `{field}` in the id or secret is replaced by that config field.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OAuth {
+    /// A client id registered with the authorization server beforehand.
+    pub client_id: Option<String>,
+    /// Its secret (a confidential client); write it as a secret config field's `{field}`.
+    pub client_secret: Option<String>,
+    /// The scopes to ask for; empty: the server's challenge, then its metadata, say which.
+    pub scopes: Vec<String>,
+    /// Where toolsmith's Client ID Metadata Document is hosted (an https URL, its client id
+    /// where the authorization server accepts one); `None`: the one toolsmith serves under an
+    /// https `--public-url`.
+    pub client_metadata_url: Option<String>,
+}
+
+impl OAuth {
+    /// The catalog form: `oauth`, or a mapping when something is set.
+    pub fn to_value(&self) -> Value {
+        if *self == Self::default() {
+            return json!("oauth");
+        }
+        let mut m = Map::new();
+        m.insert("type".into(), json!("oauth"));
+        if let Some(id) = &self.client_id {
+            m.insert("client_id".into(), json!(id));
+        }
+        if let Some(secret) = &self.client_secret {
+            m.insert("client_secret".into(), json!(secret));
+        }
+        if !self.scopes.is_empty() {
+            m.insert("scopes".into(), json!(self.scopes));
+        }
+        if let Some(url) = &self.client_metadata_url {
+            m.insert("client_metadata_url".into(), json!(url));
+        }
+        Value::Object(m)
+    }
 }
 
 impl Transport {
@@ -318,10 +363,13 @@ impl McpServer {
                     m.insert("working_dir".into(), json!(dir));
                 }
             }
-            Transport::Http { url, headers } => {
+            Transport::Http { url, headers, auth } => {
                 m.insert("url".into(), json!(url));
                 if !headers.is_empty() {
                     m.insert("headers".into(), json!(headers));
+                }
+                if let Some(auth) = auth {
+                    m.insert("auth".into(), auth.to_value());
                 }
             }
         }
@@ -395,6 +443,23 @@ impl McpServer {
             Transport::Http { url, .. } => Some(fill(url, &self.config)),
             Transport::Stdio { .. } => None,
         }
+    }
+
+    /// The OAuth settings of an HTTP upstream that authorizes with OAuth, each `{field}` of
+    /// its client id and secret replaced by that config value.
+    pub fn resolved_oauth(&self) -> Option<OAuth> {
+        let Transport::Http {
+            auth: Some(auth), ..
+        } = &self.transport
+        else {
+            return None;
+        };
+        Some(OAuth {
+            client_id: auth.client_id.as_deref().map(|v| fill(v, &self.config)),
+            client_secret: auth.client_secret.as_deref().map(|v| fill(v, &self.config)),
+            scopes: auth.scopes.clone(),
+            client_metadata_url: auth.client_metadata_url.clone(),
+        })
     }
 
     /// The `env` of a stdio upstream, each `{field}` replaced by that config value.
@@ -555,6 +620,7 @@ mod tests {
             transport: Transport::Http {
                 url: "http://x".into(),
                 headers: BTreeMap::from([("Authorization".into(), "Bearer {token}".into())]),
+                auth: None,
             },
             prefix: None,
             include: vec![],

@@ -334,14 +334,30 @@ async fn connect_with(
                 .map_err(|e| Refused::Other(format!("the HTTP client could not start: {e}")))?;
             let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(headers);
-            let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
-                SessionAware(client),
-                config,
-            );
-            let service = handler
-                .serve_with_lifecycle(transport, mode)
-                .await
-                .map_err(|e| Refused::of(e, String::new()))?;
+            let service = if up.def.resolved_oauth().is_some() {
+                // OAuth: the shared connection's tokens, sent, refreshed before they expire
+                // and once on a 401.
+                let tokens = up.spawning.tokens.get().cloned().ok_or_else(|| {
+                    Refused::Other(
+                        "no place to keep OAuth tokens (this engine has no registry)".into(),
+                    )
+                })?;
+                let manager = super::oauth::authorized(&up.def, tokens, "")
+                    .await
+                    .map_err(Refused::Other)?;
+                let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+                    rmcp::transport::AuthClient::new(SessionAware(client), manager),
+                    config,
+                );
+                handler.serve_with_lifecycle(transport, mode).await
+            } else {
+                let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+                    SessionAware(client),
+                    config,
+                );
+                handler.serve_with_lifecycle(transport, mode).await
+            }
+            .map_err(|e| Refused::of(e, String::new()))?;
             Ok(Conn {
                 service,
                 process: None,

@@ -23,6 +23,7 @@ mod conn;
 mod downstream;
 mod listen;
 mod logs;
+mod oauth;
 mod offer;
 mod probe;
 mod supervise;
@@ -31,6 +32,7 @@ mod tasks;
 pub use downstream::{
     BoxFuture, CLIENT_ERROR, Downstream, Elicitor, MISSING_CLIENT_CAPABILITY, Resume,
 };
+pub use oauth::{Begun, TokenStore, needs_authorization};
 pub use offer::{Offer, ServerOffer};
 pub use probe::ProbeError;
 pub use tasks::TaskRequest;
@@ -152,6 +154,8 @@ pub(crate) struct Spawning {
     pub limits: Limits,
     pub niceness: i32,
     pub sandbox: Arc<crate::sandbox::Sandboxes>,
+    /// Where OAuth connections' tokens are kept (set once by whoever owns the registry).
+    pub tokens: Arc<std::sync::OnceLock<Arc<dyn oauth::TokenStore>>>,
 }
 
 /// Every upstream of one engine.
@@ -244,6 +248,36 @@ impl Upstreams {
                 events: broadcast::channel(256).0,
             }),
         }
+    }
+
+    /// Keeps OAuth connections' tokens in `tokens` (once; later calls change nothing).
+    pub fn set_token_store(&self, tokens: Arc<dyn TokenStore>) {
+        let _ = self.inner.spawning.tokens.set(tokens);
+    }
+
+    /// Begins an authorization of `subject` (`""`: the shared connection) with the OAuth
+    /// server `name`: the URL to open. The browser comes back to `redirect_uri`.
+    pub async fn begin_authorization(
+        &self,
+        name: &str,
+        subject: &str,
+        redirect_uri: &str,
+        client_metadata_url: Option<&str>,
+    ) -> Result<Begun, String> {
+        let def = self
+            .definition(name)
+            .ok_or_else(|| format!("no MCP server named `{name}`"))?;
+        let tokens = self.token_store()?;
+        oauth::begin(&def, tokens, subject, redirect_uri, client_metadata_url).await
+    }
+
+    fn token_store(&self) -> Result<Arc<dyn TokenStore>, String> {
+        self.inner
+            .spawning
+            .tokens
+            .get()
+            .cloned()
+            .ok_or_else(|| "no place to keep OAuth tokens (this engine has no registry)".into())
     }
 
     /// What upstreams do from now on: listings and status changes.

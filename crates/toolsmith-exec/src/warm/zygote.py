@@ -506,6 +506,10 @@ def serve():
             data, ancdata, _flags, _addr = sock.recvmsg(1 << 20, socket.CMSG_SPACE(MAX_FDS * 4))
         except InterruptedError:
             continue
+        except ConnectionResetError:
+            # The gateway went away with an answer of ours unread (a spare's, say): the
+            # same end as a closed socket.
+            return
         except socket.timeout:
             # Idle too long. A call sent from now on finds the socket closed and is retried
             # by the gateway with another zygote; nothing of it ran here.

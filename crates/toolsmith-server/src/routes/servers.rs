@@ -20,6 +20,7 @@ pub(super) fn routes(api: Api) -> Api {
         .routes(routes!(approve_changes))
         .routes(routes!(reject_changes))
         .routes(routes!(server_log))
+        .routes(routes!(connect_server, disconnect_server))
 }
 
 /// A server: its definition, its version and how it is doing now.
@@ -47,6 +48,19 @@ struct ServerView {
     /// The registry tools of this server (only when one server is asked for).
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<Vec<String>>,
+    /// A server with `auth: oauth`: whether its shared connection is made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    oauth: Option<OAuthView>,
+}
+
+/// The OAuth connection of a server (never its tokens).
+#[derive(Serialize, ToSchema)]
+struct OAuthView {
+    /// Whether the shared connection has tokens (`POST .../connect` makes it).
+    connected: bool,
+    /// When it was connected or its tokens last refreshed (ms since the epoch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    at_ms: Option<i64>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -78,7 +92,23 @@ async fn server_view(s: &Gateway, r: &ServerRecord, with_tools: bool) -> ApiResu
         ),
         false => None,
     };
+    let oauth = match r.server.resolved_oauth() {
+        Some(_) => {
+            let shared = s
+                .connections(Some(&name))
+                .await
+                .map_err(|e| ApiError::internal(e.to_string()))?
+                .into_iter()
+                .find(|c| c.subject.is_empty());
+            Some(OAuthView {
+                connected: shared.is_some(),
+                at_ms: shared.map(|c| c.at_ms),
+            })
+        }
+        None => None,
+    };
     Ok(ServerView {
+        oauth,
         kind: r.server.transport.kind().to_owned(),
         version: r.version,
         updated_at_ms: r.updated_at_ms,
@@ -402,4 +432,62 @@ async fn server_log(State(s): Shared, Path(name): Path<String>) -> ApiResult<Jso
     Ok(Json(ServerLog {
         log: s.upstream_log(&name).unwrap_or_default(),
     }))
+}
+
+/// Begins the OAuth authorization of a server's shared connection (`auth: oauth`): open
+/// `authorization_url` in a browser and consent; the authorization server sends the browser
+/// back to this server's `/oauth/callback`, the tokens are kept (sealed) and the server
+/// connects with them. Admin only.
+#[utoipa::path(post, path = "/v1/servers/{name}/connect", tag = "servers", params(("name" = String, Path, description = "The server's name")),
+    responses((status = 200, body = toolsmith_gateway::connections::Started),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "The server does not use OAuth"),
+        (status = 502, body = ErrorBody, description = "Its authorization server could not be found or refused to register toolsmith")))]
+async fn connect_server(
+    State(s): Shared,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Json<toolsmith_gateway::connections::Started>> {
+    s.store.get_server(&name).await?;
+    let base = crate::auth::public_base_of(&s, &headers);
+    s.connect(&name, "", &base)
+        .await
+        .map(Json)
+        .map_err(connect_error)
+}
+
+/// What a connection's failure answers.
+pub(crate) fn connect_error(e: toolsmith_gateway::connections::ConnectError) -> ApiError {
+    use toolsmith_gateway::connections::ConnectError as E;
+    let status = match &e {
+        E::Unknown(_) => StatusCode::NOT_FOUND,
+        E::NotOAuth(_) => StatusCode::CONFLICT,
+        E::NoSuchAuthorization => StatusCode::BAD_REQUEST,
+        E::Failed(_) => StatusCode::BAD_GATEWAY,
+    };
+    let code = match &e {
+        E::Unknown(_) => "not_found",
+        E::NotOAuth(_) => "not_oauth",
+        E::NoSuchAuthorization => "no_such_authorization",
+        E::Failed(_) => "authorization_failed",
+    };
+    ApiError::new(status, code, e.to_string())
+}
+
+/// Whether the shared connection had tokens.
+#[derive(Serialize, ToSchema)]
+struct Disconnected {
+    disconnected: bool,
+}
+
+/// Forgets the tokens of a server's shared OAuth connection; the server needs authorization
+/// again. Admin only.
+#[utoipa::path(delete, path = "/v1/servers/{name}/connect", tag = "servers", params(("name" = String, Path, description = "The server's name")),
+    responses((status = 200, body = Disconnected), (status = 404, body = ErrorBody)))]
+async fn disconnect_server(
+    State(s): Shared,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Disconnected>> {
+    s.store.get_server(&name).await?;
+    let disconnected = s.disconnect(&name, "").await.map_err(connect_error)?;
+    Ok(Json(Disconnected { disconnected }))
 }

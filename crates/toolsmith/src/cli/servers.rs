@@ -63,6 +63,24 @@ pub enum ServersCommand {
         #[command(flatten)]
         args: ServersArgs,
     },
+    /// Connect an `auth: oauth` server's shared connection (needs `toolsmith serve`): prints
+    /// the URL to open in a browser, then waits until the consent comes back to the running
+    /// server and the server is connected.
+    Connect {
+        name: String,
+        /// How long to wait for the consent, in seconds.
+        #[arg(long, default_value_t = 900, value_name = "SECONDS")]
+        wait: u64,
+        #[command(flatten)]
+        args: ServersArgs,
+    },
+    /// Forget an `auth: oauth` server's shared tokens (needs `toolsmith serve`): it needs
+    /// authorization again.
+    Disconnect {
+        name: String,
+        #[command(flatten)]
+        args: ServersArgs,
+    },
 }
 
 #[derive(Debug, Args, Default)]
@@ -163,7 +181,56 @@ pub(super) fn run(command: Option<ServersCommand>, args: ServersArgs) -> Result<
             }
             Ok(ExitCode::SUCCESS)
         }
+        ServersCommand::Connect { name, wait, args } => connect(name, wait, args),
+        ServersCommand::Disconnect { name, args } => {
+            let v = args
+                .live("DELETE", &format!("/servers/{name}/connect"))
+                .map_err(|e| anyhow::anyhow!("disconnect asks the running server: {e}"))?;
+            if args.json {
+                outln!("{v}");
+            } else if v["disconnected"] == true {
+                outln!("{name}: tokens forgotten; it needs authorization again");
+            } else {
+                outln!("{name}: was not connected");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// `servers connect`: begins the authorization, prints where to consent, and waits for the
+/// running server to say the connection is made (and the server ready or failing for
+/// another reason).
+fn connect(name: String, wait: u64, args: ServersArgs) -> Result<ExitCode> {
+    let started = args
+        .live("POST", &format!("/servers/{name}/connect"))
+        .map_err(|e| anyhow::anyhow!("connect asks the running server: {e}"))?;
+    let url = started["authorization_url"].as_str().unwrap_or_default();
+    if args.json {
+        outln!("{started}");
+    } else {
+        outln!("Open this in a browser and consent (it comes back to this server):\n\n  {url}\n");
+        eprintln!(
+            "waiting for the consent (up to {wait} s; Ctrl-C stops waiting, not the authorization)…"
+        );
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(wait);
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(500));
+        let Ok(v) = args.live("GET", &format!("/servers/{name}")) else {
+            continue;
+        };
+        if v["oauth"]["connected"] == true {
+            if !args.json {
+                outln!("{name}: connected");
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    eprintln!(
+        "{name}: no consent came back within {wait} s; run `toolsmith servers connect {name}` again"
+    );
+    Ok(ExitCode::FAILURE)
 }
 
 fn list(args: ServersArgs) -> Result<ExitCode> {
