@@ -28,6 +28,9 @@ pub enum ErrorKind {
     /// An upstream MCP server could not answer: it is down (the message has its last error
     /// and stderr tail), it answered with a JSON-RPC error, or the connection broke.
     Upstream,
+    /// An upstream MCP server uses OAuth and toolsmith holds no (or not enough) authorization
+    /// for it: the message says how to connect it (`POST /v1/servers/{name}/connect`).
+    NeedsAuthorization,
     /// An upstream MCP tool ran and reported a failure (`isError`); its result is the output.
     ToolError,
     /// An HTTP API answered with a status of 400 or more; the message has the status and the

@@ -52,7 +52,9 @@ impl From<UpstreamError> for OfferError {
         match e {
             UpstreamError::Rpc { code, message, .. } => Self::Rpc { code, message },
             UpstreamError::Unknown(s) => Self::Upstream(format!("no MCP server {s:?} here")),
-            UpstreamError::Down(why) | UpstreamError::Failed(why) => Self::Upstream(why),
+            UpstreamError::Down(why)
+            | UpstreamError::Failed(why)
+            | UpstreamError::NeedsAuthorization(why) => Self::Upstream(why),
             UpstreamError::Timeout(t) => {
                 Self::Upstream(format!("no answer within {} s", t.as_secs()))
             }

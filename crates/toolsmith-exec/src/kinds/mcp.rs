@@ -63,6 +63,9 @@ impl Engine {
             Err(UpstreamError::Down(why) | UpstreamError::Failed(why)) => {
                 ToolResult::err(ErrorKind::Upstream, why, Vec::new(), meta)
             }
+            Err(UpstreamError::NeedsAuthorization(why)) => {
+                ToolResult::err(ErrorKind::NeedsAuthorization, why, Vec::new(), meta)
+            }
             Err(UpstreamError::Rpc {
                 code,
                 message,

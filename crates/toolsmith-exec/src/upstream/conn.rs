@@ -336,7 +336,8 @@ async fn connect_with(
                 .custom_headers(headers);
             let service = if up.def.resolved_oauth().is_some() {
                 // OAuth: the shared connection's tokens, sent, refreshed before they expire
-                // and once on a 401.
+                // and once on a 401. Without tokens the requests go without one: the server's
+                // 401 says what the authorization needs (noted by SessionAware).
                 let tokens = up.spawning.tokens.get().cloned().ok_or_else(|| {
                     Refused::Other(
                         "no place to keep OAuth tokens (this engine has no registry)".into(),
@@ -346,13 +347,16 @@ async fn connect_with(
                     .await
                     .map_err(Refused::Other)?;
                 let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
-                    rmcp::transport::AuthClient::new(SessionAware(client), manager),
+                    rmcp::transport::AuthClient::new(
+                        SessionAware(client, up.auth_challenge.clone()),
+                        manager,
+                    ),
                     config,
                 );
                 handler.serve_with_lifecycle(transport, mode).await
             } else {
                 let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
-                    SessionAware(client),
+                    SessionAware(client, up.auth_challenge.clone()),
                     config,
                 );
                 handler.serve_with_lifecycle(transport, mode).await
@@ -387,8 +391,12 @@ fn lifecycles(def: &McpServer) -> Vec<ClientLifecycleMode> {
 /// cannot match that error to the request, which would then wait for its whole timeout;
 /// taken as the session expiring, it makes rmcp initialize a new session and send the
 /// request again.
+///
+/// And it notes an OAuth server's refusal — without a token (401) or for want of scope (403
+/// `insufficient_scope`), either of which ends the connection — where calls and the next
+/// authorization find it ([`super::Upstream::auth_challenge`]).
 #[derive(Clone)]
-struct SessionAware(reqwest::Client);
+struct SessionAware(reqwest::Client, Arc<std::sync::Mutex<Option<String>>>);
 
 impl StreamableHttpClient for SessionAware {
     type Error = reqwest::Error;
@@ -437,6 +445,18 @@ impl StreamableHttpClient for SessionAware {
             )
             .await;
         match answer {
+            Err(StreamableHttpError::InsufficientScope(e)) => {
+                tracing::warn!(
+                    "an MCP server refused a request for want of scope: {}",
+                    e.www_authenticate_header
+                );
+                *super::lock(&self.1) = Some(e.www_authenticate_header.clone());
+                Err(StreamableHttpError::InsufficientScope(e))
+            }
+            Err(StreamableHttpError::AuthRequired(e)) => {
+                *super::lock(&self.1) = Some(e.www_authenticate_header.clone());
+                Err(StreamableHttpError::AuthRequired(e))
+            }
             Ok(StreamableHttpPostResponse::Json(JsonRpcMessage::Error(e), _))
                 if on_session && e.id.is_none() =>
             {

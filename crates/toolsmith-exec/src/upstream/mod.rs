@@ -144,6 +144,8 @@ pub enum UpstreamError {
     },
     /// The connection broke during the call, or the answer made no sense.
     Failed(String),
+    /// An OAuth server toolsmith is not (or not enough) authorized for: how to connect it.
+    NeedsAuthorization(String),
 }
 
 /// How an engine spawns its upstreams' processes.
@@ -200,6 +202,10 @@ pub(crate) struct Upstream {
     /// The resources toolsmith's clients watch here, for a 2026-07-28 upstream (whose
     /// `subscriptions/listen` filter names them: [`listen`]).
     pub watched: Mutex<std::collections::BTreeSet<String>>,
+    /// An OAuth server's `WWW-Authenticate` when it refused a request — without a token
+    /// (401) or for want of scope (403 `insufficient_scope`): calls answer that it needs
+    /// authorization, and the next authorization starts from what it said.
+    pub auth_challenge: Arc<Mutex<Option<String>>>,
 }
 
 pub(crate) struct State {
@@ -268,7 +274,18 @@ impl Upstreams {
             .definition(name)
             .ok_or_else(|| format!("no MCP server named `{name}`"))?;
         let tokens = self.token_store()?;
-        oauth::begin(&def, tokens, subject, redirect_uri, client_metadata_url).await
+        let challenge = self
+            .get(name)
+            .and_then(|up| lock(&up.auth_challenge).clone());
+        oauth::begin(
+            &def,
+            tokens,
+            subject,
+            redirect_uri,
+            client_metadata_url,
+            challenge,
+        )
+        .await
     }
 
     fn token_store(&self) -> Result<Arc<dyn TokenStore>, String> {
@@ -625,7 +642,17 @@ impl Upstream {
                 match (st.status, &st.peer) {
                     (Status::Ready, Some(peer)) => return Ok(peer.clone()),
                     (Status::Failed, _) => {
-                        return Err(UpstreamError::Down(self.down_message(&st)));
+                        let message = self.down_message(&st);
+                        return Err(
+                            match st
+                                .last_error
+                                .as_deref()
+                                .is_some_and(|e| e.starts_with(oauth::NEEDS_AUTHORIZATION))
+                            {
+                                true => UpstreamError::NeedsAuthorization(message),
+                                false => UpstreamError::Down(message),
+                            },
+                        );
                     }
                     (Status::Stopped, _) if !asked => {
                         asked = true;
@@ -693,6 +720,20 @@ impl Upstream {
                 data: e.data,
             },
             ServiceError::Timeout { timeout } => UpstreamError::Timeout(timeout),
+            _ if lock(&self.auth_challenge)
+                .as_deref()
+                .is_some_and(|c| c.contains("insufficient_scope")) =>
+            {
+                let scope = lock(&self.auth_challenge)
+                    .as_deref()
+                    .and_then(oauth::scope_of)
+                    .map(|s| format!(" ({s})"))
+                    .unwrap_or_default();
+                UpstreamError::NeedsAuthorization(format!(
+                    "{}: the server asks for more scope{scope} than toolsmith was granted; connecting it again asks for it",
+                    oauth::needs_authorization(&self.def.name)
+                ))
+            }
             other => match lock(&self.broken).clone() {
                 Some(why) => UpstreamError::Failed(format!("MCP server `{}` {why}", self.def.name)),
                 None => UpstreamError::Failed(format!(

@@ -10,7 +10,8 @@
 //! turns into tokens. The tokens are kept through a [`TokenStore`] (the registry, sealed with
 //! its key) under the server's name and a subject (`""`: the server's shared connection), and
 //! read back by every connection ([`authorized`]), which sends them, refreshes them before
-//! they expire and once on a 401, and otherwise fails with [`needs_authorization`]'s message.
+//! they expire and once on a 401, and otherwise fails with [`needs_authorization`]'s message
+//! — the server's own challenge kept for the next authorization to start from.
 
 use std::sync::Arc;
 
@@ -79,10 +80,24 @@ impl CredentialStore for Kept {
     }
 }
 
+/// What [`needs_authorization`]'s message starts with.
+pub(crate) const NEEDS_AUTHORIZATION: &str = "needs authorization:";
+
+/// The `scope` a `WWW-Authenticate` challenge asks for.
+pub(crate) fn scope_of(challenge: &str) -> Option<String> {
+    let at = challenge.find("scope=")? + "scope=".len();
+    let rest = &challenge[at..];
+    let value = match rest.strip_prefix('"') {
+        Some(quoted) => &quoted[..quoted.find('"')?],
+        None => rest.split([',', ' ']).next()?,
+    };
+    (!value.is_empty()).then(|| value.to_owned())
+}
+
 /// What a connection without tokens fails with (the words the status and errors carry).
 pub fn needs_authorization(server: &str) -> String {
     format!(
-        "needs authorization: MCP server `{server}` uses OAuth and has not been connected (`toolsmith servers connect {server}`, or Connect on its page in the web UI)"
+        "{NEEDS_AUTHORIZATION} MCP server `{server}` uses OAuth and has not been connected (`toolsmith servers connect {server}`, or Connect on its page in the web UI)"
     )
 }
 
@@ -106,8 +121,9 @@ async fn manager(
     Ok(manager)
 }
 
-/// A manager holding `subject`'s tokens for `def`'s server, ready to send them; the
-/// [`needs_authorization`] message when there are none.
+/// A manager holding `subject`'s tokens for `def`'s server, ready to send them — or none,
+/// when there are none (or they were for another authorization server): requests then go
+/// without a token, and the server's 401 is the connection's [`needs_authorization`].
 pub(crate) async fn authorized(
     def: &McpServer,
     tokens: Arc<dyn TokenStore>,
@@ -115,8 +131,7 @@ pub(crate) async fn authorized(
 ) -> Result<AuthorizationManager, String> {
     let mut manager = manager(def, tokens, subject).await?;
     match manager.initialize_from_store().await {
-        Ok(true) => Ok(manager),
-        Ok(false) => Err(needs_authorization(&def.name)),
+        Ok(_) => Ok(manager),
         Err(e) => Err(format!(
             "OAuth for {}: its authorization server could not be read ({e})",
             def.name
@@ -154,8 +169,11 @@ pub(crate) fn state_of(url: &str) -> Option<String> {
 }
 
 /// The server's challenge to a request without a token: its `WWW-Authenticate` (the scope
-/// it asks for, where its metadata is), `None` when it did not answer 401.
+/// it asks for, where its metadata is), `None` when it did not answer 401. Asked as the
+/// handshake of the server's era would be (a server may check the request's protocol
+/// headers before its token).
 async fn challenge(def: &McpServer) -> Option<String> {
+    use toolsmith_core::upstream::Protocol;
     let url = def.resolved_url()?;
     let client = reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(10))
@@ -163,41 +181,65 @@ async fn challenge(def: &McpServer) -> Option<String> {
         .user_agent(concat!("toolsmith/", env!("CARGO_PKG_VERSION")))
         .build()
         .ok()?;
-    let mut request = client
-        .post(url)
-        .header("Accept", "application/json, text/event-stream")
-        .header("Content-Type", "application/json");
-    for (k, v) in def.resolved_headers() {
-        request = request.header(k, v);
-    }
-    let body = serde_json::json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "toolsmith", "version": env!("CARGO_PKG_VERSION")}},
-    });
-    let response = request.body(body.to_string()).send().await.ok()?;
-    (response.status() == reqwest::StatusCode::UNAUTHORIZED)
-        .then(|| {
-            response
+    let client_info =
+        serde_json::json!({"name": "toolsmith", "version": env!("CARGO_PKG_VERSION")});
+    let initialize = (
+        "2025-11-25",
+        "initialize",
+        serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client_info}),
+    );
+    let discover = (
+        "2026-07-28",
+        "server/discover",
+        serde_json::json!({"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": client_info,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }}),
+    );
+    let probes = match def.protocol {
+        Protocol::Modern => vec![discover],
+        Protocol::Legacy => vec![initialize],
+        Protocol::Auto => vec![initialize, discover],
+    };
+    for (version, method, params) in probes {
+        let mut request = client
+            .post(&url)
+            .header("Accept", "application/json, text/event-stream")
+            .header("Content-Type", "application/json")
+            .header("MCP-Protocol-Version", version)
+            .header("Mcp-Method", method);
+        for (k, v) in def.resolved_headers() {
+            request = request.header(k, v);
+        }
+        let body =
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": method, "params": params});
+        let Ok(response) = request.body(body.to_string()).send().await else {
+            continue;
+        };
+        if response.status() == reqwest::StatusCode::UNAUTHORIZED {
+            return response
                 .headers()
-                .get(reqwest::header::WWW_AUTHENTICATE)?
-                .to_str()
-                .ok()
-                .map(str::to_owned)
-        })
-        .flatten()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+        }
+    }
+    None
 }
 
 /// Begins an authorization of `subject` with `def`'s server: discovery, registration, and
 /// the URL to open. The authorization server sends the browser back to `redirect_uri`.
 /// `client_metadata_url` is where toolsmith's Client ID Metadata Document is served (an https
-/// URL), used when the server accepts one and no client id is configured.
+/// URL), used when the server accepts one and no client id is configured; `step_up` is the
+/// server's `WWW-Authenticate` refusing a call for want of scope, when it did.
 pub async fn begin(
     def: &McpServer,
     tokens: Arc<dyn TokenStore>,
     subject: &str,
     redirect_uri: &str,
     client_metadata_url: Option<&str>,
+    step_up: Option<String>,
 ) -> Result<Begun, String> {
     let Some(oauth) = def.resolved_oauth() else {
         return Err(format!(
@@ -205,8 +247,20 @@ pub async fn begin(
             def.name
         ));
     };
+    // The scopes granted so far (a step up asks for them again).
+    let granted = match tokens.load(&def.name, subject).await {
+        Ok(Some(text)) => serde_json::from_str::<StoredCredentials>(&text)
+            .map(|c| c.granted_scopes)
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
     let mut manager = manager(def, tokens, subject).await?;
-    let challenge = challenge(def).await;
+    // The server's refusal for want of scope, else its answer to a request without a token.
+    let stepping_up = step_up.clone();
+    let challenge = match step_up {
+        Some(c) => Some(c),
+        None => challenge(def).await,
+    };
     let resolution = manager
         .resolve_metadata_from_challenge(challenge.as_deref())
         .await
@@ -220,6 +274,16 @@ pub async fn begin(
     let mut request = AuthorizationRequest::new(redirect_uri).with_client_name("toolsmith");
     if !oauth.scopes.is_empty() {
         request = request.with_scopes(oauth.scopes.iter().cloned());
+    } else if let Some(wanted) = stepping_up.as_deref().and_then(scope_of) {
+        // More scope: what was granted before and what the server asks for now (a new
+        // authorization replaces the old one, which must not lose what it allowed).
+        let mut scopes = granted;
+        for s in wanted.split_whitespace() {
+            if !scopes.iter().any(|g| g == s) {
+                scopes.push(s.to_owned());
+            }
+        }
+        request = request.with_scopes(scopes);
     }
     if let Some(id) = oauth.client_id.filter(|id| !id.is_empty()) {
         request = request.with_preregistered_client(id);

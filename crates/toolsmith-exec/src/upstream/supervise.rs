@@ -44,6 +44,7 @@ pub(crate) fn spawn(
         stderr: Mutex::default(),
         broken: Mutex::default(),
         watched: Mutex::default(),
+        auth_challenge: Arc::default(),
         control,
         events,
         spawning,
@@ -128,6 +129,20 @@ async fn run(up: Arc<Upstream>, mut control: mpsc::UnboundedReceiver<Control>) {
                 continue;
             }
             Ended::Failed(why) => {
+                // An OAuth server that refused toolsmith's token once a refresh could not
+                // help (revoked, expired, another authorization server): it needs
+                // authorization again, not an endless retry with the same token.
+                let refused = why.contains("Auth required") || why.contains("Insufficient scope");
+                let why = match up.def.resolved_oauth().is_some()
+                    && refused
+                    && !why.starts_with(super::oauth::NEEDS_AUTHORIZATION)
+                {
+                    true => format!(
+                        "{} (the server answered: {why})",
+                        super::oauth::needs_authorization(&up.def.name)
+                    ),
+                    false => why,
+                };
                 tracing::warn!(server = %up.def.name, "MCP server failed: {why}");
                 up.update(|st| {
                     st.status = Status::Failed;

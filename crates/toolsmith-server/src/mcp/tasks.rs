@@ -158,7 +158,9 @@ pub fn declare(caps: &mut rmcp::model::ServerCapabilities, on: bool) {
 fn describe(e: &UpstreamError) -> String {
     match e {
         UpstreamError::Unknown(s) => format!("no MCP server `{s}`"),
-        UpstreamError::Down(why) | UpstreamError::Failed(why) => why.clone(),
+        UpstreamError::Down(why)
+        | UpstreamError::Failed(why)
+        | UpstreamError::NeedsAuthorization(why) => why.clone(),
         UpstreamError::Timeout(after) => format!("no answer within {} ms", after.as_millis()),
         UpstreamError::Rpc { code, message, .. } => format!("error {code}: {message}"),
     }
