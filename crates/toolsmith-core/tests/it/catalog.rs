@@ -845,6 +845,71 @@ mcp_servers:
 }
 
 #[test]
+fn oauth_servers_read_round_trip_and_keep_their_client_secret_secret() {
+    let yaml = r#"
+mcp_servers:
+  - name: plain
+    url: https://mcp.linear.app/mcp
+    auth: oauth
+  - name: registered
+    url: https://api.githubcopilot.com/mcp/
+    auth:
+      type: oauth
+      client_id: Iv1.abc
+      client_secret: "${GH_CLIENT_SECRET}"
+      scopes: [repo, read:org]
+      client_metadata_url: https://tools.example.com/toolsmith.json
+"#;
+    let source = MemSource::new(&[("c.yaml", yaml)]).with_env("GH_CLIENT_SECRET", "cs_s3cret");
+    let catalog = catalog::load("c.yaml", &source).expect("loads");
+    assert_eq!(
+        catalog.servers[0].resolved_oauth(),
+        Some(Default::default())
+    );
+    let oauth = catalog.servers[1].resolved_oauth().expect("oauth");
+    assert_eq!(oauth.client_id.as_deref(), Some("Iv1.abc"));
+    assert_eq!(oauth.client_secret.as_deref(), Some("cs_s3cret"));
+    assert_eq!(oauth.scopes, ["repo", "read:org"]);
+    let shown = catalog.servers[1].to_catalog_value(Secrets::Redact);
+    assert!(!shown.to_string().contains("cs_s3cret"), "{shown}");
+    assert_eq!(shown["auth"]["client_secret"], "{gh_client_secret}");
+    assert_eq!(
+        catalog.servers[0].to_catalog_value(Secrets::Keep)["auth"],
+        "oauth"
+    );
+    for server in &catalog.servers {
+        let form = server.to_catalog_value(Secrets::Keep);
+        let again = catalog::parse_server(&form, &MemSource::default()).expect("reads back");
+        assert_eq!(&again, server, "{form}");
+    }
+}
+
+#[test]
+fn oauth_settings_that_cannot_work_are_refused_where_written() {
+    check(
+        r#"
+mcp_servers:
+  - name: a
+    url: http://x/mcp
+    auth: basic
+  - name: b
+    url: http://x/mcp
+    auth: {type: oauth, client_secret: s, scopes: ["two words"], client_metadata_url: "http://x/meta.json"}
+  - name: c
+    url: http://x/mcp
+    auth: {type: oauth, client_id: "{missing}"}
+"#,
+        expect![[r#"
+            mcp_servers[0].auth: expected `oauth` or a mapping with `type: oauth` (and `client_id`, `client_secret`, `scopes`, `client_metadata_url`)
+            mcp_servers[1].auth.client_secret: a client secret belongs to a pre-registered `client_id`; give both
+            mcp_servers[1].auth.scopes: "two words" is not a scope (one word each)
+            mcp_servers[1].auth.client_metadata_url: "http://x/meta.json" is not an https URL with a path (a Client ID Metadata Document's address is its client id)
+            mcp_servers[2].auth.client_id: {missing} names no config field (known: none)
+        "#]],
+    );
+}
+
+#[test]
 fn a_stored_server_with_a_dollar_variable_from_before_still_reads() {
     // Stored before `${NAME}` was lifted: kept as text (as it was served), never an error
     // that would make the registry's server unreadable.

@@ -319,3 +319,32 @@ impl Begun {
             .map_err(|e| format!("OAuth for {}: {e}", self.server))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scope_a_challenge_asks_for() {
+        assert_eq!(
+            scope_of(r#"Bearer scope="mcp:write files:read", error="insufficient_scope""#)
+                .as_deref(),
+            Some("mcp:write files:read")
+        );
+        assert_eq!(
+            scope_of("Bearer scope=repo, realm=x").as_deref(),
+            Some("repo")
+        );
+        assert_eq!(scope_of(r#"Bearer resource_metadata="https://x/y""#), None);
+        assert_eq!(scope_of(r#"Bearer scope="""#), None);
+    }
+
+    #[test]
+    fn the_state_of_an_authorization_url() {
+        assert_eq!(
+            state_of("https://as.example/authorize?client_id=a&state=s%2B1&x=y").as_deref(),
+            Some("s+1")
+        );
+        assert_eq!(state_of("https://as.example/authorize?client_id=a"), None);
+    }
+}

@@ -425,10 +425,16 @@ pub fn fixture(python: &str) -> Upstream {
 
 /// The Python server `script` (under `crates/toolsmith/tests`, given its port) once it listens.
 pub fn listening(python: &str, script: &str, what: &str) -> Upstream {
+    listening_with(python, script, what, &[])
+}
+
+/// [`listening`] with `env` added to its environment.
+pub fn listening_with(python: &str, script: &str, what: &str, env: &[(&str, &str)]) -> Upstream {
     let port = free_port();
     let child = Command::new(python)
         .arg(repo().join("crates/toolsmith/tests").join(script))
         .arg(port.to_string())
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
