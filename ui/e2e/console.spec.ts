@@ -2,6 +2,7 @@
 // and watch tools — each step checked through the page and, where it changes anything,
 // through the REST API.
 
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -650,4 +651,43 @@ test("a toolset's code playground: its stubs, a program run as the caller, its c
   await expect(page.getByText(/Only the calls made by the program /)).toBeVisible();
   await expect(page.getByRole('row', { name: /word_stats/ })).toHaveCount(2);
   await expect(page.getByRole('row', { name: /launch/ })).toHaveCount(1);
+});
+
+test('an OAuth server: Connect opens its consent page, which comes back to toolsmith, and the server is connected', async ({ page }) => {
+  // The official Python SDK's authorization server in front of an MCP server (it consents at once).
+  const fixture = spawn(env.python, [path.join(path.dirname(env.fastmcpServer), 'oauth_server.py')], { stdio: ['ignore', 'pipe', 'ignore'] });
+  try {
+    const port = await new Promise<string>((resolve, reject) => {
+      fixture.stdout.on('data', (d: Buffer) => {
+        const m = /PORT (\d+)/.exec(d.toString());
+        if (m?.[1]) resolve(m[1]);
+      });
+      fixture.on('exit', () => reject(new Error('the OAuth fixture exited')));
+    });
+    const created = await rest('POST', '/servers', { name: 'guarded', url: `http://127.0.0.1:${port}/mcp`, auth: 'oauth', on_change: 'accept' });
+    expect(created.status).toBe(201);
+    await page.goto(`${env.url}/ui/servers/guarded`);
+    await expect(page.getByRole('heading', { name: /guarded/, level: 3 })).toContainText('needs authorization', { timeout: 30_000 });
+    await expect(page.getByText('not connected', { exact: true })).toBeVisible();
+    const consent = page.waitForEvent('popup');
+    await page.getByRole('button', { name: 'Connect', exact: true }).click();
+    const popup = await consent;
+    // The consent page redirected back to toolsmith's callback, which says so.
+    await expect(popup.getByRole('heading', { name: 'Connected' })).toBeVisible({ timeout: 30_000 });
+    await popup.close();
+    await expect(page.getByText(/^connected /)).toBeVisible({ timeout: 30_000 });
+    await expect(page.getByRole('list', { name: 'Its tools' })).toContainText('guarded__whoami', { timeout: 30_000 });
+    await accessible(page, 'a connected OAuth server');
+    // The call carries toolsmith's token (no annotations: confirmed as a dangerous call).
+    const called = await rest('POST', '/tools/guarded__whoami/call', { arguments: {}, confirm: true });
+    expect(called.json, JSON.stringify(called.json)).toMatchObject({ success: true });
+    // Disconnect forgets the tokens: it needs authorization again.
+    await page.getByRole('button', { name: 'Disconnect' }).click();
+    await expect(page.getByRole('heading', { name: /guarded/, level: 3 })).toContainText('needs authorization', { timeout: 30_000 });
+    // Leave its page before it goes (the page would ask for it again, a 404).
+    await page.goto(`${env.url}/ui/servers`);
+    expect((await rest('DELETE', '/servers/guarded')).status).toBe(204);
+  } finally {
+    fixture.kill();
+  }
 });

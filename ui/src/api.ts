@@ -80,6 +80,16 @@ export interface ServerView {
   pending: number;
   problems: string[];
   tools?: string[];
+  /** A server with `auth: oauth`: whether its shared connection has tokens. */
+  oauth?: { connected: boolean; at_ms?: number };
+}
+
+/** An OAuth authorization begun: where the person consents. */
+export interface ConnectStarted {
+  server: string;
+  authorization_url: string;
+  redirect_uri: string;
+  expires_in: number;
 }
 
 /** What starting a server definition apart showed (Test connection). */
@@ -532,6 +542,8 @@ export const api = {
     request<unknown>('POST', `/prompts/${encodeURIComponent(name)}/get`, { arguments: args }),
   refreshServer: (name: string) => request<{ asked: boolean }>('POST', `/servers/${encodeURIComponent(name)}/refresh`),
   restartServer: (name: string) => request<{ restarted: boolean }>('POST', `/servers/${encodeURIComponent(name)}/restart`),
+  connectServer: (name: string) => request<ConnectStarted>('POST', `/servers/${encodeURIComponent(name)}/connect`),
+  disconnectServer: (name: string) => request<{ disconnected: boolean }>('DELETE', `/servers/${encodeURIComponent(name)}/connect`),
   decide: (name: string, decision: 'approve' | 'reject', tools: string[], allow = false) =>
     request<{ tools: string[] }>('POST', `/servers/${encodeURIComponent(name)}/${decision}`, allow ? { tools, allow } : { tools }),
   runs: (p: { tool?: string; kind?: string; caller?: string; call_id?: string; parent?: string; limit?: number; cursor?: string | null }) =>

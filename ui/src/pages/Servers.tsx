@@ -89,14 +89,34 @@ function ServerDetail({ name }: { name: string }) {
       void client.invalidateQueries({ queryKey: ['servers'] });
     },
   });
+  // OAuth: the consent page opens in a tab of its own; it comes back to the server's
+  // callback, and this page (kept live) shows the server connected.
+  const [consent, setConsent] = useState<string | undefined>();
+  const connect = useMutation({
+    mutationFn: () => api.connectServer(name),
+    onSuccess: (started) => {
+      setConsent(started.authorization_url);
+      window.open(started.authorization_url, '_blank', 'noopener');
+    },
+  });
+  const disconnect = useMutation({
+    mutationFn: () => api.disconnectServer(name),
+    onSuccess: () => {
+      setConsent(undefined);
+      void message.success(`${name}: its tokens are forgotten`);
+      void client.invalidateQueries({ queryKey: ['servers'] });
+    },
+  });
   if (server.error) return <Alert type="error" showIcon title={`The server ${name} could not be read`} description={server.error.message} />;
   if (!server.data) return null;
   const s = server.data;
   const st = s.status;
+  const failure = refresh.error ?? restart.error ?? connect.error ?? disconnect.error;
   return (
     <section aria-labelledby="server-heading">
       <Typography.Title level={3} id="server-heading">
         {s.name} <Pill tone={statusTone(st?.status)}>{statusText(st?.status)}</Pill> <Pill>version {s.version}</Pill>
+        {st?.last_error?.startsWith('needs authorization') && <> <Pill tone="warn">needs authorization</Pill></>}
       </Typography.Title>
       <Space wrap style={{ marginBottom: 12 }}>
         <Button onClick={() => refresh.mutate()} loading={refresh.isPending} disabled={!admin} title={admin ? 'Ask the server to list its tools again' : 'Your role cannot refresh servers'}>
@@ -105,8 +125,37 @@ function ServerDetail({ name }: { name: string }) {
         <Button onClick={() => restart.mutate()} loading={restart.isPending} disabled={!admin} title={admin ? 'Stop the server and start it again' : 'Your role cannot restart servers'}>
           Restart
         </Button>
+        {s.oauth && (
+          <Button
+            type={s.oauth.connected ? 'default' : 'primary'}
+            onClick={() => connect.mutate()}
+            loading={connect.isPending}
+            disabled={!admin}
+            title={admin ? 'Authorize toolsmith with the server (opens its consent page)' : 'Your role cannot connect servers'}
+          >
+            {s.oauth.connected ? 'Connect again' : 'Connect'}
+          </Button>
+        )}
+        {s.oauth?.connected && (
+          <Button onClick={() => disconnect.mutate()} loading={disconnect.isPending} disabled={!admin} title={admin ? 'Forget its tokens' : 'Your role cannot disconnect servers'}>
+            Disconnect
+          </Button>
+        )}
       </Space>
-      {(refresh.error ?? restart.error) && <Alert type="error" showIcon title="The server did not take that" description={(refresh.error ?? restart.error)?.message} style={{ marginBottom: 12 }} />}
+      {failure && <Alert type="error" showIcon title="The server did not take that" description={failure.message} style={{ marginBottom: 12 }} />}
+      {s.oauth && !s.oauth.connected && consent && (
+        <Alert
+          type="info"
+          showIcon
+          style={{ marginBottom: 12 }}
+          title="Waiting for the consent"
+          description={
+            <>
+              Consent in the tab that opened (or <Typography.Link href={consent} target="_blank" rel="noopener">open the consent page</Typography.Link>); this page shows the server connected once it comes back.
+            </>
+          }
+        />
+      )}
       <Descriptions
         size="small"
         bordered
@@ -119,6 +168,9 @@ function ServerDetail({ name }: { name: string }) {
           { key: 'restarts', label: 'Restarts', children: st?.restarts ?? '—' },
           { key: 'tools', label: 'Tools listed', children: st?.tools ?? '—' },
           { key: 'error', label: 'Last error', children: st?.last_error ?? 'none' },
+          ...(s.oauth
+            ? [{ key: 'oauth', label: 'OAuth', children: s.oauth.connected ? `connected ${s.oauth.at_ms ? new Date(s.oauth.at_ms).toLocaleString() : ''}` : 'not connected' }]
+            : []),
         ]}
       />
       {s.problems.length > 0 && (
