@@ -124,8 +124,10 @@ pub struct JwtArgs {
     /// unknown key, in seconds.
     #[arg(long, value_name = "S", default_value_t = 30)]
     pub jwks_refresh_interval: u64,
-    /// The URL clients reach this server at (behind a proxy), for the OAuth protected
-    /// resource metadata [default: http:// and the request's Host].
+    /// The URL clients reach this server at (behind a proxy): for the OAuth protected
+    /// resource metadata, and where authorization servers send browsers back when an
+    /// `auth: oauth` upstream is connected (`/oauth/callback`; https also serves toolsmith's
+    /// client metadata document) [default: http:// and the request's Host].
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
 }

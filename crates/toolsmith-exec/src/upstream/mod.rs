@@ -256,47 +256,6 @@ impl Upstreams {
         }
     }
 
-    /// Keeps OAuth connections' tokens in `tokens` (once; later calls change nothing).
-    pub fn set_token_store(&self, tokens: Arc<dyn TokenStore>) {
-        let _ = self.inner.spawning.tokens.set(tokens);
-    }
-
-    /// Begins an authorization of `subject` (`""`: the shared connection) with the OAuth
-    /// server `name`: the URL to open. The browser comes back to `redirect_uri`.
-    pub async fn begin_authorization(
-        &self,
-        name: &str,
-        subject: &str,
-        redirect_uri: &str,
-        client_metadata_url: Option<&str>,
-    ) -> Result<Begun, String> {
-        let def = self
-            .definition(name)
-            .ok_or_else(|| format!("no MCP server named `{name}`"))?;
-        let tokens = self.token_store()?;
-        let challenge = self
-            .get(name)
-            .and_then(|up| lock(&up.auth_challenge).clone());
-        oauth::begin(
-            &def,
-            tokens,
-            subject,
-            redirect_uri,
-            client_metadata_url,
-            challenge,
-        )
-        .await
-    }
-
-    fn token_store(&self) -> Result<Arc<dyn TokenStore>, String> {
-        self.inner
-            .spawning
-            .tokens
-            .get()
-            .cloned()
-            .ok_or_else(|| "no place to keep OAuth tokens (this engine has no registry)".into())
-    }
-
     /// What upstreams do from now on: listings and status changes.
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.inner.events.subscribe()
@@ -720,28 +679,18 @@ impl Upstream {
                 data: e.data,
             },
             ServiceError::Timeout { timeout } => UpstreamError::Timeout(timeout),
-            _ if lock(&self.auth_challenge)
-                .as_deref()
-                .is_some_and(|c| c.contains("insufficient_scope")) =>
-            {
-                let scope = lock(&self.auth_challenge)
-                    .as_deref()
-                    .and_then(oauth::scope_of)
-                    .map(|s| format!(" ({s})"))
-                    .unwrap_or_default();
-                UpstreamError::NeedsAuthorization(format!(
-                    "{}: the server asks for more scope{scope} than toolsmith was granted; connecting it again asks for it",
-                    oauth::needs_authorization(&self.def.name)
-                ))
+            other => {
+                oauth::wants_more_scope(self).unwrap_or_else(|| match lock(&self.broken).clone() {
+                    Some(why) => {
+                        UpstreamError::Failed(format!("MCP server `{}` {why}", self.def.name))
+                    }
+                    None => UpstreamError::Failed(format!(
+                        "MCP server `{}`: {other}{}",
+                        self.def.name,
+                        self.stderr_tail()
+                    )),
+                })
             }
-            other => match lock(&self.broken).clone() {
-                Some(why) => UpstreamError::Failed(format!("MCP server `{}` {why}", self.def.name)),
-                None => UpstreamError::Failed(format!(
-                    "MCP server `{}`: {other}{}",
-                    self.def.name,
-                    self.stderr_tail()
-                )),
-            },
         }
     }
 }

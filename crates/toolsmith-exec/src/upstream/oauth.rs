@@ -80,6 +80,65 @@ impl CredentialStore for Kept {
     }
 }
 
+impl super::Upstreams {
+    /// Keeps OAuth connections' tokens in `tokens` (once; later calls change nothing).
+    pub fn set_token_store(&self, tokens: Arc<dyn TokenStore>) {
+        let _ = self.inner.spawning.tokens.set(tokens);
+    }
+
+    /// Begins an authorization of `subject` (`""`: the shared connection) with the OAuth
+    /// server `name`: the URL to open. The browser comes back to `redirect_uri`.
+    pub async fn begin_authorization(
+        &self,
+        name: &str,
+        subject: &str,
+        redirect_uri: &str,
+        client_metadata_url: Option<&str>,
+    ) -> Result<Begun, String> {
+        let def = self
+            .definition(name)
+            .ok_or_else(|| format!("no MCP server named `{name}`"))?;
+        let tokens = self.token_store()?;
+        let challenge = self
+            .get(name)
+            .and_then(|up| super::lock(&up.auth_challenge).clone());
+        begin(
+            &def,
+            tokens,
+            subject,
+            redirect_uri,
+            client_metadata_url,
+            challenge,
+        )
+        .await
+    }
+
+    fn token_store(&self) -> Result<Arc<dyn TokenStore>, String> {
+        self.inner
+            .spawning
+            .tokens
+            .get()
+            .cloned()
+            .ok_or_else(|| "no place to keep OAuth tokens (this engine has no registry)".into())
+    }
+}
+
+/// A call's failure when the server refused a request for want of scope (403
+/// `insufficient_scope`, which ends the connection): it needs authorization, with more.
+pub(crate) fn wants_more_scope(up: &super::Upstream) -> Option<super::UpstreamError> {
+    let challenge = super::lock(&up.auth_challenge).clone()?;
+    if !challenge.contains("insufficient_scope") {
+        return None;
+    }
+    let scope = scope_of(&challenge)
+        .map(|s| format!(" ({s})"))
+        .unwrap_or_default();
+    Some(super::UpstreamError::NeedsAuthorization(format!(
+        "{}: the server asks for more scope{scope} than toolsmith was granted; connecting it again asks for it",
+        needs_authorization(&up.def.name)
+    )))
+}
+
 /// What [`needs_authorization`]'s message starts with.
 pub(crate) const NEEDS_AUTHORIZATION: &str = "needs authorization:";
 
