@@ -1,21 +1,19 @@
 //! OAuth connections to upstreams in the registry: kept per server and subject, sealed with
 //! the registry's key (never in the clear in the file), listed without what they hold,
-//! re-sealed when the key rotates, forgotten. (A test binary of its own:
-//! the key is the process's.)
+//! re-sealed when the key rotates, forgotten — on SQLite and PostgreSQL. (A test binary of
+//! its own: the key is the process's, so the tests here take turns.)
 
 use toolsmith_store::UpstreamStore;
 use toolsmith_store::secrets::{self, SecretKey};
-use toolsmith_store::sqlite::SqliteStore;
 
 const CREDENTIALS: &str = r#"{"client_id":"c1","token_response":{"access_token":"at-very-secret-42","token_type":"Bearer"}}"#;
 
-#[tokio::test]
-async fn connections_are_sealed_listed_resealed_and_forgotten() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("registry.db");
-    // Without a key, nothing is kept in the clear: the write is refused.
+/// The process's key is one: the tests take turns.
+static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Without a key nothing is kept; with one, kept, read, listed. The key used.
+async fn keep_and_list(store: &impl UpstreamStore) -> SecretKey {
     secrets::use_key(None);
-    let store = SqliteStore::open(&path).await.expect("open");
     let refused = store.put_connection("gh", "", CREDENTIALS).await;
     assert!(
         refused
@@ -23,17 +21,10 @@ async fn connections_are_sealed_listed_resealed_and_forgotten() {
             .is_err_and(|e| e.to_string().contains("no registry key")),
         "{refused:?}"
     );
-
-    let first = SecretKey::generate();
-    secrets::use_key(Some(first.clone()));
-    store
-        .put_connection("gh", "", CREDENTIALS)
-        .await
-        .expect("put");
-    store
-        .put_connection("gh", "alice", "{}")
-        .await
-        .expect("put");
+    let key = SecretKey::generate();
+    secrets::use_key(Some(key.clone()));
+    store.put_connection("gh", "", CREDENTIALS).await.expect("put");
+    store.put_connection("gh", "alice", "{}").await.expect("put");
     store.put_connection("linear", "", "{}").await.expect("put");
     assert_eq!(
         store.connection("gh", "").await.expect("read").as_deref(),
@@ -52,7 +43,35 @@ async fn connections_are_sealed_listed_resealed_and_forgotten() {
         [("gh".into(), "".into()), ("gh".into(), "alice".into())]
     );
     assert_eq!(store.connections(None).await.expect("list").len(), 3);
+    key
+}
 
+/// After a reseal from `old` to `new`: the new key opens them, the old no longer does; then
+/// they are forgotten one by one.
+async fn resealed_and_forgotten(store: &impl UpstreamStore, old: SecretKey, new: SecretKey) {
+    secrets::use_key(Some(new));
+    assert_eq!(
+        store.connection("gh", "").await.expect("read").as_deref(),
+        Some(CREDENTIALS)
+    );
+    secrets::use_key(Some(old));
+    assert!(
+        store.connection("gh", "").await.is_err(),
+        "the old key opens them"
+    );
+    assert!(store.drop_connection("gh", "alice").await.expect("drop"));
+    assert!(!store.drop_connection("gh", "alice").await.expect("drop"));
+}
+
+#[tokio::test]
+async fn sqlite_connections_are_sealed_listed_resealed_and_forgotten() {
+    let _turn = TURN.lock().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("registry.db");
+    let store = toolsmith_store::sqlite::SqliteStore::open(&path)
+        .await
+        .expect("open");
+    let first = keep_and_list(&store).await;
     // Sealed at rest: the token is nowhere in the database's files.
     let mut raw = std::fs::read(&path).expect("read the file");
     raw.extend(std::fs::read(dir.path().join("registry.db-wal")).unwrap_or_default());
@@ -60,22 +79,23 @@ async fn connections_are_sealed_listed_resealed_and_forgotten() {
         !raw.windows(17).any(|w| w == b"at-very-secret-42"),
         "the token is in the registry in the clear"
     );
-
-    // A rotated key re-seals them: the new key opens them, the old no longer does.
     let second = SecretKey::generate();
     store.reseal(Some(&first), &second).await.expect("reseal");
-    secrets::use_key(Some(second));
-    assert_eq!(
-        store.connection("gh", "").await.expect("read").as_deref(),
-        Some(CREDENTIALS)
-    );
-    secrets::use_key(Some(first));
-    assert!(
-        store.connection("gh", "").await.is_err(),
-        "the old key opens them"
-    );
+    resealed_and_forgotten(&store, first, second).await;
+}
 
-    // Forgotten one by one, and with their server.
-    assert!(store.drop_connection("gh", "alice").await.expect("drop"));
-    assert!(!store.drop_connection("gh", "alice").await.expect("drop"));
+#[tokio::test]
+#[ignore = "needs PostgreSQL (TOOLSMITH_TEST_POSTGRES)"]
+async fn postgres_connections_are_sealed_listed_resealed_and_forgotten() {
+    let _turn = TURN.lock().await;
+    let url = std::env::var("TOOLSMITH_TEST_POSTGRES")
+        .expect("TOOLSMITH_TEST_POSTGRES must name a PostgreSQL database (.ci/run sets one up)");
+    let schema = format!("ts_connections_{}", std::process::id());
+    let store = toolsmith_store::postgres::PgStore::open_in_schema(&url, Some(&schema))
+        .await
+        .expect("postgres");
+    let first = keep_and_list(&store).await;
+    let second = SecretKey::generate();
+    store.reseal(Some(&first), &second).await.expect("reseal");
+    resealed_and_forgotten(&store, first, second).await;
 }
