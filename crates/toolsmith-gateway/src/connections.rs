@@ -114,7 +114,7 @@ impl std::fmt::Display for ConnectError {
             Self::Unknown(name) => write!(f, "no MCP server named `{name}`"),
             Self::NotOAuth(name) => write!(
                 f,
-                "MCP server `{name}` does not use OAuth (give it `auth: oauth`)"
+                "MCP server `{name}` does not use OAuth (its answers name no authorization server; give it `auth: oauth` if it does)"
             ),
             Self::NoSuchAuthorization => f.write_str(
                 "no authorization waits for this callback here (it was used, it expired after 15 minutes, or another replica began it): connect again",
@@ -148,9 +148,10 @@ impl Gateway {
         let def = upstreams
             .definition(name)
             .ok_or_else(|| ConnectError::Unknown(name.to_owned()))?;
-        let Some(oauth) = def.resolved_oauth() else {
+        if !upstreams.uses_oauth(name).await {
             return Err(ConnectError::NotOAuth(name.to_owned()));
-        };
+        }
+        let oauth = def.resolved_oauth().unwrap_or_default();
         let base = base.trim_end_matches('/');
         let redirect_uri = format!("{base}{CALLBACK_PATH}");
         // A Client ID Metadata Document must be served over https: the one the operator
@@ -203,6 +204,11 @@ impl Gateway {
             self.engine.upstreams().restart(&begun.server);
         }
         Ok(begun.server.clone())
+    }
+
+    /// Whether server `name` authorizes with OAuth (`auth: oauth`, or found so).
+    pub async fn uses_oauth(&self, name: &str) -> bool {
+        self.engine.upstreams().uses_oauth(name).await
     }
 
     /// Forgets `subject`'s tokens for server `name` (`""`: the shared connection, after

@@ -23,8 +23,14 @@ async fn keep_and_list(store: &impl UpstreamStore) -> SecretKey {
     );
     let key = SecretKey::generate();
     secrets::use_key(Some(key.clone()));
-    store.put_connection("gh", "", CREDENTIALS).await.expect("put");
-    store.put_connection("gh", "alice", "{}").await.expect("put");
+    store
+        .put_connection("gh", "", CREDENTIALS)
+        .await
+        .expect("put");
+    store
+        .put_connection("gh", "alice", "{}")
+        .await
+        .expect("put");
     store.put_connection("linear", "", "{}").await.expect("put");
     assert_eq!(
         store.connection("gh", "").await.expect("read").as_deref(),

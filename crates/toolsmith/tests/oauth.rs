@@ -17,15 +17,20 @@ use serde_json::Value;
 
 /// Waits (up to a minute) until `GET {base}/servers/guarded` satisfies `ok`; the last answer.
 fn server_until(base: &str, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    named_until(base, "guarded", what, ok)
+}
+
+/// [`server_until`] for the server `name`.
+fn named_until(base: &str, name: &str, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
     let started = Instant::now();
     loop {
-        let v = get(base, "/servers/guarded");
+        let v = get(base, &format!("/servers/{name}"));
         if ok(&v) {
             return v;
         }
         assert!(
             started.elapsed() < Duration::from_secs(60),
-            "the server is not {what} after 60 s: {v}"
+            "{name} is not {what} after 60 s: {v}"
         );
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -204,6 +209,50 @@ fn an_oauth_server_is_connected_once_its_tokens_sealed_refreshed_kept_and_forgot
 }
 
 #[test]
+#[ignore = "needs the official MCP Python SDK (TOOLSMITH_TEST_PYTHON)"]
+fn a_server_whose_401_names_its_authorization_server_is_found_to_use_oauth() {
+    let python = python();
+    let up = listening_with(
+        &python,
+        "upstream/oauth_server.py",
+        "the OAuth fixture",
+        &[],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let catalog = dir.path().join("catalog.yaml");
+    // No `auth:`: as a server pasted from a client's configuration would be.
+    std::fs::write(
+        &catalog,
+        format!(
+            "mcp_servers:\n  - name: found\n    url: http://127.0.0.1:{}/mcp\n    prefix: f\n    on_change: accept\n",
+            up.1
+        ),
+    )
+    .expect("catalog");
+    let db = dir.path().join("registry.db");
+    let (_serve, base, _) = serve(
+        db.to_str().expect("utf-8"),
+        dir.path(),
+        &["--catalog", catalog.to_str().expect("utf-8")],
+    );
+    let v = named_until(
+        &base,
+        "found",
+        "found to need authorization",
+        needs_authorization,
+    );
+    assert_eq!(v["oauth"]["connected"], false, "{v}");
+    let (status, started) = request("POST", &format!("{base}/servers/found/connect"), None);
+    assert_eq!(status, 200, "{started}");
+    let (status, page) = consent(started["authorization_url"].as_str().expect("a URL"));
+    assert_eq!(status, 200, "{page}");
+    let v = named_until(&base, "found", "ready with its tools", ready);
+    assert_eq!(v["oauth"]["connected"], true, "{v}");
+    let r = call(&base, "f__whoami", serde_json::json!({}));
+    assert_eq!(r["success"], true, "{r}");
+}
+
+#[test]
 fn connecting_a_server_without_oauth_says_so() {
     let dir = tempfile::tempdir().expect("tempdir");
     let catalog = dir.path().join("catalog.yaml");
@@ -220,7 +269,7 @@ fn connecting_a_server_without_oauth_says_so() {
     );
     let (status, v) = request("POST", &format!("{base}/servers/plain/connect"), None);
     assert_eq!(status, 409, "{v}");
-    assert!(v.to_string().contains("auth: oauth"), "{v}");
+    assert!(v.to_string().contains("does not use OAuth"), "{v}");
     let (status, v) = request("POST", &format!("{base}/servers/nope/connect"), None);
     assert_eq!(status, 404, "{v}");
     // A callback that names no authorization begun here.

@@ -334,7 +334,7 @@ async fn connect_with(
                 .map_err(|e| Refused::Other(format!("the HTTP client could not start: {e}")))?;
             let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(headers);
-            let service = if up.def.resolved_oauth().is_some() {
+            let service = if up.def.resolved_oauth().is_some() || super::oauth::found(up).await {
                 // OAuth: the shared connection's tokens, sent, refreshed before they expire
                 // and once on a 401. Without tokens the requests go without one: the server's
                 // 401 says what the authorization needs (noted by SessionAware).

@@ -113,6 +113,15 @@ impl super::Upstreams {
         .await
     }
 
+    /// Whether server `name` authorizes with OAuth: `auth: oauth`, or found so — its 401
+    /// named its protected resource metadata (RFC 9728), or it has been connected.
+    pub async fn uses_oauth(&self, name: &str) -> bool {
+        let Some(up) = self.get(name) else {
+            return false;
+        };
+        up.def.resolved_oauth().is_some() || found(&up).await
+    }
+
     fn token_store(&self) -> Result<Arc<dyn TokenStore>, String> {
         self.inner
             .spawning
@@ -120,6 +129,31 @@ impl super::Upstreams {
             .get()
             .cloned()
             .ok_or_else(|| "no place to keep OAuth tokens (this engine has no registry)".into())
+    }
+}
+
+/// Whether an HTTP server given no `auth: oauth` turned out to use it: its 401 named its
+/// protected resource metadata, or it has tokens (it was connected so). Never one given its
+/// own `Authorization` header.
+pub(crate) async fn found(up: &super::Upstream) -> bool {
+    let toolsmith_core::upstream::Transport::Http { headers, .. } = &up.def.transport else {
+        return false;
+    };
+    if headers
+        .keys()
+        .any(|k| k.eq_ignore_ascii_case("authorization"))
+    {
+        return false;
+    }
+    if super::lock(&up.auth_challenge)
+        .as_deref()
+        .is_some_and(|c| c.contains("resource_metadata"))
+    {
+        return true;
+    }
+    match up.spawning.tokens.get() {
+        Some(tokens) => matches!(tokens.load(&up.def.name, "").await, Ok(Some(_))),
+        None => false,
     }
 }
 
@@ -300,12 +334,8 @@ pub async fn begin(
     client_metadata_url: Option<&str>,
     step_up: Option<String>,
 ) -> Result<Begun, String> {
-    let Some(oauth) = def.resolved_oauth() else {
-        return Err(format!(
-            "MCP server `{}` does not use OAuth (give it `auth: oauth`)",
-            def.name
-        ));
-    };
+    // `auth: oauth` as written, or found so (the caller checked): the defaults.
+    let oauth = def.resolved_oauth().unwrap_or_default();
     // The scopes granted so far (a step up asks for them again).
     let granted = match tokens.load(&def.name, subject).await {
         Ok(Some(text)) => serde_json::from_str::<StoredCredentials>(&text)

@@ -133,16 +133,15 @@ async fn run(up: Arc<Upstream>, mut control: mpsc::UnboundedReceiver<Control>) {
                 // help (revoked, expired, another authorization server): it needs
                 // authorization again, not an endless retry with the same token.
                 let refused = why.contains("Auth required") || why.contains("Insufficient scope");
-                let why = match up.def.resolved_oauth().is_some()
-                    && refused
-                    && !why.starts_with(super::oauth::NEEDS_AUTHORIZATION)
-                {
-                    true => format!(
-                        "{} (the server answered: {why})",
-                        super::oauth::needs_authorization(&up.def.name)
-                    ),
-                    false => why,
-                };
+                let oauth = up.def.resolved_oauth().is_some() || super::oauth::found(&up).await;
+                let why =
+                    match oauth && refused && !why.starts_with(super::oauth::NEEDS_AUTHORIZATION) {
+                        true => format!(
+                            "{} (the server answered: {why})",
+                            super::oauth::needs_authorization(&up.def.name)
+                        ),
+                        false => why,
+                    };
                 tracing::warn!(server = %up.def.name, "MCP server failed: {why}");
                 up.update(|st| {
                     st.status = Status::Failed;

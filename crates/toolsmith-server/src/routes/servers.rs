@@ -48,7 +48,8 @@ struct ServerView {
     /// The registry tools of this server (only when one server is asked for).
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<Vec<String>>,
-    /// A server with `auth: oauth`: whether its shared connection is made.
+    /// A server that authorizes with OAuth (`auth: oauth`, or found so: its 401 named its
+    /// authorization metadata): whether its shared connection is made.
     #[serde(skip_serializing_if = "Option::is_none")]
     oauth: Option<OAuthView>,
 }
@@ -92,8 +93,8 @@ async fn server_view(s: &Gateway, r: &ServerRecord, with_tools: bool) -> ApiResu
         ),
         false => None,
     };
-    let oauth = match r.server.resolved_oauth() {
-        Some(_) => {
+    let oauth = match r.server.resolved_oauth().is_some() || s.uses_oauth(&name).await {
+        true => {
             let shared = s
                 .connections(Some(&name))
                 .await
@@ -105,7 +106,7 @@ async fn server_view(s: &Gateway, r: &ServerRecord, with_tools: bool) -> ApiResu
                 at_ms: shared.map(|c| c.at_ms),
             })
         }
-        None => None,
+        false => None,
     };
     Ok(ServerView {
         oauth,
