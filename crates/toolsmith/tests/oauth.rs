@@ -242,10 +242,29 @@ fn a_server_whose_401_names_its_authorization_server_is_found_to_use_oauth() {
         needs_authorization,
     );
     assert_eq!(v["oauth"]["connected"], false, "{v}");
-    let (status, started) = request("POST", &format!("{base}/servers/found/connect"), None);
-    assert_eq!(status, 200, "{started}");
-    let (status, page) = consent(started["authorization_url"].as_str().expect("a URL"));
+    // Connected from the CLI: it prints the consent URL and waits until it came back.
+    let token = common::local_token(&base).expect("the local admin token");
+    let mut cli = std::process::Command::new(common::BIN)
+        .args(["servers", "connect", "found", "--url", &base, "--token", &token])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("toolsmith servers connect");
+    let mut out = std::io::BufReader::new(cli.stdout.take().expect("stdout"));
+    let url = loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut out, &mut line).expect("its output");
+        assert!(n > 0, "servers connect printed no URL");
+        if let Some(url) = line.trim().strip_prefix("http") {
+            break format!("http{url}");
+        }
+    };
+    let (status, page) = consent(&url);
     assert_eq!(status, 200, "{page}");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).expect("its output");
+    let done = cli.wait().expect("servers connect ends");
+    assert!(done.success() && rest.contains("found: connected"), "{rest}");
     let v = named_until(&base, "found", "ready with its tools", ready);
     assert_eq!(v["oauth"]["connected"], true, "{v}");
     let r = call(&base, "f__whoami", serde_json::json!({}));

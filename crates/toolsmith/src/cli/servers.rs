@@ -112,9 +112,15 @@ impl ServersArgs {
 
     /// One request to the running server: its JSON, or why there is none.
     fn live(&self, method: &str, path: &str) -> Result<Value, String> {
+        self.live_within(method, path, Duration::from_secs(5))
+    }
+
+    /// [`Self::live`] with its own deadline (beginning an authorization reads the
+    /// authorization server's metadata and may register toolsmith with it).
+    fn live_within(&self, method: &str, path: &str, within: Duration) -> Result<Value, String> {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(5)))
+            .timeout_global(Some(within))
             .build()
             .into();
         let url = format!("{}{path}", self.base());
@@ -203,7 +209,11 @@ pub(super) fn run(command: Option<ServersCommand>, args: ServersArgs) -> Result<
 /// another reason).
 fn connect(name: String, wait: u64, args: ServersArgs) -> Result<ExitCode> {
     let started = args
-        .live("POST", &format!("/servers/{name}/connect"))
+        .live_within(
+            "POST",
+            &format!("/servers/{name}/connect"),
+            Duration::from_secs(60),
+        )
         .map_err(|e| anyhow::anyhow!("connect asks the running server: {e}"))?;
     let url = started["authorization_url"].as_str().unwrap_or_default();
     if args.json {
