@@ -245,7 +245,9 @@ fn a_server_whose_401_names_its_authorization_server_is_found_to_use_oauth() {
     // Connected from the CLI: it prints the consent URL and waits until it came back.
     let token = common::local_token(&base).expect("the local admin token");
     let mut cli = std::process::Command::new(common::BIN)
-        .args(["servers", "connect", "found", "--url", &base, "--token", &token])
+        .args([
+            "servers", "connect", "found", "--url", &base, "--token", &token,
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -264,7 +266,10 @@ fn a_server_whose_401_names_its_authorization_server_is_found_to_use_oauth() {
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut out, &mut rest).expect("its output");
     let done = cli.wait().expect("servers connect ends");
-    assert!(done.success() && rest.contains("found: connected"), "{rest}");
+    assert!(
+        done.success() && rest.contains("found: connected"),
+        "{rest}"
+    );
     let v = named_until(&base, "found", "ready with its tools", ready);
     assert_eq!(v["oauth"]["connected"], true, "{v}");
     let r = call(&base, "f__whoami", serde_json::json!({}));
