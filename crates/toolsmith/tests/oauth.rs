@@ -96,31 +96,64 @@ fn registry_bytes(db: &std::path::Path) -> Vec<u8> {
     all
 }
 
+/// The OAuth fixture (its environment `env`) and a registry whose catalog has one server
+/// in front of it: `entry` is the rest of its `mcp_servers` entry after `url`.
+struct Setup {
+    _fixture: common::Upstream,
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new(env: &[(&str, &str)], name: &str, entry: &str) -> Self {
+        let fixture = listening_with(
+            &python(),
+            "upstream/oauth_server.py",
+            "the OAuth fixture",
+            env,
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("catalog.yaml"),
+            format!(
+                "mcp_servers:\n  - name: {name}\n    url: http://127.0.0.1:{}/mcp\n{entry}",
+                fixture.1
+            ),
+        )
+        .expect("catalog");
+        std::fs::create_dir(dir.path().join("workspace")).expect("workspace");
+        Self {
+            _fixture: fixture,
+            dir,
+        }
+    }
+
+    fn db(&self) -> std::path::PathBuf {
+        self.dir.path().join("registry.db")
+    }
+
+    /// `serve` on the registry (again, after a restart): it and its REST base.
+    fn serve(&self) -> (common::Serve, String) {
+        let catalog = self.dir.path().join("catalog.yaml");
+        let (serve, base, _) = serve(
+            self.db().to_str().expect("utf-8"),
+            &self.dir.path().join("workspace"),
+            &["--catalog", catalog.to_str().expect("utf-8")],
+        );
+        (serve, base)
+    }
+}
+
 #[test]
 #[ignore = "needs the official MCP Python SDK (TOOLSMITH_TEST_PYTHON)"]
 fn an_oauth_server_is_connected_once_its_tokens_sealed_refreshed_kept_and_forgotten() {
-    let python = python();
     // Tokens that expire after 3 s: the refresh is seen within the test.
-    let up = listening_with(
-        &python,
-        "upstream/oauth_server.py",
-        "the OAuth fixture",
+    let setup = Setup::new(
         &[("OAUTH_TTL", "3")],
+        "guarded",
+        "    auth: oauth\n    prefix: g\n    on_change: accept\n",
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let catalog = dir.path().join("catalog.yaml");
-    std::fs::write(
-        &catalog,
-        format!(
-            "mcp_servers:\n  - name: guarded\n    url: http://127.0.0.1:{}/mcp\n    auth: oauth\n    prefix: g\n    on_change: accept\n",
-            up.1
-        ),
-    )
-    .expect("catalog");
-    let db = dir.path().join("registry.db");
-    let workspace = tempfile::tempdir().expect("workspace");
-    let args = ["--catalog", catalog.to_str().expect("utf-8")];
-    let (serve1, base, _) = serve(db.to_str().expect("utf-8"), workspace.path(), &args);
+    let db = setup.db();
+    let (serve1, base) = setup.serve();
 
     // Before any connection: the server's own 401 says it needs authorization.
     let v = server_until(&base, "asking for authorization", needs_authorization);
@@ -185,7 +218,7 @@ fn an_oauth_server_is_connected_once_its_tokens_sealed_refreshed_kept_and_forgot
 
     // Kept across a restart: serve starts connected.
     drop(serve1);
-    let (_serve2, base, _) = serve(db.to_str().expect("utf-8"), workspace.path(), &args);
+    let (_serve2, base) = setup.serve();
     let v = server_until(&base, "ready again after a restart", ready);
     assert_eq!(v["oauth"]["connected"], true, "{v}");
     assert_eq!(whoami(&base)["granted"]["authorization_code"], 1);
@@ -211,30 +244,9 @@ fn an_oauth_server_is_connected_once_its_tokens_sealed_refreshed_kept_and_forgot
 #[test]
 #[ignore = "needs the official MCP Python SDK (TOOLSMITH_TEST_PYTHON)"]
 fn a_server_whose_401_names_its_authorization_server_is_found_to_use_oauth() {
-    let python = python();
-    let up = listening_with(
-        &python,
-        "upstream/oauth_server.py",
-        "the OAuth fixture",
-        &[],
-    );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let catalog = dir.path().join("catalog.yaml");
     // No `auth:`: as a server pasted from a client's configuration would be.
-    std::fs::write(
-        &catalog,
-        format!(
-            "mcp_servers:\n  - name: found\n    url: http://127.0.0.1:{}/mcp\n    prefix: f\n    on_change: accept\n",
-            up.1
-        ),
-    )
-    .expect("catalog");
-    let db = dir.path().join("registry.db");
-    let (_serve, base, _) = serve(
-        db.to_str().expect("utf-8"),
-        dir.path(),
-        &["--catalog", catalog.to_str().expect("utf-8")],
-    );
+    let setup = Setup::new(&[], "found", "    prefix: f\n    on_change: accept\n");
+    let (_serve, base) = setup.serve();
     let v = named_until(
         &base,
         "found",

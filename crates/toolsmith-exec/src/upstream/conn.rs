@@ -327,14 +327,10 @@ async fn connect_with(
                 })?;
                 headers.insert(name, value);
             }
-            let client = reqwest::Client::builder()
-                .connect_timeout(std::time::Duration::from_secs(10))
-                .user_agent(concat!("toolsmith/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .map_err(|e| Refused::Other(format!("the HTTP client could not start: {e}")))?;
+            let client = super::oauth::http_client().map_err(Refused::Other)?;
             let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(headers);
-            let service = if up.def.resolved_oauth().is_some() || super::oauth::found(up).await {
+            let service = if super::oauth::uses(up).await {
                 // OAuth: the shared connection's tokens, sent, refreshed before they expire
                 // and once on a 401. Without tokens the requests go without one: the server's
                 // 401 says what the authorization needs (noted by SessionAware).

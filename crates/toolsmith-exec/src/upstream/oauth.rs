@@ -119,7 +119,7 @@ impl super::Upstreams {
         let Some(up) = self.get(name) else {
             return false;
         };
-        up.def.resolved_oauth().is_some() || found(&up).await
+        uses(&up).await
     }
 
     fn token_store(&self) -> Result<Arc<dyn TokenStore>, String> {
@@ -132,10 +132,15 @@ impl super::Upstreams {
     }
 }
 
+/// Whether `up` authorizes with OAuth: `auth: oauth`, or [`found`] so.
+pub(crate) async fn uses(up: &super::Upstream) -> bool {
+    up.def.resolved_oauth().is_some() || found(up).await
+}
+
 /// Whether an HTTP server given no `auth: oauth` turned out to use it: its 401 named its
 /// protected resource metadata, or it has tokens (it was connected so). Never one given its
 /// own `Authorization` header.
-pub(crate) async fn found(up: &super::Upstream) -> bool {
+async fn found(up: &super::Upstream) -> bool {
     let toolsmith_core::upstream::Transport::Http { headers, .. } = &up.def.transport else {
         return false;
     };
@@ -261,6 +266,15 @@ pub(crate) fn state_of(url: &str) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
+/// The HTTP client of an HTTP upstream: its connection's, and the OAuth probe of its 401.
+pub(super) fn http_client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .user_agent(concat!("toolsmith/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| format!("the HTTP client could not start: {e}"))
+}
+
 /// The server's challenge to a request without a token: its `WWW-Authenticate` (the scope
 /// it asks for, where its metadata is), `None` when it did not answer 401. Asked as the
 /// handshake of the server's era would be (a server may check the request's protocol
@@ -268,12 +282,7 @@ pub(crate) fn state_of(url: &str) -> Option<String> {
 async fn challenge(def: &McpServer) -> Option<String> {
     use toolsmith_core::upstream::Protocol;
     let url = def.resolved_url()?;
-    let client = reqwest::Client::builder()
-        .connect_timeout(std::time::Duration::from_secs(10))
-        .timeout(std::time::Duration::from_secs(30))
-        .user_agent(concat!("toolsmith/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .ok()?;
+    let client = http_client().ok()?;
     let client_info =
         serde_json::json!({"name": "toolsmith", "version": env!("CARGO_PKG_VERSION")});
     let initialize = (
@@ -298,6 +307,7 @@ async fn challenge(def: &McpServer) -> Option<String> {
     for (version, method, params) in probes {
         let mut request = client
             .post(&url)
+            .timeout(std::time::Duration::from_secs(30))
             .header("Accept", "application/json, text/event-stream")
             .header("Content-Type", "application/json")
             .header("MCP-Protocol-Version", version)
@@ -336,14 +346,7 @@ pub async fn begin(
 ) -> Result<Begun, String> {
     // `auth: oauth` as written, or found so (the caller checked): the defaults.
     let oauth = def.resolved_oauth().unwrap_or_default();
-    // The scopes granted so far (a step up asks for them again).
-    let granted = match tokens.load(&def.name, subject).await {
-        Ok(Some(text)) => serde_json::from_str::<StoredCredentials>(&text)
-            .map(|c| c.granted_scopes)
-            .unwrap_or_default(),
-        _ => Vec::new(),
-    };
-    let mut manager = manager(def, tokens, subject).await?;
+    let mut manager = manager(def, tokens.clone(), subject).await?;
     // The server's refusal for want of scope, else its answer to a request without a token.
     let stepping_up = step_up.clone();
     let challenge = match step_up {
@@ -366,7 +369,12 @@ pub async fn begin(
     } else if let Some(wanted) = stepping_up.as_deref().and_then(scope_of) {
         // More scope: what was granted before and what the server asks for now (a new
         // authorization replaces the old one, which must not lose what it allowed).
-        let mut scopes = granted;
+        let mut scopes = match tokens.load(&def.name, subject).await {
+            Ok(Some(text)) => serde_json::from_str::<StoredCredentials>(&text)
+                .map(|c| c.granted_scopes)
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
         for s in wanted.split_whitespace() {
             if !scopes.iter().any(|g| g == s) {
                 scopes.push(s.to_owned());

@@ -133,7 +133,7 @@ async fn run(up: Arc<Upstream>, mut control: mpsc::UnboundedReceiver<Control>) {
                 // help (revoked, expired, another authorization server): it needs
                 // authorization again, not an endless retry with the same token.
                 let refused = why.contains("Auth required") || why.contains("Insufficient scope");
-                let oauth = up.def.resolved_oauth().is_some() || super::oauth::found(&up).await;
+                let oauth = super::oauth::uses(&up).await;
                 let why =
                     match oauth && refused && !why.starts_with(super::oauth::NEEDS_AUTHORIZATION) {
                         true => format!(

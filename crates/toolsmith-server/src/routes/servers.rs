@@ -93,19 +93,22 @@ async fn server_view(s: &Gateway, r: &ServerRecord, with_tools: bool) -> ApiResu
         ),
         false => None,
     };
-    let oauth = match r.server.resolved_oauth().is_some() || s.uses_oauth(&name).await {
-        true => {
-            let shared = s
-                .connections(Some(&name))
-                .await
-                .map_err(|e| ApiError::internal(e.to_string()))?
-                .into_iter()
-                .find(|c| c.subject.is_empty());
-            Some(OAuthView {
-                connected: shared.is_some(),
-                at_ms: shared.map(|c| c.at_ms),
-            })
-        }
+    // The shared connection, if made (it lists; it never opens the tokens); a server is
+    // asked whether it uses OAuth only when neither its definition nor that says so.
+    let shared = s
+        .connections(Some(&name))
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .into_iter()
+        .find(|c| c.subject.is_empty());
+    let oauth = match r.server.resolved_oauth().is_some()
+        || shared.is_some()
+        || s.uses_oauth(&name).await
+    {
+        true => Some(OAuthView {
+            connected: shared.is_some(),
+            at_ms: shared.map(|c| c.at_ms),
+        }),
         false => None,
     };
     Ok(ServerView {
@@ -459,17 +462,11 @@ async fn connect_server(
 /// What a connection's failure answers.
 pub(crate) fn connect_error(e: toolsmith_gateway::connections::ConnectError) -> ApiError {
     use toolsmith_gateway::connections::ConnectError as E;
-    let status = match &e {
-        E::Unknown(_) => StatusCode::NOT_FOUND,
-        E::NotOAuth(_) => StatusCode::CONFLICT,
-        E::NoSuchAuthorization => StatusCode::BAD_REQUEST,
-        E::Failed(_) => StatusCode::BAD_GATEWAY,
-    };
-    let code = match &e {
-        E::Unknown(_) => "not_found",
-        E::NotOAuth(_) => "not_oauth",
-        E::NoSuchAuthorization => "no_such_authorization",
-        E::Failed(_) => "authorization_failed",
+    let (status, code) = match &e {
+        E::Unknown(_) => (StatusCode::NOT_FOUND, "not_found"),
+        E::NotOAuth(_) => (StatusCode::CONFLICT, "not_oauth"),
+        E::NoSuchAuthorization => (StatusCode::BAD_REQUEST, "no_such_authorization"),
+        E::Failed(_) => (StatusCode::BAD_GATEWAY, "authorization_failed"),
     };
     ApiError::new(status, code, e.to_string())
 }
