@@ -509,18 +509,25 @@ impl CallCgroup {
             self.finish(true);
             return true;
         }
-        std::thread::spawn(move || {
-            let mut empty = false;
-            for _ in 0..200 {
-                empty = self.kill_all();
-                if empty {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            self.finish(empty);
-        });
+        std::thread::spawn(move || self.release_waiting());
         false
+    }
+
+    /// [`Self::release`], waiting here (up to a second) until what was killed is gone rather
+    /// than in the background: for a holder whose processes go with it — a zygote's slot,
+    /// where its spare child exits a moment after the zygote — dropped when the engine
+    /// stops, when a background sweep would not outlive the process. Whether it emptied.
+    pub fn release_waiting(mut self) -> bool {
+        let mut empty = false;
+        for _ in 0..200 {
+            empty = self.kill_all();
+            if empty {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        self.finish(empty);
+        empty
     }
 
     /// Pools the slot again if it is `empty`, or removes a per-call cgroup.

@@ -14,7 +14,9 @@ impl Drop for Zygote {
         let _ = self.child.wait();
         if let Some(mut cg) = self.cgroup.take() {
             cg.set_resident(None);
-            cg.release();
+            // Its spares (and its confined runtimes') exit a moment after it: the slot is
+            // emptied here, not by a sweep that may not outlive a stopping engine.
+            cg.release_waiting();
         }
         self.alive.fetch_sub(1, Ordering::Relaxed);
     }
