@@ -38,6 +38,16 @@ pub struct Admitted {
 }
 
 impl Door {
+    /// Whose own connection a call reaches an upstream on, where a server connects each
+    /// user's own account: the caller's log name when the server asks for tokens, else
+    /// [`toolsmith_exec::upstream::LOCAL_SUBJECT`] (one person: the one at this machine).
+    pub fn subject(&self) -> String {
+        match &self.caller {
+            Some(c) if c.auth_required => c.log_name(),
+            _ => toolsmith_exec::upstream::LOCAL_SUBJECT.to_owned(),
+        }
+    }
+
     /// The call of `tool` admitted, or refused (`rate_limited`, with `meta.retry_after_ms`);
     /// a refusal is counted and logged like any other result.
     pub async fn admit(
@@ -71,8 +81,11 @@ impl Admitted {
         self,
         arguments: Value,
         problem: Option<Problem>,
-        options: CallOptions,
+        mut options: CallOptions,
     ) -> ToolResult {
+        if options.downstream.subject.is_none() {
+            options.downstream.subject = Some(self.door.subject());
+        }
         let _flight = self.state.metrics.in_flight();
         let mut unfinished = Unfinished {
             admitted: &self,
@@ -88,6 +101,17 @@ impl Admitted {
                     .call(&self.tool, arguments.clone(), options)
                     .await
             }
+        };
+        let result = match (&result.error, self.tool.tool.executor.upstream()) {
+            (Some(e), Some(target))
+                if e.kind == ErrorKind::NeedsAuthorization
+                    && self.state.engine.upstreams().per_user(&target.server) =>
+            {
+                self.state
+                    .with_authorization_url(&target.server, &self.door.subject(), result)
+                    .await
+            }
+            _ => result,
         };
         unfinished.armed = false;
         self.state

@@ -59,9 +59,13 @@ impl TokenStore for RegistryTokens {
     }
 }
 
-/// The authorizations begun here, by their `state`.
+/// The authorizations begun here, by their `state`; and how browsers reach this server when
+/// no public URL is set (its listening address).
 #[derive(Default)]
-pub(crate) struct Authorizations(Mutex<HashMap<String, (Arc<Begun>, Instant)>>);
+pub(crate) struct Authorizations(
+    Mutex<HashMap<String, (Arc<Begun>, Instant)>>,
+    std::sync::OnceLock<String>,
+);
 
 impl Authorizations {
     fn put(&self, begun: Begun) -> Arc<Begun> {
@@ -70,6 +74,20 @@ impl Authorizations {
         map.retain(|_, (_, at)| at.elapsed() < WAIT);
         map.insert(begun.state.clone(), (begun.clone(), Instant::now()));
         begun
+    }
+
+    /// The URL of an authorization begun for `subject` with `server` that waits still (for
+    /// at least a few minutes more): a call that needs it again is given the same.
+    fn waiting(&self, server: &str, subject: &str) -> Option<String> {
+        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.values()
+            .filter(|(b, at)| {
+                b.server == server
+                    && b.subject == subject
+                    && at.elapsed() + Duration::from_secs(300) < WAIT
+            })
+            .map(|(b, _)| b.url.clone())
+            .next()
     }
 
     /// The authorization `state` names (taken: a callback is used once).
@@ -102,6 +120,8 @@ pub enum ConnectError {
     Unknown(String),
     /// The server does not use OAuth.
     NotOAuth(String),
+    /// A user connected a server that has one shared connection (an admin's).
+    Shared(String),
     /// The callback names no authorization begun here (or it expired).
     NoSuchAuthorization,
     /// Discovery, registration, the consent or the token exchange failed: why.
@@ -115,6 +135,10 @@ impl std::fmt::Display for ConnectError {
             Self::NotOAuth(name) => write!(
                 f,
                 "MCP server `{name}` does not use OAuth (its answers name no authorization server; give it `auth: oauth` if it does)"
+            ),
+            Self::Shared(name) => write!(
+                f,
+                "MCP server `{name}` has one shared connection, which an admin connects (`toolsmith servers connect {name}`); give it `connection: per_user` for each user to connect their own account"
             ),
             Self::NoSuchAuthorization => f.write_str(
                 "no authorization waits for this callback here (it was used, it expired after 15 minutes, or another replica began it): connect again",
@@ -200,8 +224,14 @@ impl Gateway {
             .await
             .map_err(ConnectError::Failed)?;
         tracing::info!(server = %begun.server, "OAuth connection made");
-        if begun.subject.is_empty() {
-            self.engine.upstreams().restart(&begun.server);
+        match begun.subject.as_str() {
+            "" => {
+                self.engine.upstreams().restart(&begun.server);
+            }
+            subject => self
+                .engine
+                .upstreams()
+                .drop_user_connection(&begun.server, subject),
         }
         Ok(begun.server.clone())
     }
@@ -219,8 +249,12 @@ impl Gateway {
             .drop_connection(name, subject)
             .await
             .map_err(|e| ConnectError::Failed(e.to_string()))?;
-        if dropped && subject.is_empty() {
-            self.engine.upstreams().restart(name);
+        match subject {
+            "" if dropped => {
+                self.engine.upstreams().restart(name);
+            }
+            "" => {}
+            subject => self.engine.upstreams().drop_user_connection(name, subject),
         }
         Ok(dropped)
     }
@@ -241,6 +275,113 @@ impl Gateway {
                 at_ms: c.at_ms,
             })
             .collect())
+    }
+}
+
+/// One per-user server as one user sees it: whether that user's own connection is made.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MyConnection {
+    pub server: String,
+    /// Whether this user's tokens are kept (their calls go as them).
+    pub connected: bool,
+    /// When it was connected or last refreshed (ms since the epoch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_ms: Option<i64>,
+}
+
+impl Gateway {
+    /// How browsers reach this server when no public URL is set: its listening address
+    /// (`http://127.0.0.1:7790`), set once by `serve`.
+    pub fn set_local_url(&self, url: String) {
+        let _ = self.authorizations.1.set(url);
+    }
+
+    /// Where an authorization's callback is reached: the public URL, else the listening
+    /// address.
+    pub fn callback_base(&self) -> Option<String> {
+        self.public_url()
+            .map(str::to_owned)
+            .or_else(|| self.authorizations.1.get().cloned())
+    }
+
+    /// Begins `subject`'s authorization of its own connection to the per-user server `name`.
+    pub async fn connect_user(
+        &self,
+        name: &str,
+        subject: &str,
+        base: &str,
+    ) -> Result<Started, ConnectError> {
+        let upstreams = self.engine.upstreams();
+        // (An unknown server is `connect`'s to say.)
+        if upstreams.definition(name).is_some() && !upstreams.per_user(name) {
+            return Err(ConnectError::Shared(name.to_owned()));
+        }
+        self.connect(name, subject, base).await
+    }
+
+    /// The per-user servers (`connection: per_user`), each with whether `subject` connected
+    /// its own account.
+    pub async fn my_connections(
+        &self,
+        subject: &str,
+    ) -> Result<Vec<MyConnection>, crate::GatewayError> {
+        let upstreams = self.engine.upstreams();
+        let mine: HashMap<String, i64> = self
+            .store
+            .connections(None)
+            .await?
+            .into_iter()
+            .filter(|c| c.subject == subject)
+            .map(|c| (c.server, c.at_ms))
+            .collect();
+        Ok(upstreams
+            .names()
+            .into_iter()
+            .filter(|name| upstreams.per_user(name))
+            .map(|server| MyConnection {
+                connected: mine.contains_key(&server),
+                at_ms: mine.get(&server).copied(),
+                server,
+            })
+            .collect())
+    }
+
+    /// A call's `needs_authorization` on a per-user server, with the URL where its caller
+    /// connects their own account (an authorization begun for them) when this server knows
+    /// how browsers reach it.
+    pub(crate) async fn with_authorization_url(
+        &self,
+        server: &str,
+        subject: &str,
+        result: toolsmith_core::ToolResult,
+    ) -> toolsmith_core::ToolResult {
+        let Some(base) = self.callback_base() else {
+            return result;
+        };
+        let url = match self.authorizations.waiting(server, subject) {
+            Some(url) => Ok(url),
+            None => self
+                .connect_user(server, subject, &base)
+                .await
+                .map(|s| s.authorization_url),
+        };
+        match url {
+            Ok(url) => {
+                let mut result = result;
+                if let Some(error) = result.error.as_mut() {
+                    error.message = format!("{}; open {url} to connect yours", error.message);
+                }
+                result.with_output(json!({ "authorization_url": url }))
+            }
+            Err(e) => {
+                tracing::info!(
+                    server,
+                    "no authorization URL for a call that needs one: {e}"
+                );
+                result
+            }
+        }
     }
 }
 

@@ -63,17 +63,23 @@ impl Gateway {
     }
 
     /// `request` about upstream `server`'s task `task_id` (its own id), declaring the
-    /// caller's `client_capabilities`: the upstream's answer as JSON.
+    /// caller's `client_capabilities`, as `door`'s caller (whose own connection holds the
+    /// task on a per-user server): the upstream's answer as JSON.
     pub async fn upstream_task(
         &self,
         server: &str,
         task_id: &str,
         request: TaskRequest,
-        client_capabilities: Option<Value>,
+        (client_capabilities, door): (Option<Value>, &crate::call::Door),
     ) -> Result<Value, UpstreamError> {
         self.engine
             .upstreams()
-            .task(server, task_id, request, client_capabilities)
+            .task(
+                server,
+                task_id,
+                request,
+                (client_capabilities, Some(&door.subject())),
+            )
             .await
     }
 

@@ -34,6 +34,8 @@ pub fn needed(method: &Method, path: &str) -> Role {
         (&Method::POST, ["v1", "prompts", _, "get"]) => Role::Call,
         (&Method::POST, ["v1", "tools", _, "validate" | "plan"]) => Role::Read,
         (&Method::POST, ["v1", "check"]) => Role::Read,
+        // A caller connects (and forgets) its own account with a per-user server.
+        (&Method::POST | &Method::DELETE, ["v1", "connections", _]) => Role::Call,
         (&Method::GET | &Method::HEAD | &Method::OPTIONS, _) => Role::Read,
         _ => Role::Admin,
     }
@@ -188,6 +190,12 @@ mod tests {
         assert_eq!(needed(&get, "/v1/resources/read"), Role::Call);
         assert_eq!(needed(&post, "/v1/prompts/gh__triage/get"), Role::Call);
         assert_eq!(needed(&post, "/v1/tools/t/call"), Role::Call);
+        assert_eq!(needed(&post, "/v1/connections/notion"), Role::Call);
+        assert_eq!(
+            needed(&Method::DELETE, "/v1/connections/notion"),
+            Role::Call
+        );
+        assert_eq!(needed(&post, "/v1/servers/notion/connect"), Role::Admin);
         // A name shaped like a route's suffix does not change the role.
         assert_eq!(needed(&post, "/v1/prompts/get/x"), Role::Admin);
         assert_eq!(needed(&Method::PUT, "/v1/tools/t"), Role::Admin);

@@ -24,7 +24,8 @@ pub const PATH: &str = "/v1/openapi.json";
         (name = "versions", description = "History, diff and restore"),
         (name = "calls", description = "Validate and call tools; the execution log"),
         (name = "server", description = "Health"),
-        (name = "servers", description = "Upstream MCP servers: status, changes to approve, logs")
+        (name = "servers", description = "Upstream MCP servers: status, changes to approve, logs"),
+        (name = "connections", description = "Each user's own OAuth connections to per-user servers")
     )
 )]
 struct Base;

@@ -328,9 +328,10 @@ fn http(f: &Fields<'_>, e: &mut Errs) -> Option<Transport> {
     Some(Transport::Http { url, headers, auth })
 }
 
-/// `auth:` of an HTTP server: `oauth`, or `{type: oauth, client_id, client_secret, scopes}`.
+/// `auth:` of an HTTP server: `oauth`, or `{type: oauth, client_id, client_secret, scopes,
+/// client_metadata_url, connection}`.
 fn oauth(v: &Value, at: &str, e: &mut Errs) -> Option<OAuth> {
-    const WHAT: &str = "expected `oauth` or a mapping with `type: oauth` (and `client_id`, `client_secret`, `scopes`, `client_metadata_url`)";
+    const WHAT: &str = "expected `oauth` or a mapping with `type: oauth` (and `client_id`, `client_secret`, `scopes`, `client_metadata_url`, `connection`)";
     match v {
         Value::String(s) if s == "oauth" => Some(OAuth::default()),
         Value::Object(_) => {
@@ -343,6 +344,7 @@ fn oauth(v: &Value, at: &str, e: &mut Errs) -> Option<OAuth> {
                     "client_secret",
                     "scopes",
                     "client_metadata_url",
+                    "connection",
                 ],
                 e,
             )?;
@@ -377,11 +379,23 @@ fn oauth(v: &Value, at: &str, e: &mut Errs) -> Option<OAuth> {
                     format!("{url:?} is not an https URL with a path (a Client ID Metadata Document's address is its client id)"),
                 );
             }
+            let per_user = match f.string("connection", e).as_deref() {
+                None | Some("shared") => false,
+                Some("per_user") => true,
+                Some(other) => {
+                    e.push(
+                        &f.at("connection"),
+                        format!("{other:?} is not a connection mode (`shared`: one connection for every caller; `per_user`: each caller connects its own account)"),
+                    );
+                    false
+                }
+            };
             Some(OAuth {
                 client_id,
                 client_secret,
                 scopes,
                 client_metadata_url,
+                per_user,
             })
         }
         _ => {

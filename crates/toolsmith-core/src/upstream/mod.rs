@@ -99,6 +99,10 @@ pub struct OAuth {
     /// where the authorization server accepts one); `None`: the one toolsmith serves under an
     /// https `--public-url`.
     pub client_metadata_url: Option<String>,
+    /// `connection: per_user`: each caller connects its own account and its calls carry its
+    /// own token (the server's shared connection, an admin's, only lists what it offers);
+    /// `false` (`shared`): every call goes as the one shared connection.
+    pub per_user: bool,
 }
 
 impl OAuth {
@@ -120,6 +124,9 @@ impl OAuth {
         }
         if let Some(url) = &self.client_metadata_url {
             m.insert("client_metadata_url".into(), json!(url));
+        }
+        if self.per_user {
+            m.insert("connection".into(), json!("per_user"));
         }
         Value::Object(m)
     }
@@ -459,6 +466,7 @@ impl McpServer {
             client_secret: auth.client_secret.as_deref().map(|v| fill(v, &self.config)),
             scopes: auth.scopes.clone(),
             client_metadata_url: auth.client_metadata_url.clone(),
+            per_user: auth.per_user,
         })
     }
 

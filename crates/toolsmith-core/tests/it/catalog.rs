@@ -859,6 +859,9 @@ mcp_servers:
       client_secret: "${GH_CLIENT_SECRET}"
       scopes: [repo, read:org]
       client_metadata_url: https://tools.example.com/toolsmith.json
+  - name: each
+    url: https://mcp.notion.com/mcp
+    auth: {type: oauth, connection: per_user}
 "#;
     let source = MemSource::new(&[("c.yaml", yaml)]).with_env("GH_CLIENT_SECRET", "cs_s3cret");
     let catalog = catalog::load("c.yaml", &source).expect("loads");
@@ -870,6 +873,12 @@ mcp_servers:
     assert_eq!(oauth.client_id.as_deref(), Some("Iv1.abc"));
     assert_eq!(oauth.client_secret.as_deref(), Some("cs_s3cret"));
     assert_eq!(oauth.scopes, ["repo", "read:org"]);
+    assert!(!oauth.per_user, "shared unless said");
+    assert!(catalog.servers[2].resolved_oauth().expect("oauth").per_user);
+    assert_eq!(
+        catalog.servers[2].to_catalog_value(Secrets::Keep)["auth"]["connection"],
+        "per_user"
+    );
     let shown = catalog.servers[1].to_catalog_value(Secrets::Redact);
     assert!(!shown.to_string().contains("cs_s3cret"), "{shown}");
     assert_eq!(shown["auth"]["client_secret"], "{gh_client_secret}");
@@ -898,13 +907,17 @@ mcp_servers:
   - name: c
     url: http://x/mcp
     auth: {type: oauth, client_id: "{missing}"}
+  - name: d
+    url: http://x/mcp
+    auth: {type: oauth, connection: everyone}
 "#,
         expect![[r#"
-            mcp_servers[0].auth: expected `oauth` or a mapping with `type: oauth` (and `client_id`, `client_secret`, `scopes`, `client_metadata_url`)
+            mcp_servers[0].auth: expected `oauth` or a mapping with `type: oauth` (and `client_id`, `client_secret`, `scopes`, `client_metadata_url`, `connection`)
             mcp_servers[1].auth.client_secret: a client secret belongs to a pre-registered `client_id`; give both
             mcp_servers[1].auth.scopes: "two words" is not a scope (one word each)
             mcp_servers[1].auth.client_metadata_url: "http://x/meta.json" is not an https URL with a path (a Client ID Metadata Document's address is its client id)
             mcp_servers[2].auth.client_id: {missing} names no config field (known: none)
+            mcp_servers[3].auth.connection: "everyone" is not a connection mode (`shared`: one connection for every caller; `per_user`: each caller connects its own account)
         "#]],
     );
 }

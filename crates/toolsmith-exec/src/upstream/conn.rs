@@ -244,12 +244,20 @@ impl Process {
 
 /// Connects to `def`: starts its process (stdio) or opens its client (HTTP), then the MCP
 /// handshake of the era its `protocol` says — under `auto` the `initialize` handshake, and
-/// `server/discover` (started afresh) when the server refuses that handshake.
-pub(crate) async fn connect(up: &Arc<Upstream>, handler: Handler) -> Result<Conn, String> {
+/// `server/discover` (started afresh) when the server refuses that handshake. An OAuth
+/// server's connection goes with `subject`'s tokens (`""`: the shared connection's); its
+/// refusal of them is noted in `challenge`.
+pub(crate) async fn connect(
+    up: &Arc<Upstream>,
+    handler: Handler,
+    subject: &str,
+    challenge: Arc<Mutex<Option<String>>>,
+) -> Result<Conn, String> {
     let modes = lifecycles(&up.def);
     let last = modes.len() - 1;
+    let who = (subject, &challenge);
     for (i, mode) in modes.into_iter().enumerate() {
-        match connect_with(up, handler.clone(), mode).await {
+        match connect_with(up, handler.clone(), mode, who).await {
             Ok(conn) => return Ok(conn),
             Err(Refused::Handshake(why)) if i < last => {
                 tracing::info!(server = %up.def.name, "MCP server refused the initialize handshake ({why}); trying server/discover (2026-07-28)");
@@ -285,6 +293,7 @@ async fn connect_with(
     up: &Arc<Upstream>,
     handler: Handler,
     mode: ClientLifecycleMode,
+    (subject, challenge): (&str, &Arc<Mutex<Option<String>>>),
 ) -> Result<Conn, Refused> {
     match &up.def.transport {
         Transport::Stdio { .. } => {
@@ -331,7 +340,7 @@ async fn connect_with(
             let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(headers);
             let service = if super::oauth::uses(up).await {
-                // OAuth: the shared connection's tokens, sent, refreshed before they expire
+                // OAuth: the connection's tokens (shared or the user's), sent, refreshed before they expire
                 // and once on a 401. Without tokens the requests go without one: the server's
                 // 401 says what the authorization needs (noted by SessionAware).
                 let tokens = up.spawning.tokens.get().cloned().ok_or_else(|| {
@@ -339,12 +348,12 @@ async fn connect_with(
                         "no place to keep OAuth tokens (this engine has no registry)".into(),
                     )
                 })?;
-                let manager = super::oauth::authorized(&up.def, tokens, "")
+                let manager = super::oauth::authorized(&up.def, tokens, subject)
                     .await
                     .map_err(Refused::Other)?;
                 let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
                     rmcp::transport::AuthClient::new(
-                        SessionAware(client, up.auth_challenge.clone()),
+                        SessionAware(client, challenge.clone()),
                         manager,
                     ),
                     config,
@@ -352,7 +361,7 @@ async fn connect_with(
                 handler.serve_with_lifecycle(transport, mode).await
             } else {
                 let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
-                    SessionAware(client, up.auth_challenge.clone()),
+                    SessionAware(client, challenge.clone()),
                     config,
                 );
                 handler.serve_with_lifecycle(transport, mode).await

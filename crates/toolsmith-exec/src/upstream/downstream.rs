@@ -37,6 +37,9 @@ pub struct Downstream {
     /// The caller's client capabilities (JSON), declared to a 2026-07-28 upstream in the
     /// call's `_meta` in place of toolsmith's, so it asks only what the caller can answer.
     pub client_capabilities: Option<Value>,
+    /// Who the call is for, where a server connects each user's own account (`connection:
+    /// per_user`): the caller's name (a token's; `jwt:` and a JWT's subject); none: `local`.
+    pub subject: Option<String>,
 }
 
 /// A relayed call sent again with the caller's answers.

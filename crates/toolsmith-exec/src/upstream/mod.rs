@@ -28,6 +28,7 @@ mod offer;
 mod probe;
 mod supervise;
 mod tasks;
+mod users;
 
 pub use downstream::{
     BoxFuture, CLIENT_ERROR, Downstream, Elicitor, MISSING_CLIENT_CAPABILITY, Resume,
@@ -36,6 +37,7 @@ pub use oauth::{Begun, TokenStore, needs_authorization};
 pub use offer::{Offer, ServerOffer};
 pub use probe::ProbeError;
 pub use tasks::TaskRequest;
+pub use users::LOCAL_SUBJECT;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -206,6 +208,8 @@ pub(crate) struct Upstream {
     /// (401) or for want of scope (403 `insufficient_scope`): calls answer that it needs
     /// authorization, and the next authorization starts from what it said.
     pub auth_challenge: Arc<Mutex<Option<String>>>,
+    /// The users' own connections, where calls go as each caller (`connection: per_user`).
+    pub users: users::UserConns,
 }
 
 pub(crate) struct State {
@@ -474,18 +478,19 @@ impl Upstreams {
         timeout: Duration,
         downstream: &Downstream,
     ) -> Result<ServerResult, UpstreamError> {
-        let peer = up.ready_peer(timeout).await?;
-        let in_flight = up.logs.enter(downstream.log.clone());
+        let link = up.link(timeout, downstream.subject.as_deref()).await?;
+        let peer = link.peer.clone();
+        let in_flight = link.logs.enter(downstream.log.clone());
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer
             .send_request_with_option(request, request_options(timeout, downstream))
             .await
-            .map_err(|e| up.failure(e))?;
+            .map_err(|e| up.failure(&link, e))?;
         let route = (downstream.progress.clone())
-            .map(|tx| up.progress.add(handle.progress_token.clone(), tx));
+            .map(|tx| link.progress.add(handle.progress_token.clone(), tx));
         // Registered even when the caller answers nothing, so its questions are declined at
         // once rather than waited for.
-        let _asks = up.elicit.add(
+        let _asks = link.elicit.add(
             handle.id.clone(),
             asks::Askers::of(downstream).unwrap_or_default(),
         );
@@ -507,7 +512,7 @@ impl Upstreams {
         match answer {
             Ok(result) => Ok(result),
             Err(ServiceError::Timeout { timeout }) => Err(UpstreamError::Timeout(timeout)),
-            Err(e) => Err(up.failure(e)),
+            Err(e) => Err(up.failure(&link, e)),
         }
     }
 }
@@ -590,7 +595,10 @@ impl Upstream {
 
     /// The connection, once ready: waits while it starts (at most `timeout`, and
     /// [`START_TIMEOUT`]); answers at once while it is down.
-    async fn ready_peer(&self, timeout: Duration) -> Result<rmcp::Peer<RoleClient>, UpstreamError> {
+    pub(crate) async fn ready_peer(
+        &self,
+        timeout: Duration,
+    ) -> Result<rmcp::Peer<RoleClient>, UpstreamError> {
         let deadline = tokio::time::Instant::now() + timeout.min(START_TIMEOUT);
         let mut rx = self.changed.subscribe();
         let mut asked = false;
@@ -667,30 +675,6 @@ impl Upstream {
                 "; its stderr ends with: {}",
                 toolsmith_core::secrets::scrub(text, &self.def.secret_values())
             ),
-        }
-    }
-
-    /// An error of a request as the caller sees it.
-    fn failure(&self, e: ServiceError) -> UpstreamError {
-        match e {
-            ServiceError::McpError(e) => UpstreamError::Rpc {
-                code: e.code.0,
-                message: e.message.to_string(),
-                data: e.data,
-            },
-            ServiceError::Timeout { timeout } => UpstreamError::Timeout(timeout),
-            other => {
-                oauth::wants_more_scope(self).unwrap_or_else(|| match lock(&self.broken).clone() {
-                    Some(why) => {
-                        UpstreamError::Failed(format!("MCP server `{}` {why}", self.def.name))
-                    }
-                    None => UpstreamError::Failed(format!(
-                        "MCP server `{}`: {other}{}",
-                        self.def.name,
-                        self.stderr_tail()
-                    )),
-                })
-            }
         }
     }
 }

@@ -45,6 +45,7 @@ pub(crate) fn spawn(
         broken: Mutex::default(),
         watched: Mutex::default(),
         auth_challenge: Arc::default(),
+        users: Mutex::default(),
         control,
         events,
         spawning,
@@ -90,7 +91,7 @@ async fn run(up: Arc<Upstream>, mut control: mpsc::UnboundedReceiver<Control>) {
             list_changed: list_tx,
         };
         let connected = tokio::select! {
-            c = tokio::time::timeout(START_TIMEOUT, conn::connect(&up, handler)) => match c {
+            c = tokio::time::timeout(START_TIMEOUT, conn::connect(&up, handler, "", up.auth_challenge.clone())) => match c {
                 Ok(c) => c,
                 Err(_) => Err(format!("no answer to the MCP handshake within {} s", START_TIMEOUT.as_secs())),
             },

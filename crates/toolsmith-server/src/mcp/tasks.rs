@@ -88,15 +88,15 @@ impl McpServer {
         request: TaskRequest,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<Value, ErrorData> {
-        let caller = self.door(ctx).log_name;
-        let sealed = open(id, &caller).ok_or_else(|| unknown(id))?;
+        let door = self.door(ctx);
+        let sealed = open(id, &door.log_name).ok_or_else(|| unknown(id))?;
         let method = request.method();
         let caps = ctx
             .client_capabilities()
             .and_then(|c| serde_json::to_value(c).ok());
         let answer = self
             .state
-            .upstream_task(&sealed.server, &sealed.task, request, caps)
+            .upstream_task(&sealed.server, &sealed.task, request, (caps, &door))
             .await;
         answer.map_err(|e| match e {
             // The upstream's own error (an unknown task is its -32602), in its words.

@@ -2,7 +2,8 @@
 //! the one [`OpenApiRouter`] so that the routes and the OpenAPI document come from the same
 //! list: [`server`] (health, whoami, events), [`tools`], [`versions`], [`calls`] (validate,
 //! plan, call), [`drafts`] (definitions from requests, `/v1/check`), [`export`], [`runs`],
-//! [`servers`] (upstream MCP servers, their changes and logs), [`server_checks`] (a server
+//! [`servers`] (upstream MCP servers, their changes and logs), [`connections`] (each user's own
+//! OAuth connections), [`server_checks`] (a server
 //! tried before it is saved, a client's configuration read), [`imports`] (OpenAPI import),
 //! [`toolsets`] (named subsets and their members), [`overview`] (the run log aggregated for
 //! the UI's charts), [`offers`] (the upstreams' resources and prompts); [`documents`] is what
@@ -10,6 +11,7 @@
 
 mod calls;
 mod code;
+mod connections;
 mod documents;
 mod drafts;
 mod export;
@@ -70,6 +72,7 @@ pub fn router() -> Router<Arc<Gateway>> {
     let api = export::routes(api);
     let api = code::routes(api);
     let api = servers::routes(api);
+    let api = connections::routes(api);
     let api = server_checks::routes(api);
     let api = imports::routes(api);
     let api = toolsets::routes(api);

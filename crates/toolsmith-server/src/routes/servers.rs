@@ -62,6 +62,12 @@ struct OAuthView {
     /// When it was connected or its tokens last refreshed (ms since the epoch).
     #[serde(skip_serializing_if = "Option::is_none")]
     at_ms: Option<i64>,
+    /// `connection: per_user`: each caller connects its own account (the shared connection
+    /// only lists what the server offers).
+    per_user: bool,
+    /// How many users connected their own account (`GET /v1/connections?all=true` names
+    /// them, for admins).
+    users: usize,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -95,12 +101,13 @@ async fn server_view(s: &Gateway, r: &ServerRecord, with_tools: bool) -> ApiResu
     };
     // The shared connection, if made (it lists; it never opens the tokens); a server is
     // asked whether it uses OAuth only when neither its definition nor that says so.
-    let shared = s
+    let (shared, users): (Vec<_>, Vec<_>) = s
         .connections(Some(&name))
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?
         .into_iter()
-        .find(|c| c.subject.is_empty());
+        .partition(|c| c.subject.is_empty());
+    let shared = shared.into_iter().next();
     let oauth = match r.server.resolved_oauth().is_some()
         || shared.is_some()
         || s.uses_oauth(&name).await
@@ -108,6 +115,8 @@ async fn server_view(s: &Gateway, r: &ServerRecord, with_tools: bool) -> ApiResu
         true => Some(OAuthView {
             connected: shared.is_some(),
             at_ms: shared.map(|c| c.at_ms),
+            per_user: r.server.resolved_oauth().is_some_and(|o| o.per_user),
+            users: users.len(),
         }),
         false => None,
     };
@@ -465,6 +474,7 @@ pub(crate) fn connect_error(e: toolsmith_gateway::connections::ConnectError) -> 
     let (status, code) = match &e {
         E::Unknown(_) => (StatusCode::NOT_FOUND, "not_found"),
         E::NotOAuth(_) => (StatusCode::CONFLICT, "not_oauth"),
+        E::Shared(_) => (StatusCode::CONFLICT, "shared_connection"),
         E::NoSuchAuthorization => (StatusCode::BAD_REQUEST, "no_such_authorization"),
         E::Failed(_) => (StatusCode::BAD_GATEWAY, "authorization_failed"),
     };

@@ -23,6 +23,7 @@ use toolsmith_store::{Change, RunQuery, Store, StoreExt};
 
 mod call;
 mod catalog;
+mod connections;
 mod openapi;
 mod registry;
 mod runtime;
@@ -203,6 +204,15 @@ pub enum Command {
         /// (Without a command: `list`.)
         #[command(flatten)]
         args: servers::ServersArgs,
+    },
+    /// Your own OAuth connections to the servers that connect each user's account
+    /// (`connection: per_user`), through a running server: list, connect, disconnect.
+    Connections {
+        #[command(subcommand)]
+        command: Option<connections::ConnectionsCommand>,
+        /// (Without a command: `list`.)
+        #[command(flatten)]
+        args: connections::ConnectionsArgs,
     },
     /// Toolsets: named subsets of the registry (by names, tags, kinds, servers, danger),
     /// served at /mcp/{toolset}. List them, or show one with its members and why each is in.
@@ -526,6 +536,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             (None, None, None) => bail!("name a catalog file, --mcp-config FILE or --openapi SPEC"),
         },
         Command::Servers { command, args } => servers::run(command, args),
+        Command::Connections { command, args } => connections::run(command, args),
         Command::Secrets { command } => secrets::run(command),
         Command::Toolsets { command, args } => toolsets::run(command, args),
         Command::History { name, db, json } => registry::history(name, &db, json),

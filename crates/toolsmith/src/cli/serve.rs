@@ -170,6 +170,12 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                 code_limits: Some(args.code.limits()),
             },
         );
+        // Where a browser comes back to after consenting to an OAuth connection, when no
+        // --public-url says: this address (loopback when listening on every address).
+        state.set_local_url(match local.ip().is_unspecified() {
+            true => format!("http://127.0.0.1:{}", local.port()),
+            false => format!("http://{local}"),
+        });
         let gateway = state.clone();
         let metrics_on = args.metrics == "on";
         if let (true, Some(addr)) = (metrics_on, args.metrics_addr) {

@@ -87,6 +87,13 @@ pub enum ServersCommand {
 pub struct ServersArgs {
     #[command(flatten)]
     db: DbArg,
+    #[command(flatten)]
+    live: Live,
+}
+
+/// How a command reaches a running toolsmith server.
+#[derive(Debug, Args, Default)]
+pub struct Live {
     /// A running toolsmith server, for live status and refresh [default: $TOOLSMITH_URL,
     /// else http://127.0.0.1:7700].
     #[arg(long, value_name = "URL")]
@@ -97,11 +104,11 @@ pub struct ServersArgs {
     token: Option<String>,
     /// Print JSON.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
 }
 
-impl ServersArgs {
-    fn base(&self) -> String {
+impl Live {
+    pub(super) fn base(&self) -> String {
         let url = self
             .url
             .clone()
@@ -111,13 +118,18 @@ impl ServersArgs {
     }
 
     /// One request to the running server: its JSON, or why there is none.
-    fn live(&self, method: &str, path: &str) -> Result<Value, String> {
+    pub(super) fn live(&self, method: &str, path: &str) -> Result<Value, String> {
         self.live_within(method, path, Duration::from_secs(5))
     }
 
     /// [`Self::live`] with its own deadline (beginning an authorization reads the
     /// authorization server's metadata and may register toolsmith with it).
-    fn live_within(&self, method: &str, path: &str, within: Duration) -> Result<Value, String> {
+    pub(super) fn live_within(
+        &self,
+        method: &str,
+        path: &str,
+        within: Duration,
+    ) -> Result<Value, String> {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(within))
@@ -149,6 +161,50 @@ impl ServersArgs {
         }
     }
 
+    /// Prints where to consent for an authorization begun (`started`, as the server
+    /// answered), then polls until `connected` says the consent came back (within `wait`
+    /// seconds); `again` is the command that begins it anew.
+    pub(super) fn await_consent(
+        &self,
+        started: &Value,
+        wait: u64,
+        connected: impl Fn(&Self) -> bool,
+        (name, again): (&str, &str),
+    ) -> ExitCode {
+        let url = started["authorization_url"].as_str().unwrap_or_default();
+        if self.json {
+            outln!("{started}");
+        } else {
+            outln!(
+                "Open this in a browser and consent (it comes back to this server):\n\n  {url}\n"
+            );
+            eprintln!(
+                "waiting for the consent (up to {wait} s; Ctrl-C stops waiting, not the authorization)…"
+            );
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(wait);
+        while std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(500));
+            if connected(self) {
+                if !self.json {
+                    outln!("{name}: connected");
+                }
+                return ExitCode::SUCCESS;
+            }
+        }
+        eprintln!("{name}: no consent came back within {wait} s; run `{again}` again");
+        ExitCode::FAILURE
+    }
+}
+
+impl std::ops::Deref for ServersArgs {
+    type Target = Live;
+    fn deref(&self) -> &Live {
+        &self.live
+    }
+}
+
+impl ServersArgs {
     /// Live status by server name, when a server answers.
     fn statuses(&self) -> BTreeMap<String, Value> {
         self.live("GET", "/servers")
@@ -205,8 +261,7 @@ pub(super) fn run(command: Option<ServersCommand>, args: ServersArgs) -> Result<
 }
 
 /// `servers connect`: begins the authorization, prints where to consent, and waits for the
-/// running server to say the connection is made (and the server ready or failing for
-/// another reason).
+/// running server to say the connection is made.
 fn connect(name: String, wait: u64, args: ServersArgs) -> Result<ExitCode> {
     let started = args
         .live_within(
@@ -215,32 +270,16 @@ fn connect(name: String, wait: u64, args: ServersArgs) -> Result<ExitCode> {
             Duration::from_secs(60),
         )
         .map_err(|e| anyhow::anyhow!("connect asks the running server: {e}"))?;
-    let url = started["authorization_url"].as_str().unwrap_or_default();
-    if args.json {
-        outln!("{started}");
-    } else {
-        outln!("Open this in a browser and consent (it comes back to this server):\n\n  {url}\n");
-        eprintln!(
-            "waiting for the consent (up to {wait} s; Ctrl-C stops waiting, not the authorization)…"
-        );
-    }
-    let deadline = std::time::Instant::now() + Duration::from_secs(wait);
-    while std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(500));
-        let Ok(v) = args.live("GET", &format!("/servers/{name}")) else {
-            continue;
-        };
-        if v["oauth"]["connected"] == true {
-            if !args.json {
-                outln!("{name}: connected");
-            }
-            return Ok(ExitCode::SUCCESS);
-        }
-    }
-    eprintln!(
-        "{name}: no consent came back within {wait} s; run `toolsmith servers connect {name}` again"
-    );
-    Ok(ExitCode::FAILURE)
+    let path = format!("/servers/{name}");
+    Ok(args.await_consent(
+        &started,
+        wait,
+        |live| {
+            live.live("GET", &path)
+                .is_ok_and(|v| v["oauth"]["connected"] == true)
+        },
+        (&name, &format!("toolsmith servers connect {name}")),
+    ))
 }
 
 fn list(args: ServersArgs) -> Result<ExitCode> {
