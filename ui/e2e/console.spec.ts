@@ -653,6 +653,69 @@ test("a toolset's code playground: its stubs, a program run as the caller, its c
   await expect(page.getByRole('row', { name: /launch/ })).toHaveCount(1);
 });
 
+test('a per-user OAuth server: My connections connects your own account, your calls carry it, Disconnect forgets only yours', async ({ page }) => {
+  const fixture = spawn(env.python, [path.join(path.dirname(env.fastmcpServer), 'oauth_server.py')], { stdio: ['ignore', 'pipe', 'ignore'] });
+  try {
+    const port = await new Promise<string>((resolve, reject) => {
+      fixture.stdout.on('data', (d: Buffer) => {
+        const m = /PORT (\d+)/.exec(d.toString());
+        if (m?.[1]) resolve(m[1]);
+      });
+      fixture.on('exit', () => reject(new Error('the OAuth fixture exited')));
+    });
+    const created = await rest('POST', '/servers', {
+      name: 'mine',
+      url: `http://127.0.0.1:${port}/mcp`,
+      auth: { type: 'oauth', connection: 'per_user' },
+      on_change: 'accept',
+      tools: { whoami: { danger: 'safe' } },
+    });
+    expect(created.status, JSON.stringify(created.json)).toBe(201);
+    // An admin connects the server's shared connection: it lists the tools, and carries no one's calls.
+    await page.goto(`${env.url}/ui/servers/mine`);
+    await expect(page.getByRole('heading', { name: /mine/, level: 3 })).toContainText('needs authorization', { timeout: 30_000 });
+    const shared = page.waitForEvent('popup');
+    await page.getByRole('button', { name: 'Connect', exact: true }).click();
+    await (await shared).close();
+    await expect(page.getByRole('list', { name: 'Its tools' })).toContainText('mine__whoami', { timeout: 30_000 });
+    await expect(page.getByText(/connects their own account \(0 have/)).toBeVisible();
+    // Your own call before you connect: it says how.
+    const before = await rest('POST', '/tools/mine__whoami/call', { arguments: {} });
+    expect(before.json.error?.kind, JSON.stringify(before.json)).toBe('needs_authorization');
+    expect(before.json.error?.output?.authorization_url).toBeTruthy();
+
+    await page.getByRole('link', { name: 'My connections' }).first().click();
+    await expect(page.getByRole('heading', { name: 'My connections', level: 2 })).toBeVisible();
+    const row = page.getByRole('row', { name: /mine/ }).first();
+    await expect(row).toContainText('not connected');
+    const consent = page.waitForEvent('popup');
+    await row.getByRole('button', { name: 'Connect mine' }).click();
+    const popup = await consent;
+    await expect(popup.getByRole('heading', { name: 'Connected' })).toBeVisible({ timeout: 30_000 });
+    await popup.close();
+    await expect(row).toContainText(/connected \d/, { timeout: 30_000 });
+    await accessible(page, 'my connections');
+    const called = await rest('POST', '/tools/mine__whoami/call', { arguments: {} });
+    expect(called.json, JSON.stringify(called.json)).toMatchObject({ success: true });
+    // The admin's list: whose connections exist (the shared one and yours), never a token.
+    const every = page.getByRole('region', { name: 'Every connection made' });
+    await expect(every.getByRole('row', { name: /mine.*local/ })).toBeVisible();
+    await expect(every.getByRole('row', { name: /mine.*shared/ })).toBeVisible();
+    const mine = /at-[A-Za-z0-9_-]{20,}/.exec(JSON.stringify(called.json))?.[0];
+    expect(mine, 'whoami reports the token it was called with').toBeTruthy();
+    expect(await page.content()).not.toContain(mine);
+
+    await row.getByRole('button', { name: 'Disconnect mine' }).click();
+    await expect(row).toContainText('not connected', { timeout: 30_000 });
+    const after = await rest('POST', '/tools/mine__whoami/call', { arguments: {} });
+    expect(after.json.error?.kind, JSON.stringify(after.json)).toBe('needs_authorization');
+    await page.goto(`${env.url}/ui/servers`);
+    expect((await rest('DELETE', '/servers/mine')).status).toBe(204);
+  } finally {
+    fixture.kill();
+  }
+});
+
 test('an OAuth server: Connect opens its consent page, which comes back to toolsmith, and the server is connected', async ({ page }) => {
   // The official Python SDK's authorization server in front of an MCP server (it consents at once).
   const fixture = spawn(env.python, [path.join(path.dirname(env.fastmcpServer), 'oauth_server.py')], { stdio: ['ignore', 'pipe', 'ignore'] });

@@ -18,6 +18,7 @@ const RunsPage = lazy(() => import('./pages/Runs'));
 const ExportPage = lazy(() => import('./pages/Export'));
 const ToolsetsPage = lazy(() => import('./pages/Toolsets'));
 const ServersPage = lazy(() => import('./pages/Servers'));
+const ConnectionsPage = lazy(() => import('./pages/Connections'));
 const AddServerPage = lazy(() => import('./pages/AddServer'));
 const ImportOpenApiPage = lazy(() => import('./pages/ImportOpenApi'));
 const OverviewPage = lazy(() => import('./pages/Overview'));
@@ -131,6 +132,7 @@ function Shell({ dark, setDark }: { dark: boolean; setDark: (d: boolean) => void
                 { key: 'tools', label: <Link to="/tools">Tools</Link> },
                 { key: 'toolsets', label: <Link to="/toolsets">Toolsets</Link> },
                 { key: 'servers', label: <Link to="/servers">Servers</Link> },
+                { key: 'connections', label: <Link to="/connections">My connections</Link> },
                 { key: 'import', label: <Link to="/import">Import OpenAPI</Link> },
                 { key: 'runs', label: <Link to="/runs">Runs</Link> },
                 { key: 'export', label: <Link to="/export">Export</Link> },
@@ -204,6 +206,7 @@ function theRouter() {
           { path: 'new-server', element: <AddServerPage /> },
           { path: 'import', element: <ImportOpenApiPage /> },
           { path: 'servers/:name', element: <ServersPage /> },
+          { path: 'connections', element: <ConnectionsPage /> },
           { path: 'runs', element: <RunsPage /> },
           { path: 'export', element: <ExportPage /> },
           { path: '*', element: <NotFound /> },

@@ -80,8 +80,17 @@ export interface ServerView {
   pending: number;
   problems: string[];
   tools?: string[];
-  /** A server with `auth: oauth`: whether its shared connection has tokens. */
-  oauth?: { connected: boolean; at_ms?: number };
+  /** A server with `auth: oauth`: whether its shared connection has tokens; `per_user`:
+   * each user connects their own account (`users` of them have). */
+  oauth?: { connected: boolean; at_ms?: number; per_user?: boolean; users?: number };
+}
+
+/** The caller's own OAuth connections to per-user servers; with `all` (admin) every one made. */
+export interface Connections {
+  /** The name the caller's connections are kept under. */
+  subject: string;
+  servers: { server: string; connected: boolean; at_ms?: number }[];
+  all?: { server: string; subject: string; at_ms: number }[];
 }
 
 /** An OAuth authorization begun: where the person consents. */
@@ -544,6 +553,9 @@ export const api = {
   restartServer: (name: string) => request<{ restarted: boolean }>('POST', `/servers/${encodeURIComponent(name)}/restart`),
   connectServer: (name: string) => request<ConnectStarted>('POST', `/servers/${encodeURIComponent(name)}/connect`),
   disconnectServer: (name: string) => request<{ disconnected: boolean }>('DELETE', `/servers/${encodeURIComponent(name)}/connect`),
+  connections: (all = false) => request<Connections>('GET', `/connections${all ? '?all=true' : ''}`),
+  connectMine: (server: string) => request<ConnectStarted>('POST', `/connections/${encodeURIComponent(server)}`),
+  disconnectMine: (server: string) => request<{ disconnected: boolean }>('DELETE', `/connections/${encodeURIComponent(server)}`),
   decide: (name: string, decision: 'approve' | 'reject', tools: string[], allow = false) =>
     request<{ tools: string[] }>('POST', `/servers/${encodeURIComponent(name)}/${decision}`, allow ? { tools, allow } : { tools }),
   runs: (p: { tool?: string; kind?: string; caller?: string; call_id?: string; parent?: string; limit?: number; cursor?: string | null }) =>

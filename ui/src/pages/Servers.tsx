@@ -169,7 +169,22 @@ function ServerDetail({ name }: { name: string }) {
           { key: 'tools', label: 'Tools listed', children: st?.tools ?? '—' },
           { key: 'error', label: 'Last error', children: st?.last_error ?? 'none' },
           ...(s.oauth
-            ? [{ key: 'oauth', label: 'OAuth', children: s.oauth.connected ? `connected ${s.oauth.at_ms ? new Date(s.oauth.at_ms).toLocaleString() : ''}` : 'not connected' }]
+            ? [
+                { key: 'oauth', label: 'OAuth', children: s.oauth.connected ? `connected ${s.oauth.at_ms ? new Date(s.oauth.at_ms).toLocaleString() : ''}` : 'not connected' },
+                ...(s.oauth.per_user
+                  ? [
+                      {
+                        key: 'per_user',
+                        label: 'Each user',
+                        children: (
+                          <span>
+                            connects their own account ({s.oauth.users ?? 0} have; <Link to="/connections">My connections</Link>)
+                          </span>
+                        ),
+                      },
+                    ]
+                  : []),
+              ]
             : []),
         ]}
       />
