@@ -31,8 +31,19 @@ pub const CALLBACK_PATH: &str = "/oauth/callback";
 /// Document: its URL is toolsmith's client id where the authorization server accepts one).
 pub const CLIENT_METADATA_PATH: &str = "/oauth/client-metadata.json";
 
-/// The registry as the place OAuth tokens are kept (sealed with its key).
-pub struct RegistryTokens(pub Registry);
+/// The registry as the place OAuth tokens are kept (sealed with its key), and the locks that
+/// make their refreshes take turns: one per connection in this process, then the registry's
+/// across replicas.
+pub struct RegistryTokens(
+    pub Registry,
+    Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>,
+);
+
+impl RegistryTokens {
+    pub fn new(registry: Registry) -> Self {
+        Self(registry, Mutex::default())
+    }
+}
 
 #[async_trait::async_trait]
 impl TokenStore for RegistryTokens {
@@ -56,6 +67,22 @@ impl TokenStore for RegistryTokens {
             .await
             .map(|_| ())
             .map_err(|e| e.to_string())
+    }
+
+    async fn lock(&self, server: &str, subject: &str) -> Result<Option<Box<dyn Send>>, String> {
+        let here = {
+            let mut locks = self.1.lock().unwrap_or_else(|e| e.into_inner());
+            locks
+                .entry((server.to_owned(), subject.to_owned()))
+                .or_default()
+                .clone()
+        };
+        let here = here.lock_owned().await;
+        let everywhere =
+            self.0.lock_connection(server, subject).await.map_err(|e| {
+                format!("locking the OAuth connection of {server} for a refresh: {e}")
+            })?;
+        Ok(Some(Box::new((here, everywhere))))
     }
 }
 

@@ -141,7 +141,7 @@ impl Gateway {
         engine.sessions().set_directory(directory.clone());
         engine
             .upstreams()
-            .set_token_store(Arc::new(connections::RegistryTokens(store.clone())));
+            .set_token_store(Arc::new(connections::RegistryTokens::new(store.clone())));
         Arc::new(Self {
             runs: runlog::RunLog::start(store.clone(), run_retention.max(1)),
             store,

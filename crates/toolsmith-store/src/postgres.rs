@@ -80,6 +80,22 @@ impl PgStore {
         Ok(store)
     }
 
+    /// Holds the lock of one OAuth connection (a transaction-scoped advisory lock on its
+    /// server and subject) until the returned transaction is dropped: replicas refresh a
+    /// connection's tokens one at a time, each reading what the one before it saved.
+    pub async fn lock_connection(
+        &self,
+        server: &str,
+        subject: &str,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(format!("toolsmith oauth connection\n{server}\n{subject}"))
+            .execute(&mut *tx)
+            .await?;
+        Ok(tx)
+    }
+
     async fn migrate(&self) -> Result<()> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")

@@ -32,7 +32,20 @@ impl Registry {
         }
     }
 
-    /// The backend's name, for logs.
+    /// Holds the lock of `server`'s OAuth connection for `subject` across replicas until the
+    /// returned value is dropped (PostgreSQL: an advisory lock); `None` on SQLite, whose
+    /// registry one process serves.
+    pub async fn lock_connection(
+        &self,
+        server: &str,
+        subject: &str,
+    ) -> Result<Option<Box<dyn Send>>> {
+        match self {
+            Self::Sqlite(_) => Ok(None),
+            Self::Postgres(s) => Ok(Some(Box::new(s.lock_connection(server, subject).await?))),
+        }
+    }
+
     /// Makes sure the registry's secrets are sealed with `key`: a registry sealed before must
     /// have been sealed with this key (else a clear error, nothing changed); one never sealed
     /// (new, or written by a release before secrets were encrypted) is sealed now, its plain

@@ -512,3 +512,60 @@ fn each_user_connects_their_own_account_and_their_calls_carry_their_own_token() 
         common::request_as("POST", &format!("{base}/connections/nope"), None, Some(bob));
     assert_eq!(status, 404, "{v}");
 }
+
+#[test]
+#[ignore = "needs PostgreSQL (TOOLSMITH_TEST_POSTGRES) and the official MCP Python SDK (TOOLSMITH_TEST_PYTHON)"]
+fn replicas_refresh_a_connection_in_turn_and_never_spend_a_refresh_token_twice() {
+    // Tokens that last 2 s: every request refreshes first (rmcp refreshes within 30 s of
+    // the expiry), and each of the fixture's refresh tokens is good once — two refreshes
+    // racing with the same one would fail the second and lose the connection.
+    let setup = Setup::new(
+        &[("OAUTH_TTL", "2")],
+        "guarded",
+        "    auth: oauth\n    prefix: g\n    on_change: accept\n    tools:\n      whoami: {danger: safe}\n",
+    );
+    let registry = common::postgres_registry("oauth_refresh");
+    let catalog = setup.dir.path().join("catalog.yaml");
+    let workspace = setup.dir.path().join("workspace");
+    let args = ["--catalog", catalog.to_str().expect("utf-8")];
+    let (_a, base_a, _) = serve(&registry, &workspace, &args);
+    let (_b, base_b, _) = serve(&registry, &workspace, &args);
+    server_until(&base_a, "asking for authorization", needs_authorization);
+    let (status, started) = request("POST", &format!("{base_a}/servers/guarded/connect"), None);
+    assert_eq!(status, 200, "{started}");
+    assert_eq!(
+        consent(started["authorization_url"].as_str().expect("URL")).0,
+        200
+    );
+    server_until(&base_a, "ready on the first replica", ready);
+    // The other replica reads the tokens from the registry when it connects again.
+    let (status, v) = request("POST", &format!("{base_b}/servers/guarded/restart"), None);
+    assert_eq!(status, 200, "{v}");
+    server_until(&base_b, "ready on the second replica", ready);
+
+    // Two callers on each replica at once, each call refreshing first.
+    let failures: Vec<Value> = std::thread::scope(|s| {
+        let callers: Vec<_> = [&base_a, &base_a, &base_b, &base_b]
+            .into_iter()
+            .map(|base| {
+                s.spawn(move || {
+                    (0..12)
+                        .map(|_| call(base, "g__whoami", serde_json::json!({})))
+                        .filter(|r| r["success"] != true)
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        callers
+            .into_iter()
+            .flat_map(|c| c.join().expect("a caller"))
+            .collect()
+    });
+    assert!(failures.is_empty(), "calls failed: {failures:?}");
+    let me = whoami(&base_b);
+    assert!(
+        me["granted"]["refresh_token"].as_u64().unwrap_or(0) >= 10,
+        "the tokens were refreshed as they expired: {me}"
+    );
+    assert_eq!(me["granted"]["authorization_code"], 1, "{me}");
+}

@@ -16,8 +16,8 @@
 use std::sync::Arc;
 
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession, CredentialStore,
-    StoredCredentials,
+    AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
+    CredentialRefreshGuard, CredentialStore, StoredCredentials,
 };
 use toolsmith_core::upstream::McpServer;
 
@@ -28,6 +28,13 @@ pub trait TokenStore: Send + Sync {
     async fn load(&self, server: &str, subject: &str) -> Result<Option<String>, String>;
     async fn save(&self, server: &str, subject: &str, credentials: &str) -> Result<(), String>;
     async fn clear(&self, server: &str, subject: &str) -> Result<(), String>;
+    /// Holds the refresh of `server`'s credentials for `subject` until the returned value is
+    /// dropped: one refresh at a time — in this process and, where the store is shared, on
+    /// every replica — each reading what the one before it saved (a refresh token is good
+    /// once). `None`: no coordination.
+    async fn lock(&self, _server: &str, _subject: &str) -> Result<Option<Box<dyn Send>>, String> {
+        Ok(None)
+    }
 }
 
 impl std::fmt::Debug for dyn TokenStore {
@@ -77,6 +84,15 @@ impl CredentialStore for Kept {
             .clear(&self.server, &self.subject)
             .await
             .map_err(store_error)
+    }
+
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        Ok(self
+            .tokens
+            .lock(&self.server, &self.subject)
+            .await
+            .map_err(store_error)?
+            .map(CredentialRefreshGuard::new))
     }
 }
 
