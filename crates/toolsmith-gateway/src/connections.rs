@@ -34,10 +34,10 @@ pub const CLIENT_METADATA_PATH: &str = "/oauth/client-metadata.json";
 /// The registry as the place OAuth tokens are kept (sealed with its key), and the locks that
 /// make their refreshes take turns: one per connection in this process, then the registry's
 /// across replicas.
-pub struct RegistryTokens(
-    pub Registry,
-    Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>,
-);
+pub struct RegistryTokens(pub Registry, Mutex<RefreshLocks>);
+
+/// One lock per connection (server, subject) in this process.
+type RefreshLocks = HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>;
 
 impl RegistryTokens {
     pub fn new(registry: Registry) -> Self {
