@@ -507,6 +507,44 @@ fn each_user_connects_their_own_account_and_their_calls_carry_their_own_token() 
     );
     assert_eq!(error_kind(&whoami_as(&base, alice)), "needs_authorization");
     assert_eq!(token_of(&whoami_as(&base, bob)), bob_token);
+    // An MCP client that can open a page for its user gets the URL as a URL-mode
+    // elicitation (-32042); one that cannot gets the result whose message carries it.
+    let mcp = base.replace("/v1", "/mcp");
+    let whoami_call = serde_json::json!({"name": "u__whoami", "arguments": {}});
+    let (status, answer) = common::ask(
+        &mcp,
+        alice,
+        "tools/call",
+        whoami_call.clone(),
+        serde_json::json!({"elicitation": {"url": {}}}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["error"]["code"], -32042, "{answer}");
+    let asked = &answer["error"]["data"]["elicitations"][0];
+    assert_eq!(asked["mode"], "url", "{answer}");
+    assert!(
+        asked["url"]
+            .as_str()
+            .is_some_and(|u| u.contains("code_challenge="))
+            && asked["elicitationId"]
+                .as_str()
+                .is_some_and(|id| !id.is_empty()),
+        "{answer}"
+    );
+    let (_, answer) = common::ask(
+        &mcp,
+        alice,
+        "tools/call",
+        whoami_call,
+        serde_json::json!({}),
+    );
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(
+        answer
+            .to_string()
+            .contains(asked["url"].as_str().unwrap_or("?")),
+        "{answer}"
+    );
     // A server with one shared connection is not connected per user.
     let (status, v) =
         common::request_as("POST", &format!("{base}/connections/nope"), None, Some(bob));

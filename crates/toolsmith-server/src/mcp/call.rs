@@ -169,6 +169,9 @@ impl McpServer {
         if let Some(e) = relay::client_error(&tool, &result) {
             return Err(e);
         }
+        if let Some(e) = connect_first(&result, &ctx) {
+            return Err(e);
+        }
         // A 2026-07-28 upstream's "input required", for this client to answer.
         if let Some(asked) =
             relay::relayed(&tool, &result, &door.log_name, confirmed, relay::now_ms())
@@ -181,4 +184,31 @@ impl McpServer {
         }
         Ok(self.finish(&tool, result, declined))
     }
+}
+
+/// MCP's "URL elicitation required" error (2025-11-25, SEP-1036).
+pub const URL_ELICITATION_REQUIRED: i32 = -32042;
+
+/// A call that needs its caller to connect their own account first (a per-user OAuth
+/// server), for a client that can show its user a page (`elicitation.url`): the URL as a
+/// URL-mode elicitation the client opens before it calls again. Other clients get the
+/// result, whose message carries the URL.
+fn connect_first(result: &ToolResult, ctx: &RequestContext<RoleServer>) -> Option<ErrorData> {
+    let e = result.error.as_ref()?;
+    if e.kind != ErrorKind::NeedsAuthorization {
+        return None;
+    }
+    let url = e.output.as_ref()?.get("authorization_url")?.as_str()?;
+    ctx.client_capabilities()?.elicitation?.url?;
+    let id = format!("connect-{}", toolsmith_gateway::random_hex(8));
+    Some(ErrorData::new(
+        rmcp::model::ErrorCode(URL_ELICITATION_REQUIRED),
+        e.message.clone(),
+        Some(json!({"elicitations": [{
+            "mode": "url",
+            "elicitationId": id,
+            "url": url,
+            "message": "Connect your own account with this server (it opens its consent page); then call the tool again.",
+        }]})),
+    ))
 }
