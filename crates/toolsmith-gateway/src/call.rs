@@ -41,6 +41,15 @@ impl Door {
     /// Whose own connection a call reaches an upstream on, where a server connects each
     /// user's own account: the caller's log name when the server asks for tokens, else
     /// [`toolsmith_exec::upstream::LOCAL_SUBJECT`] (one person: the one at this machine).
+    /// Whom its requests to an upstream are for: [`Self::subject`], with the caller's JWT
+    /// for a server that exchanges it. (`subject` is where the name is kept.)
+    pub fn on_behalf<'a>(&'a self, subject: &'a str) -> toolsmith_exec::upstream::OnBehalf<'a> {
+        toolsmith_exec::upstream::OnBehalf {
+            subject: Some(subject),
+            token: self.caller.as_ref().and_then(|c| c.jwt.as_ref()),
+        }
+    }
+
     pub fn subject(&self) -> String {
         match &self.caller {
             Some(c) if c.auth_required => c.log_name(),
@@ -85,6 +94,8 @@ impl Admitted {
     ) -> ToolResult {
         if options.downstream.subject.is_none() {
             options.downstream.subject = Some(self.door.subject());
+            options.downstream.subject_token =
+                self.door.caller.as_ref().and_then(|c| c.jwt.clone());
         }
         let _flight = self.state.metrics.in_flight();
         let mut unfinished = Unfinished {

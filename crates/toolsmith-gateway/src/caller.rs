@@ -35,6 +35,9 @@ pub struct Caller {
     pub toolsets: Vec<String>,
     /// Its own rate limit across tools (its token's or JWT's; else the server's default).
     pub rate_limit: Option<toolsmith_core::rate::RateLimit>,
+    /// The JWT it presented (a JWT caller's), for upstreams that exchange it for one of their
+    /// own (`connection: exchange`); never shown.
+    pub jwt: Option<toolsmith_exec::upstream::SubjectToken>,
 }
 
 impl Caller {
@@ -57,6 +60,7 @@ impl Caller {
             kind: "none",
             toolsets: Vec::new(),
             rate_limit: None,
+            jwt: None,
         }
     }
 }

@@ -78,7 +78,7 @@ impl Gateway {
                 server,
                 task_id,
                 request,
-                (client_capabilities, Some(&door.subject())),
+                (client_capabilities, door.on_behalf(&door.subject())),
             )
             .await
     }

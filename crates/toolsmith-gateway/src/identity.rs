@@ -226,6 +226,7 @@ impl Authenticator {
                 kind: "token",
                 toolsets: token.toolsets.clone(),
                 rate_limit: token.rate_limit,
+                jwt: None,
             }),
             (None, Some(jwt)) if presented.matches('.').count() == 2 => jwt
                 .verify(presented)

@@ -261,7 +261,9 @@ impl JwtVerifier {
                 return Err("the token was issued in the future (iat)".into());
             }
         }
-        self.caller(&claims)
+        let mut caller = self.caller(&claims)?;
+        caller.jwt = Some(toolsmith_exec::upstream::SubjectToken(token.into()));
+        Ok(caller)
     }
 
     fn accepted(&self) -> Vec<String> {
@@ -422,6 +424,7 @@ impl JwtVerifier {
             kind: "jwt",
             toolsets,
             rate_limit,
+            jwt: None,
         })
     }
 }

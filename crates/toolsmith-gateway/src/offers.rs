@@ -324,7 +324,7 @@ impl Gateway {
             Some(server) => self
                 .engine
                 .upstreams()
-                .read_resource(server, uri, Some(&door.subject()))
+                .read_resource(server, uri, door.on_behalf(&door.subject()))
                 .await
                 .map_err(OfferError::from),
         };
@@ -368,7 +368,13 @@ impl Gateway {
             Some((server, own, _)) => self
                 .engine
                 .upstreams()
-                .get_prompt(server, own, arguments, resume, Some(&door.subject()))
+                .get_prompt(
+                    server,
+                    own,
+                    arguments,
+                    resume,
+                    door.on_behalf(&door.subject()),
+                )
                 .await
                 .map_err(OfferError::from),
         };

@@ -4,9 +4,13 @@
 //! that the server needs authorization from its 401, an admin connects it (the consent page
 //! redirects back to serve's callback), calls carry the token, the tokens are sealed in the
 //! registry, refreshed when they expire, kept across a restart, and forgotten on disconnect.
+//! Per-user connections (two users, each call with its own token; over REST, MCP, the CLI),
+//! refreshes taking turns across two replicas on PostgreSQL, and RFC 8693 token exchange at
+//! an identity provider written for the test (`tests/upstream/exchange_idp.py`).
 //!
-//! Needs the Python of `.ci/requirements.txt` (`TOOLSMITH_TEST_PYTHON`): `#[ignore]`d so that
-//! a plain `cargo test` lists it instead of passing it silently; `.ci/run` runs it.
+//! Needs the Python of `.ci/requirements.txt` (`TOOLSMITH_TEST_PYTHON`; one test PostgreSQL
+//! too): `#[ignore]`d so that a plain `cargo test` lists them instead of passing them
+//! silently; `.ci/run` runs them.
 
 mod common;
 
@@ -338,12 +342,12 @@ fn whoami_as(base: &str, token: &str) -> Value {
     v
 }
 
-/// The token `whoami` reports (its structured answer), from a successful ToolResult.
-fn token_of(r: &Value) -> String {
+/// What a fixture's `whoami` answered (its structured answer, or its text as JSON), from a
+/// successful ToolResult.
+fn identity_of(r: &Value) -> Value {
     assert_eq!(r["success"], true, "{r}");
     let data = &r["data"];
-    let me = data
-        .get("structuredContent")
+    data.get("structuredContent")
         .filter(|v| v.get("token").is_some())
         .cloned()
         .or_else(|| {
@@ -351,8 +355,15 @@ fn token_of(r: &Value) -> String {
                 .as_str()
                 .and_then(|t| serde_json::from_str(t).ok())
         })
-        .unwrap_or_else(|| panic!("whoami answered no identity: {r}"));
-    me["token"].as_str().expect("a token").to_owned()
+        .unwrap_or_else(|| panic!("whoami answered no identity: {r}"))
+}
+
+/// The token `whoami` reports.
+fn token_of(r: &Value) -> String {
+    identity_of(r)["token"]
+        .as_str()
+        .expect("a token")
+        .to_owned()
 }
 
 #[test]
@@ -606,4 +617,106 @@ fn replicas_refresh_a_connection_in_turn_and_never_spend_a_refresh_token_twice()
         "the tokens were refreshed as they expired: {me}"
     );
     assert_eq!(me["granted"]["authorization_code"], 1, "{me}");
+}
+
+#[test]
+#[ignore = "needs the official MCP Python SDK (TOOLSMITH_TEST_PYTHON)"]
+fn a_callers_jwt_is_exchanged_for_one_the_upstream_accepts_and_the_upstream_sees_the_caller() {
+    // An identity provider and an MCP server that trusts only its tokens for its own URL.
+    let idp = listening_with(
+        &python(),
+        "upstream/exchange_idp.py",
+        "the identity provider",
+        &[],
+    );
+    let origin = format!("http://127.0.0.1:{}", idp.1);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let catalog = dir.path().join("catalog.yaml");
+    std::fs::write(
+        &catalog,
+        format!(
+            "mcp_servers:\n  - name: idp\n    url: {origin}/mcp\n    prefix: x\n    on_change: accept\n    auth:\n      type: oauth\n      connection: exchange\n      token_endpoint: {origin}/token\n      client_id: toolsmith\n      client_secret: idp-secret\n"
+        ),
+    )
+    .expect("catalog");
+    let db = dir.path().join("registry.db");
+    let (_serve, base, _) = serve(
+        db.to_str().expect("utf-8"),
+        dir.path(),
+        &[
+            "--catalog",
+            catalog.to_str().expect("utf-8"),
+            "--jwt-issuer",
+            &origin,
+            "--jwt-audience",
+            "toolsmith-test",
+            "--token",
+            "root:admin=root-secret",
+        ],
+    );
+    // The shared connection lists with toolsmith's own token (client credentials).
+    let started = Instant::now();
+    loop {
+        let v = get_as(&base, "/servers/idp", "root-secret");
+        if ready(&v) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "not ready: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mint = |sub: &str| -> String {
+        let (status, v) = request("GET", &format!("{origin}/mint?sub={sub}"), None);
+        assert_eq!(status, 200, "{v}");
+        v["token"].as_str().expect("a token").to_owned()
+    };
+    let whoami_with = |token: &str| -> Value {
+        let (status, r) = common::request_as(
+            "POST",
+            &format!("{base}/tools/x__whoami/call"),
+            Some(serde_json::json!({"arguments": {}})),
+            Some(token),
+        );
+        assert_eq!(status, 200, "{r}");
+        identity_of(&r)
+    };
+    let alice = mint("alice");
+    let me = whoami_with(&alice);
+    assert_eq!(me["sub"], "alice", "the upstream sees the caller: {me}");
+    assert_eq!(
+        me["aud"],
+        format!("{origin}/mcp"),
+        "issued for the upstream: {me}"
+    );
+    // (Her own token, for toolsmith's audience, would not be accepted upstream at all.)
+    assert_eq!(
+        me["act"]["sub"], "toolsmith",
+        "toolsmith acts for her: {me}"
+    );
+    // Kept while it lasts: her next call makes no new exchange.
+    let again = whoami_with(&alice);
+    assert_eq!(again["exchanges"]["alice"], 1, "{again}");
+    let bob = whoami_with(&mint("bob"));
+    assert_eq!(bob["sub"], "bob", "{bob}");
+    assert_eq!(
+        bob["exchanges"],
+        serde_json::json!({"alice": 1, "bob": 1}),
+        "{bob}"
+    );
+    // A caller with a static token has no JWT to exchange: it is told so, and nothing runs.
+    let (_, r) = common::request_as(
+        "POST",
+        &format!("{base}/tools/x__whoami/call"),
+        Some(serde_json::json!({"arguments": {}})),
+        Some("root-secret"),
+    );
+    assert_eq!(error_kind(&r), "needs_authorization", "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("called without one")),
+        "{r}"
+    );
 }

@@ -40,7 +40,9 @@ use crate::model::{
 use crate::pipeline::ParamSet;
 use crate::render::portable_name;
 use crate::schema::{compile_schema, compile_upstream_schema};
-use crate::upstream::{McpServer, OAuth, OnChange, OnSuspicious, ToolOverride, Transport};
+use crate::upstream::{
+    McpServer, OAuth, OnChange, OnSuspicious, TokenExchange, ToolOverride, Transport,
+};
 
 /// The default timeout of a tool, in milliseconds (SPEC §2).
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;

@@ -331,7 +331,7 @@ fn http(f: &Fields<'_>, e: &mut Errs) -> Option<Transport> {
 /// `auth:` of an HTTP server: `oauth`, or `{type: oauth, client_id, client_secret, scopes,
 /// client_metadata_url, connection}`.
 fn oauth(v: &Value, at: &str, e: &mut Errs) -> Option<OAuth> {
-    const WHAT: &str = "expected `oauth` or a mapping with `type: oauth` (and `client_id`, `client_secret`, `scopes`, `client_metadata_url`, `connection`)";
+    const WHAT: &str = "expected `oauth` or a mapping with `type: oauth` (and `client_id`, `client_secret`, `scopes`, `client_metadata_url`, `connection`, `token_endpoint`, `audience`)";
     match v {
         Value::String(s) if s == "oauth" => Some(OAuth::default()),
         Value::Object(_) => {
@@ -345,6 +345,8 @@ fn oauth(v: &Value, at: &str, e: &mut Errs) -> Option<OAuth> {
                     "scopes",
                     "client_metadata_url",
                     "connection",
+                    "token_endpoint",
+                    "audience",
                 ],
                 e,
             )?;
@@ -379,23 +381,62 @@ fn oauth(v: &Value, at: &str, e: &mut Errs) -> Option<OAuth> {
                     format!("{url:?} is not an https URL with a path (a Client ID Metadata Document's address is its client id)"),
                 );
             }
-            let per_user = match f.string("connection", e).as_deref() {
-                None | Some("shared") => false,
-                Some("per_user") => true,
+            let connection = f.string("connection", e);
+            let per_user = connection.as_deref() == Some("per_user");
+            let token_endpoint = f.string("token_endpoint", e);
+            let audience = f.string("audience", e);
+            let exchange = match connection.as_deref() {
+                None | Some("shared" | "per_user") => None,
+                Some("exchange") => match &token_endpoint {
+                    Some(url)
+                        if url::Url::parse(url)
+                            .is_ok_and(|u| matches!(u.scheme(), "http" | "https")) =>
+                    {
+                        Some(TokenExchange {
+                            token_endpoint: url.clone(),
+                            audience: audience.clone(),
+                        })
+                    }
+                    Some(url) => {
+                        e.push(
+                            &f.at("token_endpoint"),
+                            format!("{url:?} is not an http(s) URL"),
+                        );
+                        None
+                    }
+                    None => {
+                        e.push(
+                            &f.at("connection"),
+                            "`exchange` needs the identity provider's `token_endpoint` (where callers' tokens are exchanged, RFC 8693)",
+                        );
+                        None
+                    }
+                },
                 Some(other) => {
                     e.push(
                         &f.at("connection"),
-                        format!("{other:?} is not a connection mode (`shared`: one connection for every caller; `per_user`: each caller connects its own account)"),
+                        format!("{other:?} is not a connection mode (`shared`: one connection for every caller; `per_user`: each caller connects its own account; `exchange`: each caller's JWT exchanged for the server, RFC 8693)"),
                     );
-                    false
+                    None
                 }
             };
+            if exchange.is_none() && (token_endpoint.is_some() || audience.is_some()) {
+                e.push(
+                    &f.at(if token_endpoint.is_some() {
+                        "token_endpoint"
+                    } else {
+                        "audience"
+                    }),
+                    "belongs to `connection: exchange`",
+                );
+            }
             Some(OAuth {
                 client_id,
                 client_secret,
                 scopes,
                 client_metadata_url,
                 per_user,
+                exchange,
             })
         }
         _ => {

@@ -103,6 +103,20 @@ pub struct OAuth {
     /// own token (the server's shared connection, an admin's, only lists what it offers);
     /// `false` (`shared`): every call goes as the one shared connection.
     pub per_user: bool,
+    /// `connection: exchange`: each call goes as its caller, with a token the identity
+    /// provider exchanged the caller's JWT for (RFC 8693); the shared connection lists with
+    /// toolsmith's own (client credentials) token from the same endpoint.
+    pub exchange: Option<TokenExchange>,
+}
+
+/// RFC 8693 token exchange at the identity provider the server and toolsmith's callers both
+/// trust: where, and for which audience.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TokenExchange {
+    /// The identity provider's token endpoint.
+    pub token_endpoint: String,
+    /// The audience the exchanged tokens are for; `None`: the server's URL.
+    pub audience: Option<String>,
 }
 
 impl OAuth {
@@ -127,6 +141,13 @@ impl OAuth {
         }
         if self.per_user {
             m.insert("connection".into(), json!("per_user"));
+        }
+        if let Some(x) = &self.exchange {
+            m.insert("connection".into(), json!("exchange"));
+            m.insert("token_endpoint".into(), json!(x.token_endpoint));
+            if let Some(audience) = &x.audience {
+                m.insert("audience".into(), json!(audience));
+            }
         }
         Value::Object(m)
     }
@@ -467,6 +488,7 @@ impl McpServer {
             scopes: auth.scopes.clone(),
             client_metadata_url: auth.client_metadata_url.clone(),
             per_user: auth.per_user,
+            exchange: auth.exchange.clone(),
         })
     }
 

@@ -862,8 +862,19 @@ mcp_servers:
   - name: each
     url: https://mcp.notion.com/mcp
     auth: {type: oauth, connection: per_user}
+  - name: asyou
+    url: https://mcp.internal.example/mcp
+    auth:
+      type: oauth
+      connection: exchange
+      token_endpoint: https://idp.example/oauth2/token
+      audience: internal-mcp
+      client_id: toolsmith
+      client_secret: "${IDP_SECRET}"
 "#;
-    let source = MemSource::new(&[("c.yaml", yaml)]).with_env("GH_CLIENT_SECRET", "cs_s3cret");
+    let source = MemSource::new(&[("c.yaml", yaml)])
+        .with_env("GH_CLIENT_SECRET", "cs_s3cret")
+        .with_env("IDP_SECRET", "idp_s3cret");
     let catalog = catalog::load("c.yaml", &source).expect("loads");
     assert_eq!(
         catalog.servers[0].resolved_oauth(),
@@ -875,6 +886,16 @@ mcp_servers:
     assert_eq!(oauth.scopes, ["repo", "read:org"]);
     assert!(!oauth.per_user, "shared unless said");
     assert!(catalog.servers[2].resolved_oauth().expect("oauth").per_user);
+    let exchange = catalog.servers[3].resolved_oauth().expect("oauth");
+    assert_eq!(
+        exchange.exchange,
+        Some(toolsmith_core::upstream::TokenExchange {
+            token_endpoint: "https://idp.example/oauth2/token".into(),
+            audience: Some("internal-mcp".into()),
+        })
+    );
+    assert_eq!(exchange.client_secret.as_deref(), Some("idp_s3cret"));
+    assert!(!exchange.per_user);
     assert_eq!(
         catalog.servers[2].to_catalog_value(Secrets::Keep)["auth"]["connection"],
         "per_user"
@@ -910,14 +931,22 @@ mcp_servers:
   - name: d
     url: http://x/mcp
     auth: {type: oauth, connection: everyone}
+  - name: e
+    url: http://x/mcp
+    auth: {type: oauth, connection: exchange}
+  - name: f
+    url: http://x/mcp
+    auth: {type: oauth, connection: per_user, audience: x}
 "#,
         expect![[r#"
-            mcp_servers[0].auth: expected `oauth` or a mapping with `type: oauth` (and `client_id`, `client_secret`, `scopes`, `client_metadata_url`, `connection`)
+            mcp_servers[0].auth: expected `oauth` or a mapping with `type: oauth` (and `client_id`, `client_secret`, `scopes`, `client_metadata_url`, `connection`, `token_endpoint`, `audience`)
             mcp_servers[1].auth.client_secret: a client secret belongs to a pre-registered `client_id`; give both
             mcp_servers[1].auth.scopes: "two words" is not a scope (one word each)
             mcp_servers[1].auth.client_metadata_url: "http://x/meta.json" is not an https URL with a path (a Client ID Metadata Document's address is its client id)
             mcp_servers[2].auth.client_id: {missing} names no config field (known: none)
-            mcp_servers[3].auth.connection: "everyone" is not a connection mode (`shared`: one connection for every caller; `per_user`: each caller connects its own account)
+            mcp_servers[3].auth.connection: "everyone" is not a connection mode (`shared`: one connection for every caller; `per_user`: each caller connects its own account; `exchange`: each caller's JWT exchanged for the server, RFC 8693)
+            mcp_servers[4].auth.connection: `exchange` needs the identity provider's `token_endpoint` (where callers' tokens are exchanged, RFC 8693)
+            mcp_servers[5].auth.audience: belongs to `connection: exchange`
         "#]],
     );
 }

@@ -7,27 +7,22 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
-use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::ClientHandler;
 #[allow(deprecated)] // Sampling is deprecated by 2026-07-28 (SEP-2577), still in use.
 use rmcp::model::{
-    ClientJsonRpcMessage, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ErrorCode, JsonRpcMessage, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorCode,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion,
 };
 use rmcp::service::RequestContext;
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
-use rmcp::transport::common::client_side_sse::BoxedSseResponse;
-use rmcp::transport::streamable_http_client::{
-    StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
-};
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 use toolsmith_core::upstream::{McpServer, Protocol, Transport};
 
 use super::asks::{ElicitRoutes, ask};
+use super::session_http::SessionAware;
 use super::{Progress, Spawning, Upstream, lock};
 use crate::limits::{self, CallCgroup};
 
@@ -245,17 +240,16 @@ impl Process {
 /// Connects to `def`: starts its process (stdio) or opens its client (HTTP), then the MCP
 /// handshake of the era its `protocol` says — under `auto` the `initialize` handshake, and
 /// `server/discover` (started afresh) when the server refuses that handshake. An OAuth
-/// server's connection goes with `subject`'s tokens (`""`: the shared connection's); its
-/// refusal of them is noted in `challenge`.
+/// server's connection goes as `who` says; its refusal of a token is noted in `challenge`.
 pub(crate) async fn connect(
     up: &Arc<Upstream>,
     handler: Handler,
-    subject: &str,
+    who: Who<'_>,
     challenge: Arc<Mutex<Option<String>>>,
 ) -> Result<Conn, String> {
     let modes = lifecycles(&up.def);
     let last = modes.len() - 1;
-    let who = (subject, &challenge);
+    let who = (who, &challenge);
     for (i, mode) in modes.into_iter().enumerate() {
         match connect_with(up, handler.clone(), mode, who).await {
             Ok(conn) => return Ok(conn),
@@ -266,6 +260,18 @@ pub(crate) async fn connect(
         }
     }
     Err("no handshake to try".into())
+}
+
+/// Whose a connection is, and so what it sends an OAuth server.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Who<'a> {
+    /// The server's shared connection: its tokens (a `connection: exchange` server's:
+    /// toolsmith's own, by client credentials).
+    Shared,
+    /// One user's: the tokens that user connected with.
+    User(&'a str),
+    /// One user's, with a token exchanged for them.
+    Bearer(&'a str),
 }
 
 /// Why a connection did not start.
@@ -293,7 +299,7 @@ async fn connect_with(
     up: &Arc<Upstream>,
     handler: Handler,
     mode: ClientLifecycleMode,
-    (subject, challenge): (&str, &Arc<Mutex<Option<String>>>),
+    (who, challenge): (Who<'_>, &Arc<Mutex<Option<String>>>),
 ) -> Result<Conn, Refused> {
     match &up.def.transport {
         Transport::Stdio { .. } => {
@@ -337,9 +343,30 @@ async fn connect_with(
                 headers.insert(name, value);
             }
             let client = super::oauth::http_client().map_err(Refused::Other)?;
-            let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str())
+            let mut config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(headers);
-            let service = if super::oauth::uses(up).await {
+            // A token exchanged for the user, or toolsmith's own for an exchanging server.
+            let bearer = match who {
+                Who::Bearer(token) => Some(token.to_owned()),
+                Who::Shared if up.exchange().is_some() => Some(
+                    up.exchanged("", None)
+                        .await
+                        .map_err(|e| Refused::Other(e.to_string()))?,
+                ),
+                _ => None,
+            };
+            let subject = match who {
+                Who::User(subject) => subject,
+                _ => "",
+            };
+            let service = if let Some(bearer) = bearer {
+                config = config.auth_header(bearer);
+                let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+                    SessionAware(client, challenge.clone()),
+                    config,
+                );
+                handler.serve_with_lifecycle(transport, mode).await
+            } else if super::oauth::uses(up).await {
                 // OAuth: the connection's tokens (shared or the user's), sent, refreshed before they expire
                 // and once on a 401. Without tokens the requests go without one: the server's
                 // 401 says what the authorization needs (noted by SessionAware).
@@ -387,136 +414,6 @@ fn lifecycles(def: &McpServer) -> Vec<ClientLifecycleMode> {
         Protocol::Auto => vec![ClientLifecycleMode::Initialize, modern()],
         Protocol::Modern => vec![modern()],
         Protocol::Legacy => vec![ClientLifecycleMode::Initialize],
-    }
-}
-
-/// reqwest as rmcp's HTTP client, with one repair. Many servers (the TypeScript SDK's
-/// examples among them) answer a request on a session they no longer know — they restarted
-/// — with HTTP 400 and a JSON-RPC error without an id, not the 404 the spec asks for. rmcp
-/// cannot match that error to the request, which would then wait for its whole timeout;
-/// taken as the session expiring, it makes rmcp initialize a new session and send the
-/// request again.
-///
-/// And it notes an OAuth server's refusal — without a token (401) or for want of scope (403
-/// `insufficient_scope`), either of which ends the connection — where calls and the next
-/// authorization find it ([`super::Upstream::auth_challenge`]).
-#[derive(Clone)]
-struct SessionAware(reqwest::Client, Arc<std::sync::Mutex<Option<String>>>);
-
-impl StreamableHttpClient for SessionAware {
-    type Error = reqwest::Error;
-
-    async fn post_message(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
-        let max =
-            rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::default()
-                .max_sse_event_size;
-        self.post_message_with_max_sse_event_size(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            max,
-        )
-        .await
-    }
-
-    async fn post_message_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
-        let on_session = session_id.is_some() && matches!(message, JsonRpcMessage::Request(_));
-        let answer = self
-            .0
-            .post_message_with_max_sse_event_size(
-                uri,
-                message,
-                session_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await;
-        match answer {
-            Err(StreamableHttpError::InsufficientScope(e)) => {
-                tracing::warn!(
-                    "an MCP server refused a request for want of scope: {}",
-                    e.www_authenticate_header
-                );
-                *super::lock(&self.1) = Some(e.www_authenticate_header.clone());
-                Err(StreamableHttpError::InsufficientScope(e))
-            }
-            Err(StreamableHttpError::AuthRequired(e)) => {
-                *super::lock(&self.1) = Some(e.www_authenticate_header.clone());
-                Err(StreamableHttpError::AuthRequired(e))
-            }
-            Ok(StreamableHttpPostResponse::Json(JsonRpcMessage::Error(e), _))
-                if on_session && e.id.is_none() =>
-            {
-                tracing::info!(
-                    "an MCP server answered a request on its session with an error for no request ({}): taken as the session expiring",
-                    e.error.message
-                );
-                Err(StreamableHttpError::SessionExpired)
-            }
-            other => other,
-        }
-    }
-
-    fn delete_session(
-        &self,
-        uri: Arc<str>,
-        session_id: Arc<str>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<(), StreamableHttpError<reqwest::Error>>> + Send + '_ {
-        self.0
-            .delete_session(uri, session_id, auth_header, custom_headers)
-    }
-
-    fn get_stream(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<BoxedSseResponse, StreamableHttpError<reqwest::Error>>> + Send + '_
-    {
-        self.0
-            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-    }
-
-    fn get_stream_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> impl Future<Output = Result<BoxedSseResponse, StreamableHttpError<reqwest::Error>>> + Send + '_
-    {
-        self.0.get_stream_with_max_sse_event_size(
-            uri,
-            session_id,
-            last_event_id,
-            auth_header,
-            custom_headers,
-            max_sse_event_size,
-        )
     }
 }
 

@@ -40,6 +40,19 @@ pub struct Downstream {
     /// Who the call is for, where a server connects each user's own account (`connection:
     /// per_user`): the caller's name (a token's; `jwt:` and a JWT's subject); none: `local`.
     pub subject: Option<String>,
+    /// The caller's own JWT, for a server that exchanges it for one of its own
+    /// (`connection: exchange`, RFC 8693); none: the caller presented none.
+    pub subject_token: Option<SubjectToken>,
+}
+
+/// A caller's JWT as it presented it: never shown (its `Debug` is `***`).
+#[derive(Clone)]
+pub struct SubjectToken(pub Arc<str>);
+
+impl std::fmt::Debug for SubjectToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SubjectToken(***)")
+    }
 }
 
 /// A relayed call sent again with the caller's answers.

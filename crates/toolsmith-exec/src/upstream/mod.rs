@@ -21,23 +21,25 @@
 mod asks;
 mod conn;
 mod downstream;
+mod exchange;
 mod listen;
 mod logs;
 mod oauth;
 mod offer;
 mod probe;
+mod session_http;
 mod supervise;
 mod tasks;
 mod users;
 
 pub use downstream::{
-    BoxFuture, CLIENT_ERROR, Downstream, Elicitor, MISSING_CLIENT_CAPABILITY, Resume,
+    BoxFuture, CLIENT_ERROR, Downstream, Elicitor, MISSING_CLIENT_CAPABILITY, Resume, SubjectToken,
 };
 pub use oauth::{Begun, TokenStore, needs_authorization};
 pub use offer::{Offer, ServerOffer};
 pub use probe::ProbeError;
 pub use tasks::TaskRequest;
-pub use users::LOCAL_SUBJECT;
+pub use users::{LOCAL_SUBJECT, OnBehalf};
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -210,6 +212,8 @@ pub(crate) struct Upstream {
     pub auth_challenge: Arc<Mutex<Option<String>>>,
     /// The users' own connections, where calls go as each caller (`connection: per_user`).
     pub users: users::UserConns,
+    /// The tokens exchanged for its callers (`connection: exchange`).
+    pub exchanges: exchange::Exchanges,
 }
 
 pub(crate) struct State {
@@ -478,7 +482,7 @@ impl Upstreams {
         timeout: Duration,
         downstream: &Downstream,
     ) -> Result<ServerResult, UpstreamError> {
-        let link = up.link(timeout, downstream.subject.as_deref()).await?;
+        let link = up.link(timeout, users::OnBehalf::of(downstream)).await?;
         let peer = link.peer.clone();
         let in_flight = link.logs.enter(downstream.log.clone());
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));

@@ -114,34 +114,31 @@ impl Upstreams {
             .collect()
     }
 
-    /// `resources/read` of `uri` at `server` for `subject` (the caller, whose own connection
-    /// a per-user server reads it on): its `ReadResourceResult` as JSON.
+    /// `resources/read` of `uri` at `server` on behalf of `on` (the caller, whose own
+    /// connection a per-user server reads it on): its `ReadResourceResult` as JSON.
     pub async fn read_resource(
         &self,
         server: &str,
         uri: &str,
-        subject: Option<&str>,
+        on: super::OnBehalf<'_>,
     ) -> Result<Value, UpstreamError> {
         let up = self.upstream(server)?;
         let request: ReadResourceRequestParams = params(traced(json!({ "uri": uri })))?;
-        up.ask(
-            subject,
-            |peer| async move { peer.read_resource(request).await },
-        )
-        .await
+        up.ask(on, |peer| async move { peer.read_resource(request).await })
+            .await
     }
 
     /// `prompts/get` of `name` (the upstream's name) at `server` with `arguments` — and the
     /// answers to its "input required", when this is the request sent again. A 2026-07-28
     /// upstream's "input required" is the answer as it came (`resultType: input_required`).
-    /// A per-user server answers on `subject`'s own connection.
+    /// A per-user server answers on the caller's own connection.
     pub async fn get_prompt(
         &self,
         server: &str,
         name: &str,
         arguments: serde_json::Map<String, Value>,
         resume: Option<super::Resume>,
-        subject: Option<&str>,
+        on: super::OnBehalf<'_>,
     ) -> Result<Value, UpstreamError> {
         let up = self.upstream(server)?;
         let mut request: GetPromptRequestParams =
@@ -152,7 +149,7 @@ impl Upstreams {
             request.request_state = resume.request_state;
         }
         // (rmcp's two answers as the one JSON value they are on the wire.)
-        up.ask(subject, |peer| async move {
+        up.ask(on, |peer| async move {
             peer.get_prompt_once(request).await.map(|r| match r {
                 GetPromptResponse::Complete(done) => serde_json::to_value(done).unwrap_or_default(),
                 GetPromptResponse::InputRequired(asked) => {
@@ -169,8 +166,10 @@ impl Upstreams {
     pub async fn complete(&self, server: &str, request: Value) -> Result<Value, UpstreamError> {
         let up = self.upstream(server)?;
         let request: CompleteRequestParams = params(request)?;
-        up.ask(None, |peer| async move { peer.complete(request).await })
-            .await
+        up.ask(Default::default(), |peer| async move {
+            peer.complete(request).await
+        })
+        .await
     }
 
     /// `resources/subscribe` of `uri` at `server` (its updates arrive as
@@ -182,9 +181,11 @@ impl Upstreams {
             return Ok(());
         }
         let request: rmcp::model::SubscribeRequestParams = params(json!({ "uri": uri }))?;
-        up.ask(None, |peer| async move { peer.subscribe(request).await })
-            .await
-            .map(drop)
+        up.ask(Default::default(), |peer| async move {
+            peer.subscribe(request).await
+        })
+        .await
+        .map(drop)
     }
 
     /// `resources/unsubscribe` of `uri` at `server`.
@@ -195,9 +196,11 @@ impl Upstreams {
             return Ok(());
         }
         let request: rmcp::model::UnsubscribeRequestParams = params(json!({ "uri": uri }))?;
-        up.ask(None, |peer| async move { peer.unsubscribe(request).await })
-            .await
-            .map(drop)
+        up.ask(Default::default(), |peer| async move {
+            peer.unsubscribe(request).await
+        })
+        .await
+        .map(drop)
     }
 
     pub(super) fn upstream(&self, server: &str) -> Result<Arc<Upstream>, UpstreamError> {
@@ -231,11 +234,11 @@ impl Upstream {
         Ok(true)
     }
 
-    /// One request on the ready connection (`subject`'s own on a per-user server; else the
-    /// shared one), within the server's timeout; its result as JSON.
+    /// One request on the ready connection (the caller's own on a per-user or exchanging
+    /// server; else the shared one), within the server's timeout; its result as JSON.
     pub(super) async fn ask<T, F>(
         self: &Arc<Self>,
-        subject: Option<&str>,
+        on: super::OnBehalf<'_>,
         send: impl FnOnce(rmcp::Peer<RoleClient>) -> F,
     ) -> Result<Value, UpstreamError>
     where
@@ -243,7 +246,7 @@ impl Upstream {
         F: Future<Output = Result<T, ServiceError>>,
     {
         let timeout = Duration::from_millis(self.def.timeout_ms);
-        let link = self.link(timeout, subject).await?;
+        let link = self.link(timeout, on).await?;
         match tokio::time::timeout(timeout, send(link.peer.clone())).await {
             Ok(Ok(result)) => {
                 serde_json::to_value(result).map_err(|e| UpstreamError::Failed(e.to_string()))

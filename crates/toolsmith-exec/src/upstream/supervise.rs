@@ -46,6 +46,7 @@ pub(crate) fn spawn(
         watched: Mutex::default(),
         auth_challenge: Arc::default(),
         users: Mutex::default(),
+        exchanges: Mutex::default(),
         control,
         events,
         spawning,
@@ -91,7 +92,7 @@ async fn run(up: Arc<Upstream>, mut control: mpsc::UnboundedReceiver<Control>) {
             list_changed: list_tx,
         };
         let connected = tokio::select! {
-            c = tokio::time::timeout(START_TIMEOUT, conn::connect(&up, handler, "", up.auth_challenge.clone())) => match c {
+            c = tokio::time::timeout(START_TIMEOUT, conn::connect(&up, handler, conn::Who::Shared, up.auth_challenge.clone())) => match c {
                 Ok(c) => c,
                 Err(_) => Err(format!("no answer to the MCP handshake within {} s", START_TIMEOUT.as_secs())),
             },

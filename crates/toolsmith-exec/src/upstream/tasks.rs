@@ -56,13 +56,13 @@ impl Upstreams {
     /// `request` about task `task_id` (the upstream's id) at `server`, declaring
     /// `client_capabilities` (the caller's, JSON) for it: the upstream's answer as JSON (a
     /// `DetailedTask` for `tasks/get`, an empty ack for the others). A per-user server's
-    /// task lives on `subject`'s own connection.
+    /// task lives on the caller's own connection.
     pub async fn task(
         &self,
         server: &str,
         task_id: &str,
         request: TaskRequest,
-        (client_capabilities, subject): (Option<Value>, Option<&str>),
+        (client_capabilities, on): (Option<Value>, super::OnBehalf<'_>),
     ) -> Result<Value, UpstreamError> {
         let up = self.upstream(server)?;
         let id = task_id.to_owned();
@@ -94,7 +94,7 @@ impl Upstreams {
         let timeout = std::time::Duration::from_millis(up.def.timeout_ms);
         let mut options = PeerRequestOptions::with_timeout(timeout);
         options.meta = serde_json::from_value(json!({ CLIENT_CAPABILITIES_META: caps })).ok();
-        up.ask(subject, |peer| async move {
+        up.ask(on, |peer| async move {
             let handle = peer.send_request_with_option(request, options).await?;
             handle.await_response().await
         })

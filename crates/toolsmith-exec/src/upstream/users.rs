@@ -34,11 +34,42 @@ pub(crate) struct Link {
     pub subject: Option<String>,
 }
 
-/// One user's own connection to a per-user server.
+/// One user's own connection to a per-user (or exchanging) server.
 pub(crate) struct UserConn {
     service: RunningService<RoleClient, Handler>,
     handler: Handler,
     challenge: Arc<Mutex<Option<String>>>,
+    /// The token exchanged for the user that it sends (`connection: exchange`).
+    bearer: Option<String>,
+}
+
+/// Whom a request to an upstream is for: the caller's name (none: `local`), and its own JWT
+/// for a server that exchanges it (`connection: exchange`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OnBehalf<'a> {
+    pub subject: Option<&'a str>,
+    pub token: Option<&'a super::SubjectToken>,
+}
+
+impl<'a> OnBehalf<'a> {
+    /// Whom `downstream`'s call is for.
+    pub fn of(downstream: &'a super::Downstream) -> Self {
+        Self {
+            subject: downstream.subject.as_deref(),
+            token: downstream.subject_token.as_ref(),
+        }
+    }
+}
+
+impl std::fmt::Display for UpstreamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unknown(name) => write!(f, "no MCP server named `{name}`"),
+            Self::Down(why) | Self::Failed(why) | Self::NeedsAuthorization(why) => f.write_str(why),
+            Self::Timeout(after) => write!(f, "no answer within {} ms", after.as_millis()),
+            Self::Rpc { code, message, .. } => write!(f, "error {code}: {message}"),
+        }
+    }
 }
 
 /// The users' own connections of one server, by user.
@@ -50,14 +81,16 @@ impl Upstream {
         self.def.resolved_oauth().is_some_and(|o| o.per_user)
     }
 
-    /// What a request of `subject` (none: `local`) goes over: its own connection on a
-    /// per-user server (opened now when it has none), else the shared one once ready.
+    /// What a request on behalf of `on` goes over: the caller's own connection on a
+    /// per-user or exchanging server (opened now when it has none, or when the token
+    /// exchanged for it changed), else the shared one once ready.
     pub(crate) async fn link(
         self: &Arc<Self>,
         timeout: Duration,
-        subject: Option<&str>,
+        on: OnBehalf<'_>,
     ) -> Result<Link, UpstreamError> {
-        if !self.per_user() {
+        let exchanging = self.exchange().is_some();
+        if !self.per_user() && !exchanging {
             return Ok(Link {
                 peer: self.ready_peer(timeout).await?,
                 progress: self.progress.clone(),
@@ -67,7 +100,11 @@ impl Upstream {
                 subject: None,
             });
         }
-        let subject = subject.unwrap_or(LOCAL_SUBJECT);
+        let subject = on.subject.unwrap_or(LOCAL_SUBJECT);
+        let bearer = match exchanging {
+            true => Some(self.exchanged(subject, on.token).await?),
+            false => None,
+        };
         let slot = lock(&self.users)
             .entry(subject.to_owned())
             .or_default()
@@ -75,11 +112,13 @@ impl Upstream {
         let mut slot = slot.lock().await;
         if let Some(c) = slot.as_ref()
             && !c.service.is_closed()
+            && c.bearer == bearer
         {
             return Ok(c.link(subject));
         }
         *slot = None;
-        let conn = tokio::time::timeout(timeout.min(super::START_TIMEOUT), self.open(subject))
+        let open = self.open(subject, bearer);
+        let conn = tokio::time::timeout(timeout.min(super::START_TIMEOUT), open)
             .await
             .map_err(|_| {
                 UpstreamError::Down(format!(
@@ -93,22 +132,29 @@ impl Upstream {
         Ok(link)
     }
 
-    /// Opens `subject`'s own connection with its tokens; `needs_authorization` when it has
-    /// none or the server refuses them.
-    async fn open(self: &Arc<Self>, subject: &str) -> Result<UserConn, UpstreamError> {
-        let tokens = self.spawning.tokens.get().cloned().ok_or_else(|| {
-            UpstreamError::Down(
-                "no place to keep OAuth tokens (this engine has no registry)".into(),
-            )
-        })?;
-        match tokens.load(&self.def.name, subject).await {
-            Ok(Some(_)) => {}
-            Ok(None) => return Err(self.user_needs_authorization(subject, None)),
-            Err(e) => {
-                return Err(UpstreamError::Down(format!(
-                    "the OAuth tokens of {subject} for MCP server `{}` could not be read: {e}",
-                    self.def.name
-                )));
+    /// Opens `subject`'s own connection — with `bearer` (exchanged for it), else with the
+    /// tokens it connected with; `needs_authorization` when it has none or the server
+    /// refuses them.
+    async fn open(
+        self: &Arc<Self>,
+        subject: &str,
+        bearer: Option<String>,
+    ) -> Result<UserConn, UpstreamError> {
+        if bearer.is_none() {
+            let tokens = self.spawning.tokens.get().cloned().ok_or_else(|| {
+                UpstreamError::Down(
+                    "no place to keep OAuth tokens (this engine has no registry)".into(),
+                )
+            })?;
+            match tokens.load(&self.def.name, subject).await {
+                Ok(Some(_)) => {}
+                Ok(None) => return Err(self.user_needs_authorization(subject, None)),
+                Err(e) => {
+                    return Err(UpstreamError::Down(format!(
+                        "the OAuth tokens of {subject} for MCP server `{}` could not be read: {e}",
+                        self.def.name
+                    )));
+                }
             }
         }
         let handler = Handler {
@@ -121,11 +167,16 @@ impl Upstream {
             list_changed: tokio::sync::mpsc::unbounded_channel().0,
         };
         let challenge: Arc<Mutex<Option<String>>> = Arc::default();
-        match conn::connect(self, handler.clone(), subject, challenge.clone()).await {
+        let who = match &bearer {
+            Some(token) => conn::Who::Bearer(token),
+            None => conn::Who::User(subject),
+        };
+        match conn::connect(self, handler.clone(), who, challenge.clone()).await {
             Ok(conn) => Ok(UserConn {
                 service: conn.service,
                 handler,
                 challenge,
+                bearer,
             }),
             Err(why) if lock(&challenge).is_some() => {
                 Err(self.user_needs_authorization(subject, Some(&why)))
