@@ -720,3 +720,72 @@ fn a_callers_jwt_is_exchanged_for_one_the_upstream_accepts_and_the_upstream_sees
         "{r}"
     );
 }
+
+#[test]
+#[ignore = "needs the official MCP Python SDK (TOOLSMITH_TEST_PYTHON)"]
+fn a_refresh_token_revoked_at_the_provider_turns_into_needs_authorization_not_endless_retries() {
+    let setup = Setup::new(
+        &[("OAUTH_TTL", "2")],
+        "guarded",
+        "    auth: oauth\n    prefix: g\n    on_change: accept\n",
+    );
+    let (_serve, base) = setup.serve();
+    server_until(&base, "asking for authorization", needs_authorization);
+    let (status, started) = request("POST", &format!("{base}/servers/guarded/connect"), None);
+    assert_eq!(status, 200, "{started}");
+    assert_eq!(
+        consent(started["authorization_url"].as_str().expect("URL")).0,
+        200
+    );
+    server_until(&base, "ready", ready);
+    assert_eq!(whoami(&base)["granted"]["authorization_code"], 1);
+
+    // The user revokes toolsmith's access at the provider.
+    let origin = format!("http://127.0.0.1:{}", setup._fixture.1);
+    let (status, v) = request("POST", &format!("{origin}/revoke-all"), None);
+    assert_eq!(status, 200, "{v}");
+    // The next call finds the token refused and the refresh token dead.
+    let started = Instant::now();
+    let r = loop {
+        let r = call(&base, "g__whoami", serde_json::json!({}));
+        if r["success"] != true {
+            break r;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "still answering: {r}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        ["needs_authorization", "upstream"].contains(&error_kind(&r).as_str()),
+        "{r}"
+    );
+    let v = server_until(&base, "asking for authorization again", needs_authorization);
+    assert_eq!(
+        v["oauth"]["connected"], false,
+        "the dead tokens are forgotten: {v}"
+    );
+    let r = call(&base, "g__whoami", serde_json::json!({}));
+    assert_eq!(error_kind(&r), "needs_authorization", "{r}");
+    // And nothing presents the dead refresh token again.
+    let refused = |origin: &str| get_stats(origin)["refused"]["refresh_token"].as_u64();
+    let before = refused(&origin);
+    let until = Instant::now() + Duration::from_secs(4);
+    while Instant::now() < until {
+        let _ = call(&base, "g__whoami", serde_json::json!({}));
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(
+        refused(&origin),
+        before,
+        "the revoked refresh token was tried again"
+    );
+}
+
+/// The OAuth fixture's counts: grants, and refresh tokens refused.
+fn get_stats(origin: &str) -> Value {
+    let (status, v) = request("GET", &format!("{origin}/stats"), None);
+    assert_eq!(status, 200, "{v}");
+    v
+}

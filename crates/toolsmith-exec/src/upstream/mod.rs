@@ -241,6 +241,9 @@ pub(crate) enum Control {
     Stop,
     /// The watched resources changed: open the subscription again with them.
     Rewatch,
+    /// A request found the connection's token refused (once a refresh could not help): the
+    /// connection ends, saying why.
+    Refused(String),
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

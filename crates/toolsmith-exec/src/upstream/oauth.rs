@@ -86,6 +86,29 @@ impl CredentialStore for Kept {
             .map_err(store_error)
     }
 
+    /// The authorization server refused the refresh token for good (revoked, expired): the
+    /// credentials are forgotten, so the connection needs authorization — and nothing tries
+    /// the dead token again. (Called under the refresh guard; credentials another refresh
+    /// replaced since are left alone.)
+    async fn on_refresh_token_rejected(
+        &self,
+        credentials: &StoredCredentials,
+    ) -> Result<(), AuthError> {
+        // (Read from the stored form: the token type's accessors are oauth2's.)
+        let refresh = |c: &StoredCredentials| {
+            serde_json::to_value(c)
+                .ok()
+                .map(|v| v["token_response"]["refresh_token"].clone())
+        };
+        if let Some(now) = self.load().await?
+            && refresh(&now) == refresh(credentials)
+        {
+            tracing::warn!(server = %self.server, "the authorization server refused the refresh token: the connection needs authorization again");
+            self.clear().await?;
+        }
+        Ok(())
+    }
+
     async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
         Ok(self
             .tokens

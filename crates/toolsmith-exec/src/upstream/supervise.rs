@@ -123,7 +123,7 @@ async fn run(up: Arc<Upstream>, mut control: mpsc::UnboundedReceiver<Control>) {
                 loop {
                     match control.recv().await {
                         Some(Control::Start | Control::Refresh) => break,
-                        Some(Control::Rewatch) => {}
+                        Some(Control::Rewatch | Control::Refused(_)) => {}
                         Some(Control::Stop) | None => return,
                     }
                 }
@@ -144,6 +144,12 @@ async fn run(up: Arc<Upstream>, mut control: mpsc::UnboundedReceiver<Control>) {
                         ),
                         false => why,
                     };
+                // Waiting for a person: tried again only now and then (another replica may
+                // have been connected; a dead refresh token was forgotten, so a try costs
+                // the server one request and the authorization server none).
+                if why.starts_with(super::oauth::NEEDS_AUTHORIZATION) {
+                    backoff = BACKOFF_MAX;
+                }
                 tracing::warn!(server = %up.def.name, "MCP server failed: {why}");
                 up.update(|st| {
                     st.status = Status::Failed;
@@ -162,7 +168,7 @@ async fn run(up: Arc<Upstream>, mut control: mpsc::UnboundedReceiver<Control>) {
                     stopped(&up);
                     return;
                 }
-                Some(Control::Refresh | Control::Start | Control::Rewatch) => {}
+                Some(Control::Refresh | Control::Start | Control::Rewatch | Control::Refused(_)) => {}
             },
         }
         backoff = (backoff * 2).min(BACKOFF_MAX);
@@ -292,6 +298,7 @@ async fn follow(
                     }
                 }
                 Some(Control::Stop) | None => return Ended::Stop,
+                Some(Control::Refused(why)) => return Ended::Failed(why),
             },
             _ = idle_check.tick(), if idle_after.is_some() => {
                 let idle = lock(&up.state).last_used.elapsed();

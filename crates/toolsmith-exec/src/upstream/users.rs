@@ -233,6 +233,15 @@ impl Upstream {
                         self.def.name
                     ));
                 }
+                // The shared connection's token refused, a refresh not helping (revoked):
+                // the connection ends and says it needs authorization.
+                let why = other.to_string();
+                if why.contains("Auth required") {
+                    let _ = self.control.send(super::Control::Refused(why));
+                    return UpstreamError::NeedsAuthorization(super::oauth::needs_authorization(
+                        &self.def.name,
+                    ));
+                }
                 super::oauth::wants_more_scope(self).unwrap_or_else(|| {
                     match lock(&self.broken).clone() {
                         Some(why) => {

@@ -5,7 +5,9 @@ over an in-memory provider that consents at once (no person in tests: the author
 endpoint redirects straight back with a code). Access tokens last OAUTH_TTL seconds (default
 3600) and come with refresh tokens; the tool `whoami` answers the calling token's client and
 scopes, the token itself (so a test can look for it where it must not be) and how many tokens
-were granted so far, by grant type.
+were granted so far, by grant type. `POST /revoke-all` revokes every token (a user revoking
+toolsmith's access at the provider); `GET /stats` answers the grants and the refresh tokens
+refused.
 
 Run: python oauth_server.py [PORT] → prints `PORT <n>` once listening on 127.0.0.1 (MCP at
 /mcp); a free port when none is given.
@@ -28,9 +30,14 @@ from mcp.server.auth.provider import (
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 TTL = int(os.environ.get("OAUTH_TTL", "3600"))
 GRANTED = {"authorization_code": 0, "refresh_token": 0}
+# Refresh tokens presented that are not (or no longer) known: revoked, or spent.
+REFUSED = {"refresh_token": 0}
 
 
 class Provider:
@@ -82,7 +89,10 @@ class Provider:
                           authorization_code.resource, "authorization_code")
 
     async def load_refresh_token(self, client, refresh_token):
-        return self.refresh.get(refresh_token)
+        found = self.refresh.get(refresh_token)
+        if found is None:
+            REFUSED["refresh_token"] += 1
+        return found
 
     async def exchange_refresh_token(self, client, refresh_token, scopes):
         self.refresh.pop(refresh_token.token, None)
@@ -104,9 +114,10 @@ def main():
     sock = socket.socket()
     sock.bind(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0))
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    provider = Provider()
     server = MCPServer(
         "toolsmith-oauth-fixture",
-        auth_server_provider=Provider(),
+        auth_server_provider=provider,
         auth=AuthSettings(
             issuer_url=base,
             resource_server_url=f"{base}/mcp",
@@ -125,7 +136,18 @@ def main():
                 "scopes": token.scopes if token else [], "token": token.token if token else None,
                 "granted": dict(GRANTED)}
 
+    async def revoke_all(_: Request):
+        """Revokes every token, as a user revoking toolsmith's access at the provider would."""
+        provider.access.clear()
+        provider.refresh.clear()
+        return JSONResponse({"revoked": True})
+
+    async def stats(_: Request):
+        return JSONResponse({"granted": GRANTED, "refused": REFUSED})
+
     app = server.streamable_http_app(host="127.0.0.1")
+    app.router.routes.extend([Route("/revoke-all", revoke_all, methods=["POST"]),
+                              Route("/stats", stats)])
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
 
