@@ -15,6 +15,7 @@ pub(super) fn routes(api: Api) -> Api {
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct ListParams {
     /// Every user's connections (admin only): which exist, never their tokens.
     #[serde(default)]
