@@ -621,7 +621,7 @@ fn replicas_refresh_a_connection_in_turn_and_never_spend_a_refresh_token_twice()
 
 #[test]
 #[ignore = "needs the official MCP Python SDK (TOOLSMITH_TEST_PYTHON)"]
-fn a_callers_jwt_is_exchanged_for_one_the_upstream_accepts_and_the_upstream_sees_the_caller() {
+fn a_callers_jwt_is_exchanged_or_forwarded_and_the_upstream_sees_the_caller() {
     // An identity provider and an MCP server that trusts only its tokens for its own URL.
     let idp = listening_with(
         &python(),
@@ -635,7 +635,7 @@ fn a_callers_jwt_is_exchanged_for_one_the_upstream_accepts_and_the_upstream_sees
     std::fs::write(
         &catalog,
         format!(
-            "mcp_servers:\n  - name: idp\n    url: {origin}/mcp\n    prefix: x\n    on_change: accept\n    auth:\n      type: oauth\n      connection: exchange\n      token_endpoint: {origin}/token\n      client_id: toolsmith\n      client_secret: idp-secret\n"
+            "mcp_servers:\n  - name: idp\n    url: {origin}/mcp\n    prefix: x\n    on_change: accept\n    auth:\n      type: oauth\n      connection: exchange\n      token_endpoint: {origin}/token\n      client_id: toolsmith\n      client_secret: idp-secret\n  - name: fwd\n    url: {origin}/mcp\n    prefix: f\n    on_change: accept\n    auth:\n      type: oauth\n      connection: forward\n      audience: {origin}/mcp\n      token_endpoint: {origin}/token\n      client_id: toolsmith\n      client_secret: idp-secret\n"
         ),
     )
     .expect("catalog");
@@ -654,23 +654,35 @@ fn a_callers_jwt_is_exchanged_for_one_the_upstream_accepts_and_the_upstream_sees
             "root:admin=root-secret",
         ],
     );
-    // The shared connection lists with toolsmith's own token (client credentials).
+    // The shared connections list with toolsmith's own token (client credentials).
     let started = Instant::now();
-    loop {
-        let v = get_as(&base, "/servers/idp", "root-secret");
-        if ready(&v) {
-            break;
+    for server in ["idp", "fwd"] {
+        loop {
+            let v = get_as(&base, &format!("/servers/{server}"), "root-secret");
+            if ready(&v) {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "not ready: {v}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "not ready: {v}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
     }
-    let mint = |sub: &str| -> String {
-        let (status, v) = request("GET", &format!("{origin}/mint?sub={sub}"), None);
+    let mint = |query: &str| -> String {
+        let (status, v) = request("GET", &format!("{origin}/mint?sub={query}"), None);
         assert_eq!(status, 200, "{v}");
         v["token"].as_str().expect("a token").to_owned()
+    };
+    let call_as = |tool: &str, token: &str| -> Value {
+        let (status, r) = common::request_as(
+            "POST",
+            &format!("{base}/tools/{tool}/call"),
+            Some(serde_json::json!({"arguments": {}})),
+            Some(token),
+        );
+        assert_eq!(status, 200, "{r}");
+        r
     };
     let whoami_with = |token: &str| -> Value {
         let (status, r) = common::request_as(
@@ -704,6 +716,23 @@ fn a_callers_jwt_is_exchanged_for_one_the_upstream_accepts_and_the_upstream_sees
         bob["exchanges"],
         serde_json::json!({"alice": 1, "bob": 1}),
         "{bob}"
+    );
+    // Forwarded (`connection: forward`): a caller's own token goes on only when it was
+    // issued for the server too; one for toolsmith alone is refused, naming its audience.
+    let carol = mint(&format!("carol&aud=toolsmith-test&aud={origin}/mcp"));
+    let forwarded = identity_of(&call_as("f__whoami", &carol));
+    assert_eq!(forwarded["sub"], "carol", "{forwarded}");
+    assert!(
+        forwarded["act"].is_null(),
+        "her own token, not an exchanged one: {forwarded}"
+    );
+    let r = call_as("f__whoami", &alice);
+    assert_eq!(error_kind(&r), "needs_authorization", "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("its audience is `toolsmith-test`")),
+        "{r}"
     );
     // A caller with a static token has no JWT to exchange: it is told so, and nothing runs.
     let (_, r) = common::request_as(

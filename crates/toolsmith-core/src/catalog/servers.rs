@@ -387,7 +387,14 @@ fn oauth(v: &Value, at: &str, e: &mut Errs) -> Option<OAuth> {
             let audience = f.string("audience", e);
             let exchange = match connection.as_deref() {
                 None | Some("shared" | "per_user") => None,
-                Some("exchange") => match &token_endpoint {
+                Some(mode @ ("exchange" | "forward")) => match &token_endpoint {
+                    Some(_) if mode == "forward" && audience.is_none() => {
+                        e.push(
+                            &f.at("connection"),
+                            "`forward` needs the `audience` a caller's token must include to be sent on (the server's)",
+                        );
+                        None
+                    }
                     Some(url)
                         if url::Url::parse(url)
                             .is_ok_and(|u| matches!(u.scheme(), "http" | "https")) =>
@@ -395,6 +402,7 @@ fn oauth(v: &Value, at: &str, e: &mut Errs) -> Option<OAuth> {
                         Some(TokenExchange {
                             token_endpoint: url.clone(),
                             audience: audience.clone(),
+                            forward: mode == "forward",
                         })
                     }
                     Some(url) => {
@@ -407,7 +415,7 @@ fn oauth(v: &Value, at: &str, e: &mut Errs) -> Option<OAuth> {
                     None => {
                         e.push(
                             &f.at("connection"),
-                            "`exchange` needs the identity provider's `token_endpoint` (where callers' tokens are exchanged, RFC 8693)",
+                            format!("`{mode}` needs the identity provider's `token_endpoint` (where callers' tokens are exchanged, RFC 8693, and toolsmith's own is asked for)"),
                         );
                         None
                     }
@@ -415,19 +423,21 @@ fn oauth(v: &Value, at: &str, e: &mut Errs) -> Option<OAuth> {
                 Some(other) => {
                     e.push(
                         &f.at("connection"),
-                        format!("{other:?} is not a connection mode (`shared`: one connection for every caller; `per_user`: each caller connects its own account; `exchange`: each caller's JWT exchanged for the server, RFC 8693)"),
+                        format!("{other:?} is not a connection mode (`shared`: one connection for every caller; `per_user`: each caller connects its own account; `exchange`: each caller's JWT exchanged for the server, RFC 8693; `forward`: each caller's JWT sent on when it is for the server too)"),
                     );
                     None
                 }
             };
-            if exchange.is_none() && (token_endpoint.is_some() || audience.is_some()) {
+            if !matches!(connection.as_deref(), Some("exchange" | "forward"))
+                && (token_endpoint.is_some() || audience.is_some())
+            {
                 e.push(
                     &f.at(if token_endpoint.is_some() {
                         "token_endpoint"
                     } else {
                         "audience"
                     }),
-                    "belongs to `connection: exchange`",
+                    "belongs to `connection: exchange` or `forward`",
                 );
             }
             Some(OAuth {

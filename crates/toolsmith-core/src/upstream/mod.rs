@@ -117,6 +117,10 @@ pub struct TokenExchange {
     pub token_endpoint: String,
     /// The audience the exchanged tokens are for; `None`: the server's URL.
     pub audience: Option<String>,
+    /// `connection: forward`: no exchange — the caller's own JWT is sent, when its audience
+    /// includes `audience` (issued for the server too); the endpoint serves only the shared
+    /// connection's own token.
+    pub forward: bool,
 }
 
 impl OAuth {
@@ -143,7 +147,10 @@ impl OAuth {
             m.insert("connection".into(), json!("per_user"));
         }
         if let Some(x) = &self.exchange {
-            m.insert("connection".into(), json!("exchange"));
+            m.insert(
+                "connection".into(),
+                json!(if x.forward { "forward" } else { "exchange" }),
+            );
             m.insert("token_endpoint".into(), json!(x.token_endpoint));
             if let Some(audience) = &x.audience {
                 m.insert("audience".into(), json!(audience));

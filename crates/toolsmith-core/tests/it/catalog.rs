@@ -892,6 +892,7 @@ mcp_servers:
         Some(toolsmith_core::upstream::TokenExchange {
             token_endpoint: "https://idp.example/oauth2/token".into(),
             audience: Some("internal-mcp".into()),
+            forward: false,
         })
     );
     assert_eq!(exchange.client_secret.as_deref(), Some("idp_s3cret"));
@@ -937,6 +938,9 @@ mcp_servers:
   - name: f
     url: http://x/mcp
     auth: {type: oauth, connection: per_user, audience: x}
+  - name: g
+    url: http://x/mcp
+    auth: {type: oauth, connection: forward, token_endpoint: "http://idp/token"}
 "#,
         expect![[r#"
             mcp_servers[0].auth: expected `oauth` or a mapping with `type: oauth` (and `client_id`, `client_secret`, `scopes`, `client_metadata_url`, `connection`, `token_endpoint`, `audience`)
@@ -944,9 +948,10 @@ mcp_servers:
             mcp_servers[1].auth.scopes: "two words" is not a scope (one word each)
             mcp_servers[1].auth.client_metadata_url: "http://x/meta.json" is not an https URL with a path (a Client ID Metadata Document's address is its client id)
             mcp_servers[2].auth.client_id: {missing} names no config field (known: none)
-            mcp_servers[3].auth.connection: "everyone" is not a connection mode (`shared`: one connection for every caller; `per_user`: each caller connects its own account; `exchange`: each caller's JWT exchanged for the server, RFC 8693)
-            mcp_servers[4].auth.connection: `exchange` needs the identity provider's `token_endpoint` (where callers' tokens are exchanged, RFC 8693)
-            mcp_servers[5].auth.audience: belongs to `connection: exchange`
+            mcp_servers[3].auth.connection: "everyone" is not a connection mode (`shared`: one connection for every caller; `per_user`: each caller connects its own account; `exchange`: each caller's JWT exchanged for the server, RFC 8693; `forward`: each caller's JWT sent on when it is for the server too)
+            mcp_servers[4].auth.connection: `exchange` needs the identity provider's `token_endpoint` (where callers' tokens are exchanged, RFC 8693, and toolsmith's own is asked for)
+            mcp_servers[5].auth.audience: belongs to `connection: exchange` or `forward`
+            mcp_servers[6].auth.connection: `forward` needs the `audience` a caller's token must include to be sent on (the server's)
         "#]],
     );
 }

@@ -5,6 +5,9 @@
 //! and never the token the caller gave toolsmith. The shared connection, which lists, carries
 //! toolsmith's own token from the same endpoint (client credentials).
 //!
+//! `connection: forward` sends the caller's own JWT instead, only when its audience includes
+//! the server's (issued for the server too, never a token meant for toolsmith alone).
+//!
 //! Tokens are kept in memory only, per caller, until 30 seconds before they expire, and only
 //! for the JWT they were exchanged for (a caller with a new JWT gets a new exchange).
 
@@ -56,6 +59,9 @@ impl Upstream {
                 self.def.name
             ))
         })?;
+        if exchange.forward && !subject.is_empty() {
+            return self.forwarded(subject, token, &exchange);
+        }
         let from = digest(token.map_or("", |t| &t.0));
         if let Some(kept) = lock(&self.exchanges).get(subject)
             && kept.from == from
@@ -114,6 +120,69 @@ impl Upstream {
             },
         );
         Ok(access)
+    }
+}
+
+impl Upstream {
+    /// A `connection: forward` server's token for `subject`: its own JWT, when it was issued
+    /// for the server too (its `aud` includes the server's audience) — never a token meant
+    /// for toolsmith alone.
+    fn forwarded(
+        &self,
+        subject: &str,
+        token: Option<&SubjectToken>,
+        exchange: &TokenExchange,
+    ) -> Result<String, UpstreamError> {
+        let name = &self.def.name;
+        let audience = exchange.audience.as_deref().unwrap_or_default();
+        let refused = |why: String| {
+            UpstreamError::NeedsAuthorization(format!(
+                "{} MCP server `{name}` is sent each caller's own token when it is for the server too, and {why}",
+                super::oauth::NEEDS_AUTHORIZATION
+            ))
+        };
+        let Some(token) = token else {
+            return Err(refused(format!("{subject} called without a JWT")));
+        };
+        let audiences = audiences_of(&token.0);
+        if !audiences.iter().any(|a| a == audience) {
+            let given = match audiences.as_slice() {
+                [] => "not given".to_owned(),
+                all => all
+                    .iter()
+                    .map(|a| format!("`{a}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            return Err(refused(format!(
+                "{subject}'s token is not (its audience is {given}, not `{audience}`)"
+            )));
+        }
+        Ok(token.0.to_string())
+    }
+}
+
+/// The `aud` of a JWT (one or many), read from its payload: toolsmith verified the token's
+/// signature when the caller presented it.
+fn audiences_of(jwt: &str) -> Vec<String> {
+    use base64::Engine as _;
+    let claims = jwt
+        .split('.')
+        .nth(1)
+        .and_then(|p| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(p)
+                .ok()
+        })
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .unwrap_or_default();
+    match &claims["aud"] {
+        serde_json::Value::String(a) => vec![a.clone()],
+        serde_json::Value::Array(all) => all
+            .iter()
+            .filter_map(|a| a.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 

@@ -2,8 +2,8 @@
 (RFC 8693, `connection: exchange`). One process, one port:
 
 - the identity provider: its OpenID configuration, its keys (RS256, made at start), `GET
-  /mint?sub=NAME` (a token for toolsmith, audience `toolsmith-test`, as a person's login would
-  give them), and `POST /token` for the client `toolsmith` (secret `idp-secret`, HTTP basic):
+  /mint?sub=NAME[&aud=A...]` (a token for toolsmith — audience `toolsmith-test` unless the
+  audiences are given — as a person's login would give them), and `POST /token` for the client `toolsmith` (secret `idp-secret`, HTTP basic):
   `client_credentials` (toolsmith's own token) and token exchange (a person's token for
   toolsmith exchanged for one whose audience is the requested one, `act` naming toolsmith);
 - an MCP server at /mcp (the official Python SDK) that accepts only this provider's tokens
@@ -98,8 +98,10 @@ def main():
 
     async def mint(request: Request):
         now = int(time.time())
+        audiences = request.query_params.getlist("aud") or [TOOLSMITH_AUDIENCE]
         return JSONResponse({"token": sign({
-            "iss": base, "sub": request.query_params["sub"], "aud": TOOLSMITH_AUDIENCE,
+            "iss": base, "sub": request.query_params["sub"],
+            "aud": audiences[0] if len(audiences) == 1 else audiences,
             "iat": now, "exp": now + TTL, "scope": "toolsmith:call"})})
 
     async def token(request: Request):
