@@ -97,6 +97,13 @@ describe('the Add server form', () => {
     expect(fieldName('X-Api-Key')).toBe('x_api_key');
   });
 
+  it('makes an OAuth server, shared or each user\'s own', () => {
+    const base = { ...emptyServer(), kind: 'http' as const, name: 'notion', url: 'https://mcp.notion.com/mcp' };
+    expect(serverDefinition({ ...base, auth: 'oauth' })).toEqual({ name: 'notion', url: 'https://mcp.notion.com/mcp', auth: 'oauth' });
+    expect(serverDefinition({ ...base, auth: 'oauth_per_user' }).auth).toEqual({ type: 'oauth', connection: 'per_user' });
+    expect(serverDefinition({ ...base, auth: 'none' }).auth).toBeUndefined();
+  });
+
   it('tells a definition that still names a variable', () => {
     expect(needsValues({ config: { token: '${GH}' } })).toBe(true);
     expect(needsValues({ config: { token: 'abc' } })).toBe(false);

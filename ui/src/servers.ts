@@ -133,6 +133,9 @@ export interface ServerFields {
   env: KeyValue[];
   url: string;
   headers: KeyValue[];
+  /** An HTTP server's authorization: none (or headers), OAuth with one shared connection, or
+   * OAuth with each user's own account. */
+  auth: 'none' | 'oauth' | 'oauth_per_user';
 }
 
 export const emptyServer = (): ServerFields => ({
@@ -143,6 +146,7 @@ export const emptyServer = (): ServerFields => ({
   env: [],
   url: '',
   headers: [],
+  auth: 'none',
 });
 
 /** A config field's name for a variable or header: lower case, `_` for anything else. */
@@ -185,6 +189,8 @@ export function serverDefinition(f: ServerFields): Record<string, unknown> {
       }
     }
     if (Object.keys(headers).length > 0) def.headers = headers;
+    if (f.auth === 'oauth') def.auth = 'oauth';
+    if (f.auth === 'oauth_per_user') def.auth = { type: 'oauth', connection: 'per_user' };
   }
   if (schema.length > 0) {
     def.config_schema = schema;

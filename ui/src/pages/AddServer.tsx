@@ -104,6 +104,27 @@ function ServerForm({ admin }: { admin: boolean }) {
             <Input id="srv-url" value={f.url} onChange={(e) => set('url', e.target.value)} placeholder="https://mcp.example.com/mcp" />
           </Form.Item>
           <Rows title="Headers" what="header" rows={f.headers} onChange={(headers) => set('headers', headers)} />
+          <Form.Item
+            label="Authorization"
+            extra={
+              f.auth === 'oauth'
+                ? 'OAuth 2.1: once saved, Connect on its page opens the server’s consent page; every call goes as that one connection.'
+                : f.auth === 'oauth_per_user'
+                  ? 'OAuth 2.1, each user’s own account: an admin connects once (to list its tools), then each user connects theirs under My connections; their calls go as them.'
+                  : 'None, or a header above (a server that answers 401 naming its authorization server is found to use OAuth anyway).'
+            }
+          >
+            <Radio.Group
+              value={f.auth}
+              onChange={(e) => set('auth', e.target.value as ServerFields['auth'])}
+              optionType="button"
+              options={[
+                { label: 'None / headers', value: 'none' },
+                { label: 'OAuth (shared)', value: 'oauth' },
+                { label: 'OAuth (each user)', value: 'oauth_per_user' },
+              ]}
+            />
+          </Form.Item>
         </>
       )}
       <Space wrap style={{ marginBottom: 12 }}>

@@ -1,7 +1,9 @@
 //! What a call goes over ([`Link`]): the server's shared connection, or — for an OAuth
 //! server that connects each user's own account (`connection: per_user`) — the calling
 //! user's own connection, opened on the first call with that user's tokens (kept in the
-//! registry under the server's name and the user's name) and kept while it works.
+//! registry under the server's name and the user's name) — or, on an exchanging server, with
+//! a token exchanged for them — and kept while it works and is used (closed after ten idle
+//! minutes; the next request opens it again).
 //!
 //! A user's connection is its own MCP session with its own routes for progress, questions
 //! and log messages (request ids and progress tokens are per connection). A user without
@@ -41,7 +43,13 @@ pub(crate) struct UserConn {
     challenge: Arc<Mutex<Option<String>>>,
     /// The token exchanged for the user that it sends (`connection: exchange`).
     bearer: Option<String>,
+    /// When a request last went over it.
+    used: std::time::Instant,
 }
+
+/// How long a user's own connection is kept unused before it is closed (the next request
+/// opens it again).
+const USER_IDLE: Duration = Duration::from_secs(600);
 
 /// Whom a request to an upstream is for: the caller's name (none: `local`), and its own JWT
 /// for a server that exchanges it (`connection: exchange`).
@@ -105,15 +113,17 @@ impl Upstream {
             true => Some(self.exchanged(subject, on.token).await?),
             false => None,
         };
+        self.close_idle_users();
         let slot = lock(&self.users)
             .entry(subject.to_owned())
             .or_default()
             .clone();
         let mut slot = slot.lock().await;
-        if let Some(c) = slot.as_ref()
+        if let Some(c) = slot.as_mut()
             && !c.service.is_closed()
             && c.bearer == bearer
         {
+            c.used = std::time::Instant::now();
             return Ok(c.link(subject));
         }
         *slot = None;
@@ -177,6 +187,7 @@ impl Upstream {
                 handler,
                 challenge,
                 bearer,
+                used: std::time::Instant::now(),
             }),
             Err(why) if lock(&challenge).is_some() => {
                 Err(self.user_needs_authorization(subject, Some(&why)))
@@ -199,6 +210,21 @@ impl Upstream {
             "{} MCP server `{name}` connects each user's own account, and {subject} has not connected theirs{answered} (`toolsmith connections connect {name}`, POST /v1/connections/{name}, or Connect under My connections in the web UI)",
             super::oauth::NEEDS_AUTHORIZATION
         ))
+    }
+
+    /// Closes the users' connections that ended or were not used for [`USER_IDLE`] (one in
+    /// use, or being opened, is left alone): a server many people used keeps open only
+    /// what is used.
+    fn close_idle_users(&self) {
+        for slot in lock(&self.users).values() {
+            if let Ok(mut slot) = slot.try_lock()
+                && slot
+                    .as_ref()
+                    .is_some_and(|c| c.service.is_closed() || c.used.elapsed() >= USER_IDLE)
+            {
+                *slot = None;
+            }
+        }
     }
 
     /// Closes `subject`'s own connection (its tokens were forgotten or replaced): the next
