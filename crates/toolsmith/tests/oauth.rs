@@ -372,7 +372,7 @@ fn each_user_connects_their_own_account_and_their_calls_carry_their_own_token() 
     let setup = Setup::new(
         &[],
         "each",
-        "    auth: {type: oauth, connection: per_user}\n    prefix: u\n    on_change: accept\n    tools:\n      whoami: {danger: safe}\n",
+        "    auth: {type: oauth, connection: per_user}\n    prefix: u\n    on_change: accept\n    tools:\n      whoami: {danger: safe}\ntoolsets:\n  - name: elsewhere\n    include: {names: [\"nothing_here\"]}\n",
     );
     let catalog = setup.dir.path().join("catalog.yaml");
     let (_serve, base, _) = serve(
@@ -387,6 +387,8 @@ fn each_user_connects_their_own_account_and_their_calls_carry_their_own_token() 
             "alice:call=alice-secret",
             "--token",
             "bob:call=bob-secret",
+            "--token",
+            "dan:call@elsewhere=dan-secret",
         ],
     );
     let (admin, alice, bob) = ("root-secret", "alice-secret", "bob-secret");
@@ -556,6 +558,16 @@ fn each_user_connects_their_own_account_and_their_calls_carry_their_own_token() 
             .contains(asked["url"].as_str().unwrap_or("?")),
         "{answer}"
     );
+    // A caller limited to a toolset without the server's tools neither sees nor connects it.
+    let dans = get_as(&base, "/connections", "dan-secret");
+    assert_eq!(dans["servers"], serde_json::json!([]), "{dans}");
+    let (status, v) = common::request_as(
+        "POST",
+        &format!("{base}/connections/each"),
+        None,
+        Some("dan-secret"),
+    );
+    assert_eq!(status, 404, "{v}");
     // A server with one shared connection is not connected per user.
     let (status, v) =
         common::request_as("POST", &format!("{base}/connections/nope"), None, Some(bob));

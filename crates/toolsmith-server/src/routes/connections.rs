@@ -1,7 +1,8 @@
 //! Each user's own OAuth connections (SPEC §11, `connection: per_user`): the caller lists
 //! the per-user servers and whether it connected each, connects one (the URL where it
-//! consents, coming back to `/oauth/callback`) and forgets one. An admin lists everyone's
-//! (`?all=true`): which exist and when they were made, never a token.
+//! consents, coming back to `/oauth/callback`) and forgets one. A caller limited to toolsets
+//! sees (and connects) only the servers some of whose tools it sees. An admin lists
+//! everyone's (`?all=true`): which exist and when they were made, never a token.
 
 use super::servers::connect_error;
 use super::*;
@@ -42,6 +43,7 @@ struct Connections {
 async fn list_connections(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
+    Extension(view): Extension<Arc<View>>,
     Query(p): Query<ListParams>,
 ) -> ApiResult<Json<Connections>> {
     let subject = rest_door(&caller).subject();
@@ -52,10 +54,13 @@ async fn list_connections(
             "every user's connections are listed to admins only; without `all` you see your own",
         ));
     }
-    let servers = s
+    let mut servers = s
         .my_connections(&subject)
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?;
+    if let Some(visible) = visible_servers(&s, &view).await? {
+        servers.retain(|c| visible.contains(&c.server));
+    }
     let all = match p.all {
         true => Some(
             s.connections(None)
@@ -81,9 +86,19 @@ async fn list_connections(
 async fn connect_mine(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
+    Extension(view): Extension<Arc<View>>,
     Path(server): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Json<Started>> {
+    // A server none of whose tools the caller may see answers as a missing one.
+    if visible_servers(&s, &view)
+        .await?
+        .is_some_and(|visible| !visible.contains(&server))
+    {
+        return Err(connect_error(
+            toolsmith_gateway::connections::ConnectError::Unknown(server),
+        ));
+    }
     let base = crate::auth::public_base_of(&s, &headers);
     s.connect_user(&server, &rest_door(&caller).subject(), &base)
         .await
@@ -112,4 +127,26 @@ async fn disconnect_mine(
         .await
         .map_err(connect_error)?;
     Ok(Json(Forgotten { disconnected }))
+}
+
+/// The servers of the tools in a limited caller's view (`None`: the caller sees everything).
+async fn visible_servers(
+    s: &Gateway,
+    view: &View,
+) -> ApiResult<Option<std::collections::HashSet<String>>> {
+    if view.is_everything() {
+        return Ok(None);
+    }
+    Ok(Some(
+        s.store
+            .search_all(StoreQuery {
+                include_disabled: true,
+                ..StoreQuery::default()
+            })
+            .await?
+            .into_iter()
+            .filter(|r| view.admits(&r.tool))
+            .filter_map(|r| r.tool.executor.upstream().map(|m| m.server.clone()))
+            .collect(),
+    ))
 }
