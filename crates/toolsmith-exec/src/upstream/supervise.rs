@@ -147,7 +147,8 @@ async fn run(up: Arc<Upstream>, mut control: mpsc::UnboundedReceiver<Control>) {
                 // Waiting for a person: tried again only now and then (another replica may
                 // have been connected; a dead refresh token was forgotten, so a try costs
                 // the server one request and the authorization server none).
-                if why.starts_with(super::oauth::NEEDS_AUTHORIZATION) {
+                // (An exchanging server's own token just expired: fetched anew at once.)
+                if why.starts_with(super::oauth::NEEDS_AUTHORIZATION) && up.exchange().is_none() {
                     backoff = BACKOFF_MAX;
                 }
                 tracing::warn!(server = %up.def.name, "MCP server failed: {why}");
