@@ -364,25 +364,51 @@ test('add server: a FastMCP server from the form, tried with Test connection, th
   await accessible(page, 'a server with resources and prompts');
   await shot(page, 'server-offers');
 
-  // A Claude Desktop configuration pasted: what each entry becomes, one added.
+  // A Claude Desktop configuration pasted: what each entry becomes, one added. One entry asks
+  // for a value the VS Code way (`${input:…}`): it becomes a config field to fill in.
+  const prompting = {
+    inputs: [{ type: 'promptString', id: 'description-file', description: 'A file holding what ping says it does' }],
+    mcpServers: {
+      'pasted.one': { command: 'python3', args: [env.tinyServer] },
+      prompted: { command: 'python3', args: [env.tinyServer], env: { TS_DESCRIPTION_FILE: '${input:description-file}' } },
+    },
+  };
   await page.goto(`${env.url}/ui/new-server`);
   await page.getByRole('tab', { name: 'Paste config' }).click();
   await page.getByLabel('Configuration file').fill(
-    JSON.stringify({ mcpServers: { 'pasted.one': { command: 'python3', args: [env.tinyServer] }, prompted: { command: 'node', args: ['${input:path}'] } } }),
+    JSON.stringify(prompting),
   );
   await page.getByRole('button', { name: 'Read' }).click();
   const pasted = page.getByRole('article', { name: 'Entry pasted.one' });
   await expect(pasted).toContainText('becomes pasted-one');
-  await expect(page.getByRole('article', { name: 'Entry prompted' })).toContainText('skipped');
+  const prompted = page.getByRole('article', { name: 'Entry prompted' });
+  await expect(prompted).toContainText('becomes prompted');
+  await expect(prompted).toContainText('It asks for description_file');
   await accessible(page, 'add server, pasted');
   await shot(page, 'paste-config');
   await pasted.getByRole('button', { name: 'Add pasted-one' }).click();
   await expect(page).toHaveURL(/\/ui\/servers\/pasted-one$/);
   await expect.poll(async () => (await rest('GET', '/servers/pasted-one')).json.tools, { timeout: 20000 }).toHaveLength(1);
+  // The prompting one, added: it waits on its page for the value, which starts it.
+  const read = await rest('POST', '/check/mcp-config', prompting);
+  const entry = (read.json.entries as { entry: string; server: Record<string, unknown> }[]).find((e) => e.entry === 'prompted');
+  expect((await rest('POST', '/servers', entry?.server)).status).toBe(201);
+  await page.goto(`${env.url}/ui/servers/prompted`);
+  await expect(page.getByText('It waits for a value to fill in')).toBeVisible();
+  await expect(page.getByText(/needs a value for config field `description_file`/).first()).toBeVisible({ timeout: 20000 });
+  const described = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'toolsmith-e2e-')), 'description.txt');
+  fs.writeFileSync(described, 'Pings, as the file says.');
+  await accessible(page, 'a server waiting for a value');
+  await page.getByLabel('description_file').fill(described);
+  await page.getByRole('button', { name: 'Save and start' }).click();
+  await expect(page.getByRole('list', { name: 'Its tools' })).toContainText('prompted__ping', { timeout: 30_000 });
+  await expect.poll(async () => (await rest('GET', '/tools/prompted__ping')).json.definition?.description, { timeout: 20000 }).toContain('Pings, as the file says.');
+  await expect(page.getByText('It waits for a value to fill in')).toHaveCount(0);
   // Away from the pages that poll them, then deleted.
   await page.goto(`${env.url}/ui/tools`);
   expect((await rest('DELETE', '/servers/added')).status).toBe(204);
   expect((await rest('DELETE', '/servers/pasted-one')).status).toBe(204);
+  expect((await rest('DELETE', '/servers/prompted')).status).toBe(204);
 });
 
 test('import OpenAPI: a document file previewed, chosen by tag, imported, one tool called, then re-read as unchanged', async ({ page }) => {

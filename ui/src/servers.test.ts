@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { changeSummary, diffRows, emptyServer, fieldName, importRows, needsValues, serverDefinition, sideText, statusText, statusTone, uptime, visible, withTags } from './servers';
+import { changeSummary, diffRows, emptyServer, fieldName, importRows, needsValues, serverDefinition, sideText, statusText, statusTone, unfilledFields, uptime, visible, withTags, withValues } from './servers';
 
 describe('servers', () => {
   it('spells out what a reviewer would not see, as the server does', () => {
@@ -102,6 +102,28 @@ describe('the Add server form', () => {
     expect(serverDefinition({ ...base, auth: 'oauth' })).toEqual({ name: 'notion', url: 'https://mcp.notion.com/mcp', auth: 'oauth' });
     expect(serverDefinition({ ...base, auth: 'oauth_per_user' }).auth).toEqual({ type: 'oauth', connection: 'per_user' });
     expect(serverDefinition({ ...base, auth: 'none' }).auth).toBeUndefined();
+  });
+
+  it('finds the config fields a definition still waits for, and fills them in', () => {
+    const def = {
+      name: 'acme',
+      command: ['acme-mcp', '--region', '{region}'],
+      env: { ACME_KEY: '{api_key}' },
+      config_schema: [
+        { name: 'region', description: 'Which region' },
+        { name: 'api_key', secret: true },
+        { name: 'unused' },
+        { name: 'token', secret: true },
+      ],
+      config: { token: '***' },
+    };
+    expect(unfilledFields(def)).toEqual([
+      { name: 'region', description: 'Which region', secret: false },
+      { name: 'api_key', description: undefined, secret: true },
+    ]);
+    const filled = withValues(def, { region: 'eu', api_key: 'k' });
+    expect(filled.config).toEqual({ token: '***', region: 'eu', api_key: 'k' });
+    expect(unfilledFields(filled)).toEqual([]);
   });
 
   it('tells a definition that still names a variable', () => {

@@ -237,3 +237,29 @@ export function importRows(answer: { tools: Record<string, unknown>[]; updated: 
 export function withTags(rows: ImportRow[], tags: string[]): string[] {
   return rows.filter((r) => r.tags.some((t) => tags.includes(t))).map((r) => r.name);
 }
+
+/** A config field a definition asks for but has no value for yet (a VS Code `${input:…}`). */
+export interface Unfilled {
+  name: string;
+  description?: string;
+  secret: boolean;
+}
+
+/** The config fields of a definition (catalog form) with no value that its command, env, URL
+ * or headers name as `{field}`: the server waits for them. */
+export function unfilledFields(definition: Record<string, unknown>): Unfilled[] {
+  const schema = Array.isArray(definition.config_schema) ? (definition.config_schema as Record<string, unknown>[]) : [];
+  const config = (definition.config ?? {}) as Record<string, unknown>;
+  const { config_schema: _schema, config: _config, ...rest } = definition;
+  const text = JSON.stringify(rest);
+  return schema
+    .filter((p) => typeof p.name === 'string' && !(p.name in config) && text.includes(`{${p.name}}`))
+    .map((p) => ({ name: p.name as string, description: typeof p.description === 'string' ? p.description : undefined, secret: p.secret === true }));
+}
+
+/** The definition with `values` filled into its config (secrets already set stay `***`, which
+ * the server keeps). */
+export function withValues(definition: Record<string, unknown>, values: Record<string, string>): Record<string, unknown> {
+  return { ...definition, config: { ...((definition.config ?? {}) as Record<string, unknown>), ...values } };
+}
+

@@ -1055,13 +1055,10 @@ fn a_server_is_tried_before_it_is_saved_and_restarted_after() {
         "{read}"
     );
     assert!(github["server"].to_string().contains("${GH}"), "{read}");
+    // VS Code's `${input:path}`: a config field to fill in, named where the prompt was.
     let vs = entries.iter().find(|e| e["entry"] == "vs").expect("vs");
-    assert!(
-        vs["skipped"]
-            .as_str()
-            .is_some_and(|w| w.contains("input:path")),
-        "{read}"
-    );
+    assert_eq!(vs["server"]["command"], json!(["node", "{path}"]), "{read}");
+    assert_eq!(vs["server"]["config_schema"][0]["name"], "path", "{read}");
     let (status, _) = request(
         "POST",
         &format!("{base}/check/mcp-config"),

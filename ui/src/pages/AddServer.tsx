@@ -11,7 +11,7 @@ import { Alert, Button, Checkbox, Form, Input, Radio, Space, Table, Tabs, Typogr
 import { ApiError, allows, api, type ConfigEntry, type Probe } from '../api';
 import { useMe } from '../context';
 import { Pill } from '../Pill';
-import { emptyServer, needsValues, serverDefinition, type KeyValue, type ServerFields } from '../servers';
+import { emptyServer, needsValues, serverDefinition, unfilledFields, type KeyValue, type ServerFields } from '../servers';
 
 export default function AddServerPage() {
   const me = useMe();
@@ -261,6 +261,9 @@ function ConfigEntryView({ entry, admin }: { entry: ConfigEntry; admin: boolean 
         <>
           <Input.TextArea aria-label={`Definition of ${entry.entry}`} rows={8} value={text} onChange={(e) => setText(e.target.value)} style={{ fontFamily: 'monospace', marginBottom: 8 }} />
           {parsed && needsValues(parsed) && <Alert type="warning" showIcon title="It names variables: replace each ${NAME} with its value before adding it" style={{ marginBottom: 8 }} />}
+          {parsed && unfilledFields(parsed).length > 0 && (
+            <Alert type="info" showIcon title={`It asks for ${unfilledFields(parsed).map((f) => f.name).join(', ')}: fill them in on its page once it is added`} style={{ marginBottom: 8 }} />
+          )}
           <Button type="primary" disabled={!admin || !parsed || needsValues(parsed)} loading={save.isPending} onClick={() => parsed && save.mutate(parsed)}>
             Add {String(parsed?.name ?? '')}
           </Button>

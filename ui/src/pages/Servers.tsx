@@ -10,14 +10,14 @@
 import { Suspense, lazy, useEffect, useRef, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Alert, Button, Descriptions, Space, Spin, Table, Typography, App as AntApp } from 'antd';
+import { Alert, Button, Descriptions, Form, Input, Space, Spin, Table, Typography, App as AntApp } from 'antd';
 import { allows, api, type ChangeView, type ServerView } from '../api';
 import { useDark, useMe } from '../context';
 import { CopyButton } from './Tool';
 import { Pill } from '../Pill';
 import { Findings, holds } from '../Findings';
 import { ServerOffers } from './ServerOffers';
-import { changeSummary, diffRows, statusText, statusTone, uptime, type DiffRow } from '../servers';
+import { changeSummary, diffRows, statusText, statusTone, unfilledFields, uptime, withValues, type DiffRow, type Unfilled } from '../servers';
 
 // Monaco loads only when a schema diff is opened.
 const TextDiff = lazy(() => import('../CodeEditor').then((m) => ({ default: m.TextDiff })));
@@ -156,6 +156,7 @@ function ServerDetail({ name }: { name: string }) {
           }
         />
       )}
+      {unfilledFields(s.definition).length > 0 && <FillIn server={s} fields={unfilledFields(s.definition)} admin={admin} />}
       <Descriptions
         size="small"
         bordered
@@ -341,3 +342,47 @@ function SchemaDiff({ change }: { change: ChangeView }) {
     </div>
   );
 }
+
+/** The values a server waits for (config fields its definition names and has none for, such
+ * as a VS Code `${input:…}` imported): filled in and saved as a new version, which starts it. */
+function FillIn({ server, fields, admin }: { server: ServerView; fields: Unfilled[]; admin: boolean }) {
+  const client = useQueryClient();
+  const { message } = AntApp.useApp();
+  const [values, setValues] = useState<Record<string, string>>({});
+  const save = useMutation({
+    mutationFn: () => api.updateServer(server.name, server.version, withValues(server.definition, values)),
+    onSuccess: () => {
+      void message.success(`${server.name}: saved; it starts with them`);
+      setValues({});
+      void client.invalidateQueries({ queryKey: ['servers'] });
+    },
+  });
+  const complete = fields.every((f) => (values[f.name] ?? '') !== '');
+  return (
+    <section aria-labelledby="fill-in" style={{ marginBottom: 16 }}>
+      <Alert
+        type="warning"
+        showIcon
+        style={{ marginBottom: 12 }}
+        title={<span id="fill-in">It waits for {fields.length === 1 ? 'a value' : 'values'} to fill in</span>}
+        description="Its command, environment, URL or headers name these config fields, which have no value yet (a VS Code ${input:…} it was imported with asks for them). Secret ones are stored sealed and shown as ***."
+      />
+      <Form layout="vertical" onFinish={() => save.mutate()} style={{ maxWidth: 520 }}>
+        {fields.map((f) => (
+          <Form.Item key={f.name} label={f.name} htmlFor={`fill-${f.name}`} extra={f.description}>
+            {f.secret ? (
+              <Input.Password id={`fill-${f.name}`} value={values[f.name] ?? ''} onChange={(e) => setValues({ ...values, [f.name]: e.target.value })} autoComplete="off" />
+            ) : (
+              <Input id={`fill-${f.name}`} value={values[f.name] ?? ''} onChange={(e) => setValues({ ...values, [f.name]: e.target.value })} />
+            )}
+          </Form.Item>
+        ))}
+        <Button type="primary" htmlType="submit" loading={save.isPending} disabled={!admin || !complete} title={admin ? undefined : 'Your role cannot change servers'}>
+          Save and start
+        </Button>
+      </Form>
+      {save.error && <Alert type="error" showIcon title="The server did not take that" description={save.error.message} style={{ marginTop: 12 }} />}
+    </section>
+  );
+}
+

@@ -509,6 +509,39 @@ impl McpServer {
             .collect()
     }
 
+    /// The command of a stdio upstream, each `{field}` replaced by that config value.
+    pub fn resolved_command(&self) -> Vec<String> {
+        match &self.transport {
+            Transport::Stdio { command, .. } => {
+                command.iter().map(|a| fill(a, &self.config)).collect()
+            }
+            Transport::Http { .. } => Vec::new(),
+        }
+    }
+
+    /// The config fields a `{field}` in its command, `env`, URL or headers names that have no
+    /// value yet (a VS Code `${input:…}` imported, say): it cannot start until they do.
+    pub fn unfilled(&self) -> Vec<String> {
+        let texts: Vec<&String> = match &self.transport {
+            Transport::Stdio { command, env, .. } => command.iter().chain(env.values()).collect(),
+            Transport::Http { url, headers, .. } => {
+                std::iter::once(url).chain(headers.values()).collect()
+            }
+        };
+        let mut out: Vec<String> = self
+            .config_schema
+            .iter()
+            .filter(|p| !self.config.contains_key(&p.name))
+            .filter(|p| {
+                let placeholder = format!("{{{}}}", p.name);
+                texts.iter().any(|t| t.contains(&placeholder))
+            })
+            .map(|p| p.name.clone())
+            .collect();
+        out.dedup();
+        out
+    }
+
     /// Every secret config value, for scrubbing text (stderr, errors) before it is shown.
     pub fn secret_values(&self) -> Vec<String> {
         let mut out = Vec::new();

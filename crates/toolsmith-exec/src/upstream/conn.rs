@@ -451,7 +451,6 @@ type Spawned = (
 /// process group of its own, with the engine's rlimits and niceness.
 async fn spawn(def: &McpServer, spawning: &Spawning) -> Result<Spawned, String> {
     let Transport::Stdio {
-        command,
         working_dir,
         sandbox,
         ..
@@ -459,6 +458,7 @@ async fn spawn(def: &McpServer, spawning: &Spawning) -> Result<Spawned, String> 
     else {
         return Err("not a stdio server".into());
     };
+    let command = def.resolved_command();
     let (program, args) = command.split_first().ok_or("the command is empty")?;
     let env = environment(def);
     let path = env

@@ -73,6 +73,33 @@ enum Ended {
 async fn run(up: Arc<Upstream>, mut control: mpsc::UnboundedReceiver<Control>) {
     let mut backoff = Duration::from_secs(1);
     let mut started_once = false;
+    // A config field its command, env, URL or headers name has no value yet: it waits for
+    // one (a new definition starts a new supervisor).
+    let unfilled = up.def.unfilled();
+    if !unfilled.is_empty() {
+        let why = format!(
+            "needs a value for config field{} {}: fill {} in (its page in the web UI, or `config` in PUT /v1/servers/{})",
+            if unfilled.len() == 1 { "" } else { "s" },
+            unfilled
+                .iter()
+                .map(|f| format!("`{f}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if unfilled.len() == 1 { "it" } else { "them" },
+            up.def.name
+        );
+        up.update(|st| {
+            st.status = Status::Failed;
+            st.last_error = Some(why);
+        });
+        while let Some(c) = control.recv().await {
+            if matches!(c, Control::Stop) {
+                break;
+            }
+        }
+        stopped(&up);
+        return;
+    }
     loop {
         if started_once {
             up.update(|st| st.restarts += 1);
