@@ -203,6 +203,10 @@ fn an_oauth_server_is_connected_once_its_tokens_sealed_refreshed_kept_and_forgot
         !get(&base, "/servers/guarded").to_string().contains(&token),
         "the server's page shows the token"
     );
+    assert!(
+        !common::serve_log(&base).contains(&token),
+        "the access token is in serve's log"
+    );
 
     // The token expires after 3 s: a later call carries a refreshed one.
     let started = Instant::now();
@@ -489,8 +493,13 @@ fn each_user_connects_their_own_account_and_their_calls_carry_their_own_token() 
         subjects.contains(&"alice") && subjects.contains(&"bob") && subjects.contains(&""),
         "{all}"
     );
+    let log = common::serve_log(&base);
     for token in [&alice_token, &bob_token] {
         assert!(!all.to_string().contains(token.as_str()), "{all}");
+        assert!(
+            !log.contains(token.as_str()),
+            "a user's token is in serve's log"
+        );
         let bytes = registry_bytes(&setup.db());
         assert!(
             !bytes.windows(token.len()).any(|w| w == token.as_bytes()),

@@ -71,13 +71,39 @@ fn start_serve(
     let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
     let (rest, mcp) = read_addresses(&mut lines);
     // What the server says after start (a panic in a connection's task, a warning) goes to
-    // the test's captured output: shown when the test fails, silent when it passes.
+    // the test's captured output: shown when the test fails, silent when it passes; and is
+    // kept for [`serve_log`].
+    let base = rest.clone();
     std::thread::spawn(move || {
         for line in lines.map_while(Result::ok) {
             eprintln!("serve: {line}");
+            let mut logs = SERVE_LOGS.lock().unwrap_or_else(|e| e.into_inner());
+            let log = match logs.iter_mut().find(|(b, _)| *b == base) {
+                Some((_, log)) => log,
+                None => {
+                    logs.push((base.clone(), String::new()));
+                    &mut logs.last_mut().expect("pushed").1
+                }
+            };
+            log.push_str(&line);
+            log.push('\n');
         }
     });
     (Serve(child), rest, mcp)
+}
+
+/// What each `serve` started here logged after its start, by its REST base.
+static SERVE_LOGS: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// What the `serve` at `base` (its REST base) has logged since it started.
+pub fn serve_log(base: &str) -> String {
+    SERVE_LOGS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(b, _)| b == base)
+        .map(|(_, log)| log.clone())
+        .unwrap_or_default()
 }
 
 /// Reads what `serve` prints at start up to the web UI's address: its REST and MCP URLs, and
