@@ -839,3 +839,56 @@ fn get_stats(origin: &str) -> Value {
     assert_eq!(status, 200, "{v}");
     v
 }
+
+#[test]
+#[ignore = "needs the official MCP Python SDK (TOOLSMITH_TEST_PYTHON)"]
+fn no_token_reaches_the_traces() {
+    let setup = Setup::new(
+        &[],
+        "guarded",
+        "    auth: oauth\n    prefix: g\n    on_change: accept\n",
+    );
+    let receiver = common::otlp_receiver(setup.dir.path());
+    let catalog = setup.dir.path().join("catalog.yaml");
+    let (mut serve, base, _) = serve(
+        setup.db().to_str().expect("utf-8"),
+        &setup.dir.path().join("workspace"),
+        &[
+            "--catalog",
+            catalog.to_str().expect("utf-8"),
+            "--otlp-endpoint",
+            &receiver.url,
+        ],
+    );
+    server_until(&base, "asking for authorization", needs_authorization);
+    let (status, started) = request("POST", &format!("{base}/servers/guarded/connect"), None);
+    assert_eq!(status, 200, "{started}");
+    assert_eq!(
+        consent(started["authorization_url"].as_str().expect("URL")).0,
+        200
+    );
+    server_until(&base, "ready", ready);
+    let token = whoami(&base)["token"]
+        .as_str()
+        .expect("the token")
+        .to_owned();
+    // Stopped: what is still queued is exported before the process ends.
+    let stopped = std::process::Command::new("kill")
+        .args(["-TERM", &serve.0.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(stopped.success());
+    serve.0.wait().expect("serve stopped");
+    let spans = common::read_spans(&receiver.spans);
+    assert!(
+        spans.iter().any(|s| s.to_string().contains("g__whoami")),
+        "the call was traced: {} spans",
+        spans.len()
+    );
+    for span in &spans {
+        assert!(
+            !span.to_string().contains(&token),
+            "a span carries the token: {span}"
+        );
+    }
+}
