@@ -149,6 +149,9 @@ pub enum ConnectError {
     NotOAuth(String),
     /// A user connected a server that has one shared connection (an admin's).
     Shared(String),
+    /// The server takes each caller's identity provider token (exchanged or forwarded):
+    /// nobody connects it.
+    Exchanging(String),
     /// The callback names no authorization begun here (or it expired).
     NoSuchAuthorization,
     /// Discovery, registration, the consent or the token exchange failed: why.
@@ -166,6 +169,10 @@ impl std::fmt::Display for ConnectError {
             Self::Shared(name) => write!(
                 f,
                 "MCP server `{name}` has one shared connection, which an admin connects (`toolsmith servers connect {name}`); give it `connection: per_user` for each user to connect their own account"
+            ),
+            Self::Exchanging(name) => write!(
+                f,
+                "MCP server `{name}` is reached with each caller's own identity provider token (`connection: exchange` or `forward`): there is nothing to connect"
             ),
             Self::NoSuchAuthorization => f.write_str(
                 "no authorization waits for this callback here (it was used, it expired after 15 minutes, or another replica began it): connect again",
@@ -201,6 +208,9 @@ impl Gateway {
             .ok_or_else(|| ConnectError::Unknown(name.to_owned()))?;
         if !upstreams.uses_oauth(name).await {
             return Err(ConnectError::NotOAuth(name.to_owned()));
+        }
+        if def.resolved_oauth().is_some_and(|o| o.exchange.is_some()) {
+            return Err(ConnectError::Exchanging(name.to_owned()));
         }
         let oauth = def.resolved_oauth().unwrap_or_default();
         let base = base.trim_end_matches('/');

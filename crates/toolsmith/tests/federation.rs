@@ -862,7 +862,7 @@ fn mcp_client_configs_are_imported_with_secrets_as_fields() {
     let vscode = dir.path().join("mcp.json");
     std::fs::write(
         &vscode,
-        json!({"servers": {"My Tools": {"type": "stdio", "command": "my-tools", "args": ["--stdio"]}}})
+        json!({"servers": {"My Tools": {"type": "stdio", "command": "my-tools", "args": ["--stdio", "${input:workdir}"]}}})
             .to_string(),
     )
     .expect("write");
@@ -921,6 +921,7 @@ fn mcp_client_configs_are_imported_with_secrets_as_fields() {
     ]);
     assert!(ok && out.contains("1 MCP server(s) created"), "{out}{err}");
     assert!(err.contains("\"My Tools\" is named \"My-Tools\""), "{err}");
+    assert!(out.contains("My-Tools waits for workdir"), "{out}");
     let (ok, out, err) = cli(&[
         "servers",
         "show",

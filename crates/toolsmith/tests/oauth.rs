@@ -755,6 +755,15 @@ fn a_callers_jwt_is_exchanged_or_forwarded_and_the_upstream_sees_the_caller() {
             .is_some_and(|m| m.contains("its audience is `toolsmith-test`")),
         "{r}"
     );
+    // Nobody connects such a server.
+    let (status, v) = common::request_as(
+        "POST",
+        &format!("{base}/servers/idp/connect"),
+        None,
+        Some("root-secret"),
+    );
+    assert_eq!(status, 409, "{v}");
+    assert!(v.to_string().contains("nothing to connect"), "{v}");
     // A caller with a static token has no JWT to exchange: it is told so, and nothing runs.
     let (_, r) = common::request_as(
         "POST",

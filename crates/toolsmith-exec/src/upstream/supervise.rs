@@ -163,14 +163,21 @@ async fn run(up: Arc<Upstream>, mut control: mpsc::UnboundedReceiver<Control>) {
                 // authorization again, not an endless retry with the same token.
                 let refused = why.contains("Auth required") || why.contains("Insufficient scope");
                 let oauth = super::oauth::uses(&up).await;
-                let why =
-                    match oauth && refused && !why.starts_with(super::oauth::NEEDS_AUTHORIZATION) {
-                        true => format!(
-                            "{} (the server answered: {why})",
-                            super::oauth::needs_authorization(&up.def.name)
-                        ),
-                        false => why,
-                    };
+                let why = match oauth
+                    && refused
+                    && !why.starts_with(super::oauth::NEEDS_AUTHORIZATION)
+                {
+                    true if up.exchange().is_some() => format!(
+                        "{} MCP server `{}` refused the token the identity provider gave toolsmith for it (the server answered: {why})",
+                        super::oauth::NEEDS_AUTHORIZATION,
+                        up.def.name
+                    ),
+                    true => format!(
+                        "{} (the server answered: {why})",
+                        super::oauth::needs_authorization(&up.def.name)
+                    ),
+                    false => why,
+                };
                 // Waiting for a person: tried again only now and then (another replica may
                 // have been connected; a dead refresh token was forgotten, so a try costs
                 // the server one request and the authorization server none).

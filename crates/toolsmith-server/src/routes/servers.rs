@@ -475,6 +475,7 @@ pub(crate) fn connect_error(e: toolsmith_gateway::connections::ConnectError) -> 
         E::Unknown(_) => (StatusCode::NOT_FOUND, "not_found"),
         E::NotOAuth(_) => (StatusCode::CONFLICT, "not_oauth"),
         E::Shared(_) => (StatusCode::CONFLICT, "shared_connection"),
+        E::Exchanging(_) => (StatusCode::CONFLICT, "exchanging"),
         E::NoSuchAuthorization => (StatusCode::BAD_REQUEST, "no_such_authorization"),
         E::Failed(_) => (StatusCode::BAD_GATEWAY, "authorization_failed"),
     };

@@ -566,12 +566,19 @@ pub(super) fn import_config(
     let servers = imported.servers;
     let skipped = imported.skipped;
     let file = file.to_path_buf();
+    // The servers that wait for values (a VS Code `${input:…}`): said, with where to give them.
+    let waiting: Vec<(String, Vec<String>)> = servers
+        .iter()
+        .map(|s| (s.name.clone(), s.unfilled()))
+        .filter(|(_, fields)| !fields.is_empty())
+        .collect();
     registry(db, |store, author| async move {
         let r = import_servers(&store, &servers, &author).await?;
         if json {
             outln!(
                 "{}",
                 json!({"created": r.created, "updated": r.updated, "unchanged": r.unchanged,
+                    "waiting": waiting.iter().map(|(n, f)| json!({"name": n, "fields": f})).collect::<Vec<_>>(),
                     "skipped": skipped.iter().map(|(n, w)| json!({"name": n, "why": w}))
                         .chain(r.skipped.iter().map(|w| json!({"why": w})))
                         .collect::<Vec<_>>()})
@@ -587,6 +594,12 @@ pub(super) fn import_config(
             );
             for why in &r.skipped {
                 outln!("  skipped {why}");
+            }
+            for (name, fields) in &waiting {
+                outln!(
+                    "  {name} waits for {}: fill them in on its page in the web UI, or with `config` in PUT /v1/servers/{name}",
+                    fields.join(", ")
+                );
             }
         }
         Ok(ExitCode::SUCCESS)
