@@ -4,7 +4,7 @@
 //! sees (and connects) only the servers some of whose tools it sees. An admin lists
 //! everyone's (`?all=true`): which exist and when they were made, never a token.
 
-use super::servers::connect_error;
+use super::servers::{Disconnected, connect_error};
 use super::*;
 use toolsmith_gateway::connections::{ConnectionInfo, MyConnection, Started};
 use toolsmith_store::UpstreamStore;
@@ -106,27 +106,21 @@ async fn connect_mine(
         .map_err(connect_error)
 }
 
-/// Whether the caller had tokens for the server.
-#[derive(Serialize, ToSchema)]
-struct Forgotten {
-    disconnected: bool,
-}
-
 /// Forgets the caller's own tokens for a server: its next call needs authorization again.
 /// Other users' connections are untouched.
 #[utoipa::path(delete, path = "/v1/connections/{server}", tag = "connections", params(("server" = String, Path, description = "The server's name")),
-    responses((status = 200, body = Forgotten), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = Disconnected), (status = 404, body = ErrorBody)))]
 async fn disconnect_mine(
     State(s): Shared,
     Extension(caller): Extension<Caller>,
     Path(server): Path<String>,
-) -> ApiResult<Json<Forgotten>> {
+) -> ApiResult<Json<Disconnected>> {
     s.store.get_server(&server).await?;
     let disconnected = s
         .disconnect(&server, &rest_door(&caller).subject())
         .await
         .map_err(connect_error)?;
-    Ok(Json(Forgotten { disconnected }))
+    Ok(Json(Disconnected { disconnected }))
 }
 
 /// The servers of the tools in a limited caller's view (`None`: the caller sees everything).
@@ -138,14 +132,9 @@ async fn visible_servers(
         return Ok(None);
     }
     Ok(Some(
-        s.store
-            .search_all(StoreQuery {
-                include_disabled: true,
-                ..StoreQuery::default()
-            })
+        visible_tools(s, view)
             .await?
             .into_iter()
-            .filter(|r| view.admits(&r.tool))
             .filter_map(|r| r.tool.executor.upstream().map(|m| m.server.clone()))
             .collect(),
     ))

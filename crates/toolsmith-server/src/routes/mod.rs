@@ -104,9 +104,8 @@ pub fn router() -> Router<Arc<Gateway>> {
         })
 }
 
-/// The names of the registry's tools (disabled ones included) in the caller's view, for
-/// narrowing what is read by name (the run log).
-async fn visible_names(s: &Gateway, view: &View) -> ApiResult<std::collections::HashSet<String>> {
+/// The registry's tools (disabled ones included) in the caller's view.
+async fn visible_tools(s: &Gateway, view: &View) -> ApiResult<Vec<ToolRecord>> {
     Ok(s.store
         .search_all(StoreQuery {
             include_disabled: true,
@@ -115,6 +114,15 @@ async fn visible_names(s: &Gateway, view: &View) -> ApiResult<std::collections::
         .await?
         .into_iter()
         .filter(|r| view.admits(&r.tool))
+        .collect())
+}
+
+/// The names of the tools in the caller's view, for narrowing what is read by name (the run
+/// log).
+async fn visible_names(s: &Gateway, view: &View) -> ApiResult<std::collections::HashSet<String>> {
+    Ok(visible_tools(s, view)
+        .await?
+        .into_iter()
         .map(|r| r.tool.name.to_string())
         .collect())
 }

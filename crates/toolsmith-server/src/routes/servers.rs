@@ -482,10 +482,10 @@ pub(crate) fn connect_error(e: toolsmith_gateway::connections::ConnectError) -> 
     ApiError::new(status, code, e.to_string())
 }
 
-/// Whether the shared connection had tokens.
+/// Whether there were tokens to forget (a server's shared ones, or the caller's own).
 #[derive(Serialize, ToSchema)]
-struct Disconnected {
-    disconnected: bool,
+pub(super) struct Disconnected {
+    pub(super) disconnected: bool,
 }
 
 /// Forgets the tokens of a server's shared OAuth connection; the server needs authorization
