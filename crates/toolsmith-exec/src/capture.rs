@@ -3,6 +3,8 @@
 
 use std::collections::VecDeque;
 
+use std::future::Future;
+
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// What was kept of one stream.
@@ -85,6 +87,41 @@ pub async fn read_capped(mut stream: impl AsyncRead + Unpin, cap: usize) -> Capt
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => capture.push(&buf[..n]),
+        }
+    }
+    capture.finish()
+}
+
+/// [`read_capped`], until `stop` is told: then only what the stream holds already is read.
+pub async fn read_capped_until(
+    mut stream: impl AsyncRead + Unpin,
+    cap: usize,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) -> Captured {
+    let mut capture = Capture::new(cap);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut stopping = false;
+    loop {
+        let read = if stopping {
+            // One poll: what is there now, else the end (no timer: its tick is a millisecond).
+            let mut once = std::pin::pin!(stream.read(&mut buf));
+            match std::future::poll_fn(|cx| std::task::Poll::Ready(once.as_mut().poll(cx))).await {
+                std::task::Poll::Ready(r) => r,
+                std::task::Poll::Pending => break,
+            }
+        } else {
+            tokio::select! {
+                biased;
+                r = stream.read(&mut buf) => r,
+                _ = &mut stop => {
+                    stopping = true;
+                    continue;
+                }
+            }
+        };
+        match read {
             Ok(0) | Err(_) => break,
             Ok(n) => capture.push(&buf[..n]),
         }

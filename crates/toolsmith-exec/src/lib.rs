@@ -180,7 +180,7 @@ pub struct Engine {
     per_tool: Mutex<HashMap<String, (u32, Arc<Semaphore>)>>,
     scripts: script::Scripts,
     cgroups: Option<Arc<limits::Cgroups>>,
-    folders: folders::Folders,
+    folders: Arc<folders::Folders>,
     /// The warm Python runtime, when its source could be written.
     warm: Option<Arc<warm::Warm>>,
     sessions: session::Sessions,
@@ -229,7 +229,7 @@ impl Engine {
             true => limits::Cgroups::detect().map(Arc::new),
             false => None,
         };
-        let folders = folders::Folders::new();
+        let folders = Arc::new(folders::Folders::new());
         // No sandboxed process reaches another call's folder or the sessions ledger.
         let own: Vec<PathBuf> = folders
             .root()

@@ -46,6 +46,10 @@ pub struct Finished {
     pub timed_out: bool,
     /// Every process of the call is known to be gone (its cgroup was emptied).
     pub contained: bool,
+    /// A warm call answered before its process ended (a talking program said it was done:
+    /// [`crate::talk::DONE`]): told whether every process of it is gone once its slot is
+    /// cleaned, after the answer (`contained` is false until then).
+    pub settled: Option<tokio::sync::oneshot::Receiver<bool>>,
 }
 
 #[derive(Debug)]
@@ -167,7 +171,7 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
         });
     }
     let stdout = child.stdout.take().map(|s| match &spec.talk {
-        Some(talk) => tokio::spawn(crate::talk::Talk::listen(talk.from_program.clone(), s, cap)),
+        Some(talk) => talk.listen(s, cap),
         None => tokio::spawn(read_capped(s, cap)),
     });
     let stderr = child
@@ -196,6 +200,7 @@ pub async fn run(spec: Spec<'_>, cgroups: Option<&Arc<Cgroups>>) -> Result<Finis
         signal: status.and_then(|s| s.signal()),
         timed_out,
         contained,
+        settled: None,
     })
 }
 

@@ -4,11 +4,18 @@
 //! any process's is. What the gateway answers goes to its stdin a line at a time, after what
 //! the call's plan writes there (its arguments, ended by a newline). The conversation ends
 //! with the process: its stdin closes when the gateway stops answering.
+//!
+//! A program may say it is done ([`DONE`], after its answer): its output is then final — what it
+//! writes later is dropped — and a warm call answers at once, without waiting for the process
+//! to exit: the gateway kills what is left of it and cleans its slot after the answer
+//! (`warm`'s early answer; the exit of a forked interpreter, freeing its copied pages, is
+//! most of a millisecond). Saying it is done only ends the program sooner: it is no way past
+//! a limit.
 
 use std::sync::Mutex;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::capture::{Capture, Captured};
 
@@ -16,6 +23,8 @@ use crate::capture::{Capture, Captured};
 pub const MARK: &[u8] = b"\x1etoolsmith ";
 /// The longest message line read; a longer one ends the conversation.
 pub const MAX_MESSAGE: usize = 16 * 1024 * 1024;
+/// The message that says the program is done (its answer is written).
+pub const DONE: &[u8] = b"done";
 
 /// Both ends of one call's conversation, as the engine holds them.
 #[derive(Debug)]
@@ -24,6 +33,10 @@ pub struct Talk {
     pub from_program: mpsc::UnboundedSender<Vec<u8>>,
     /// Lines for its stdin (each ends with a newline when sent).
     pub to_program: Mutex<Option<mpsc::UnboundedReceiver<Vec<u8>>>>,
+    /// Told the program's output when it says it is [`DONE`] (the listener's end), and the
+    /// engine's end that waits for it.
+    done: Mutex<Option<oneshot::Sender<Captured>>>,
+    said_done: Mutex<Option<oneshot::Receiver<Captured>>>,
 }
 
 /// The gateway's ends: messages from the program, and a sender of lines to it.
@@ -37,10 +50,13 @@ impl Talk {
     pub fn new() -> (Self, Ends) {
         let (from_program, messages) = mpsc::unbounded_channel();
         let (replies, to_program) = mpsc::unbounded_channel();
+        let (done, said_done) = oneshot::channel();
         (
             Self {
                 from_program,
                 to_program: Mutex::new(Some(to_program)),
+                done: Mutex::new(Some(done)),
+                said_done: Mutex::new(Some(said_done)),
             },
             Ends { messages, replies },
         )
@@ -77,52 +93,98 @@ impl Talk {
         });
     }
 
+    /// The engine's wait for the program to say it is [`DONE`]: its output then. Taken once.
+    pub(crate) fn said_done(&self) -> Option<oneshot::Receiver<Captured>> {
+        self.said_done
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
     /// Reads `stream` to its end: message lines go to the gateway, the rest is captured (at
-    /// most `cap` bytes kept).
-    pub(crate) async fn listen(
-        from_program: mpsc::UnboundedSender<Vec<u8>>,
-        mut stream: impl AsyncRead + Unpin,
+    /// most `cap` bytes kept) until the program says it is [`DONE`] — the output is told to
+    /// [`Self::said_done`]'s end then, and what follows is read and dropped.
+    pub(crate) fn listen(
+        &self,
+        stream: impl AsyncRead + Unpin + Send + 'static,
         cap: usize,
-    ) -> Captured {
-        let mut capture = Capture::new(cap);
-        let mut line: Vec<u8> = Vec::new();
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = match stream.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            for &byte in &buf[..n] {
-                line.push(byte);
-                if byte == b'\n' {
-                    take_line(&mut line, &mut capture, &from_program);
-                } else if line.len() > MAX_MESSAGE {
-                    capture.push(&line);
-                    line.clear();
-                }
-            }
-        }
-        if !line.is_empty() {
-            take_line(&mut line, &mut capture, &from_program);
-        }
-        capture.finish()
+    ) -> tokio::task::JoinHandle<Captured> {
+        let from_program = self.from_program.clone();
+        let done = self.done.lock().unwrap_or_else(|e| e.into_inner()).take();
+        tokio::spawn(listen(from_program, done, stream, cap))
     }
 }
 
-/// A whole line: a message, or output.
-fn take_line(
-    line: &mut Vec<u8>,
-    capture: &mut Capture,
-    from_program: &mpsc::UnboundedSender<Vec<u8>>,
-) {
-    match line.strip_prefix(MARK) {
-        Some(message) => {
-            let message = message.strip_suffix(b"\n").unwrap_or(message);
-            let _ = from_program.send(message.to_vec());
+async fn listen(
+    from_program: mpsc::UnboundedSender<Vec<u8>>,
+    mut done: Option<oneshot::Sender<Captured>>,
+    mut stream: impl AsyncRead + Unpin,
+    cap: usize,
+) -> Captured {
+    let mut heard = Heard {
+        capture: Capture::new(cap),
+        line: Vec::new(),
+        finished: None,
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if heard.finished.is_some() {
+            continue;
         }
-        None => capture.push(line),
+        for &byte in &buf[..n] {
+            heard.line.push(byte);
+            if byte == b'\n' {
+                heard.take_line(&from_program);
+            } else if heard.line.len() > MAX_MESSAGE {
+                heard.capture.push(&heard.line);
+                heard.line.clear();
+            }
+            if let Some(output) = &heard.finished {
+                if let Some(done) = done.take() {
+                    let _ = done.send(output.clone());
+                }
+                break;
+            }
+        }
     }
-    line.clear();
+    if heard.finished.is_none() && !heard.line.is_empty() {
+        heard.take_line(&from_program);
+    }
+    match heard.finished {
+        Some(output) => output,
+        None => heard.capture.finish(),
+    }
+}
+
+/// What the listener has read so far.
+struct Heard {
+    capture: Capture,
+    line: Vec<u8>,
+    /// The output, once the program said it is done.
+    finished: Option<Captured>,
+}
+
+impl Heard {
+    /// A whole line: a message, or output.
+    fn take_line(&mut self, from_program: &mpsc::UnboundedSender<Vec<u8>>) {
+        match self.line.strip_prefix(MARK) {
+            Some(message) => {
+                let message = message.strip_suffix(b"\n").unwrap_or(message);
+                if message == DONE {
+                    let capture = std::mem::replace(&mut self.capture, Capture::new(0));
+                    self.finished = Some(capture.finish());
+                } else {
+                    let _ = from_program.send(message.to_vec());
+                }
+            }
+            None => self.capture.push(&self.line),
+        }
+        self.line.clear();
+    }
 }
 
 #[cfg(test)]
@@ -133,9 +195,27 @@ mod tests {
     async fn message_lines_are_taken_out_of_the_output() {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let text = b"hello\n\x1etoolsmith {\"op\": 1}\nworld\n\x1etoolsmith {\"op\": 2}".as_slice();
-        let out = Talk::listen(tx, text, 1024).await;
+        let out = listen(tx, None, text, 1024).await;
         assert_eq!(out.text, "hello\nworld\n");
         assert_eq!(rx.recv().await.as_deref(), Some(b"{\"op\": 1}".as_slice()));
         assert_eq!(rx.recv().await.as_deref(), Some(b"{\"op\": 2}".as_slice()));
+    }
+
+    #[tokio::test]
+    async fn output_is_final_once_the_program_says_it_is_done() {
+        let (talk, mut ends) = Talk::new();
+        let said = talk.said_done().expect("the engine's end");
+        assert!(talk.said_done().is_none(), "taken once");
+        let text = b"answer\n\x1etoolsmith {\"op\": 1}\n\x1etoolsmith done\nlater\n\x1etoolsmith {\"op\": 2}\n";
+        let out = talk.listen(text.as_slice(), 1024).await.expect("listener");
+        assert_eq!(out.text, "answer\n");
+        assert_eq!(said.await.expect("told").text, "answer\n");
+        assert_eq!(
+            ends.messages.recv().await.as_deref(),
+            Some(b"{\"op\": 1}".as_slice())
+        );
+        // Nothing after `done` reaches the gateway.
+        drop(talk);
+        assert_eq!(ends.messages.recv().await, None);
     }
 }

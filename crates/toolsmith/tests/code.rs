@@ -302,6 +302,63 @@ fn a_fork_bomb_is_contained_and_the_gateway_goes_on() {
     );
 }
 
+/// A program is answered when it says it is done, not when its process ends (the exit of a
+/// forked interpreter is most of a millisecond; here, what it left to run is half a minute):
+/// what is left of it is killed after the answer and its slot and folder are cleaned — the
+/// next program finds neither its processes nor its files.
+#[test]
+fn a_program_is_answered_when_it_ends_and_what_it_leaves_is_cleaned_after() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("registry.db").display().to_string();
+    let (_serve, base, _) = serve_contained(&db, dir.path(), &[]);
+    let warmed = run(&base, "", "1", json!({}));
+    assert_eq!(ran(&warmed)["value"], 1, "{warmed}");
+    // Half a minute of work after its answer: an exit handler and a thread, each sleeping.
+    // Its value names its process: pid and start time (which a reused pid would not share).
+    let lingering = "import atexit, os, sys, threading, time\n\
+        atexit.register(time.sleep, 30)\n\
+        threading.Thread(target=time.sleep, args=(30,)).start()\n\
+        open('left.txt', 'w').write('x')\n\
+        print('said')\n\
+        sys.stderr.write('to stderr\\n')\n\
+        [os.getpid(), open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19]]";
+    let started = Instant::now();
+    let answer = run(&base, "", lingering, json!({"timeout_ms": 60000}));
+    let took = started.elapsed();
+    let data = ran(&answer);
+    assert_eq!(data["output"], "said\n", "{answer}");
+    assert!(
+        took < Duration::from_secs(20),
+        "answered after {took:?}: it waited for the process (30 s of sleeps) to end"
+    );
+    let pid = data["value"][0].as_u64().expect("its pid");
+    let born = data["value"][1]
+        .as_str()
+        .expect("its start time")
+        .to_owned();
+    // The process that ran it is gone (waited for: a loaded machine may take a while).
+    let alive = || {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        fields.get(19) == Some(&born.as_str()) && fields.first() != Some(&"Z")
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while alive() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!alive(), "the program's process {pid} is still running");
+    // The next programs run, each in a folder without the file it left.
+    for _ in 0..3 {
+        let next = run(&base, "", "import os\nsorted(os.listdir('.'))", json!({}));
+        assert_eq!(ran(&next)["value"], json!([]), "{next}");
+    }
+}
+
 #[test]
 fn an_mcp_client_in_code_mode_sees_two_tools_and_runs_programs() {
     let dir = tempfile::tempdir().expect("tempdir");

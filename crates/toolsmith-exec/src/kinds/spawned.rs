@@ -189,8 +189,19 @@ impl Engine {
                 );
             }
         };
+        let mut done = done;
         if let Some(folder) = temp {
-            self.folders.give_back(folder, done.contained);
+            match done.settled.take() {
+                // Answered before its process ended: the folder once its slot is clean.
+                Some(settled) => {
+                    let folders = self.folders.clone();
+                    tokio::spawn(async move {
+                        let contained = settled.await.unwrap_or(false);
+                        folders.give_back(folder, contained);
+                    });
+                }
+                None => self.folders.give_back(folder, done.contained),
+            }
         }
         meta.exit_code = done.exit_code;
         meta.stdout_bytes = Some(done.stdout.total);

@@ -50,7 +50,7 @@ mod socket;
 mod spare;
 mod zygote;
 
-use crate::capture::read_capped;
+use crate::capture::{Captured, read_capped, read_capped_until};
 use crate::limits::{self, CallCgroup, Cgroups};
 use crate::process::{Finished, SpawnError, join_capture};
 use crate::sandbox::Base;
@@ -309,6 +309,22 @@ impl Warm {
                     }
                     return Some(Ok(finished));
                 }
+                Attempt::Answered(mut finished, via) => {
+                    self.served.fetch_add(1, Ordering::Relaxed);
+                    // The answer goes now; the zygote comes back once its slot is clean (its
+                    // folder too: `settled` says whether the call is contained).
+                    let (contained, settled) = tokio::sync::oneshot::channel();
+                    finished.settled = Some(settled);
+                    let warm = self.clone();
+                    tokio::spawn(async move {
+                        let (was_contained, healthy) = z.settle(via).await;
+                        let _ = contained.send(was_contained);
+                        if healthy {
+                            warm.give_back(z);
+                        }
+                    });
+                    return Some(Ok(finished));
+                }
                 Attempt::NotStarted(why) => {
                     tracing::warn!("warm runtime: {why}; replacing it");
                     drop(z);
@@ -382,7 +398,8 @@ impl Warm {
         }
     }
 
-    /// The most recently used idle zygote for `interpreter`, after letting go of those
+    /// The most recently used idle zygote for `interpreter` (of those whose spares are
+    /// forked, when there are: [`Zygote::spares_ready`]), after letting go of those
     /// retired, gone or about to go idle. With none and the pool full, an idle one of
     /// another interpreter that no call is waiting for is retired to make room.
     fn take_idle(&self, kind: &Kind) -> Option<Zygote> {
@@ -399,7 +416,11 @@ impl Warm {
                 && matches!(z.child.try_wait(), Ok(None))
                 && !z.runtime_changed()
         });
-        if let Some(i) = idle.iter().rposition(|z| z.kind == *kind) {
+        // The most recently used one whose spares are forked, else the most recently used.
+        let ready = (0..idle.len())
+            .rev()
+            .find(|&i| idle[i].kind == *kind && idle[i].spares_ready());
+        if let Some(i) = ready.or_else(|| idle.iter().rposition(|z| z.kind == *kind)) {
             return Some(idle.swap_remove(i));
         }
         if self.alive() >= MAX_ZYGOTES
@@ -538,6 +559,10 @@ fn scopeguard(f: impl FnOnce()) -> impl Drop {
 enum Attempt {
     /// The call ran; `bool`: the zygote is fit for another.
     Done(Finished, bool),
+    /// The call answered before its process ended (a talking program said it was done):
+    /// the zygote settles it ([`Zygote::settle`]) before another call; `via`: the runtime
+    /// that ran it.
+    Answered(Finished, Option<usize>),
     /// The zygote could not start the call (nothing of it ran).
     NotStarted(String),
     /// The zygote declined the call (its script does not compile there, or it must

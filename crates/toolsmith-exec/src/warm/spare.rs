@@ -45,6 +45,35 @@ impl Zygote {
         Ok(())
     }
 
+    /// Whether none of its runtimes is still forking a spare: the answers already there are
+    /// read now (without waiting), the others stay asked for. A call prefers such a zygote:
+    /// one just given back is often still forking, and its call would wait for that.
+    pub(super) fn spares_ready(&mut self) -> bool {
+        let mut ready = true;
+        if self.spare == Spare::Asked {
+            match answer_now(&self.sock) {
+                Some(Ok(spare)) => {
+                    self.spare = spare;
+                    self.keep_spare(spare);
+                }
+                _ => ready = false,
+            }
+        }
+        for i in 0..self.confined.len() {
+            if self.confined[i].spare == Spare::Asked {
+                match answer_now(&self.confined[i].sock) {
+                    Some(Ok(spare)) => {
+                        self.confined[i].spare = spare;
+                        self.keep_spare(spare);
+                    }
+                    // A bad answer is dealt with by `settle_spares`, before the call.
+                    _ => ready = false,
+                }
+            }
+        }
+        ready
+    }
+
     /// The spare of the runtime a call goes to (`via`: a confined runtime's index, else the
     /// zygote), no longer counted among the residents: the runtime hands the call to it.
     pub(super) fn take_spare(&mut self, via: Option<usize>) -> Spare {
@@ -86,6 +115,20 @@ impl Zygote {
         if let (Spare::Ready(pid), Some(cg)) = (spare, &mut self.cgroup) {
             cg.keep_resident(pid, true);
         }
+    }
+}
+
+/// A runtime's answer about its spare if it is there already; `None` when it is not yet.
+fn answer_now(sock: &UnixDatagram) -> Option<Result<Spare, String>> {
+    let mut buf = [0u8; 256];
+    match sock.try_recv(&mut buf) {
+        Ok(0) => Some(Err("the zygote went away".into())),
+        Ok(n) => Some(
+            serde_json::from_slice(&buf[..n])
+                .map_err(|e| format!("a message from the zygote: {e}"))
+                .and_then(|v| spare_of(&v)),
+        ),
+        Err(_) => None,
     }
 }
 

@@ -30,6 +30,14 @@ struct ChildGuard<'a> {
 
 impl ChildGuard<'_> {
     fn kill(&mut self) -> bool {
+        if !self.signal() {
+            return false;
+        }
+        self.cgroup.is_some_and(CallCgroup::sweep)
+    }
+
+    /// Kills the child and its group, without the sweep; false when done already.
+    fn signal(&mut self) -> bool {
         if self.pid == 0 {
             return false;
         }
@@ -41,7 +49,7 @@ impl ChildGuard<'_> {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
         }
         self.pid = 0;
-        self.cgroup.is_some_and(CallCgroup::sweep)
+        true
     }
 }
 
@@ -261,42 +269,64 @@ impl Zygote {
         let stdout = match call.talk {
             Some(talk) => tokio::net::unix::pipe::Receiver::from_owned_fd(out_r)
                 .ok()
-                .map(|r| {
-                    tokio::spawn(crate::talk::Talk::listen(talk.from_program.clone(), r, cap))
-                }),
+                .map(|r| talk.listen(r, cap)),
             None => reader(out_r),
         };
-        let stderr = reader(err_r);
-        let deadline = tokio::time::Instant::now() + call.timeout;
-        let (status, timed_out, mut healthy) =
-            match tokio::time::timeout_at(deadline, recv_status(sock)).await {
-                Ok(Ok(s)) => (Some(s), false, true),
-                Ok(Err(_)) => (None, false, false),
-                Err(_) => {
-                    guard.kill();
-                    match tokio::time::timeout(ANSWER_TIMEOUT, recv_status(sock)).await {
-                        Ok(Ok(s)) => (Some(s), true, true),
-                        _ => (None, true, false),
-                    }
-                }
-            };
-        let mut contained = guard.kill();
-        drop(guard);
-        if let Some(cg) = self.cgroup.as_ref().filter(|_| !contained) {
-            // What the call left running was just killed, and a killed process leaves the
-            // cgroup only once its memory is released: wait for that (a few ms) rather than
-            // throw away a sound zygote and make the next call wait for a new one's start.
-            let until = tokio::time::Instant::now() + SWEEP_WAIT;
-            while !contained && tokio::time::Instant::now() < until {
-                tokio::time::sleep(Duration::from_millis(2)).await;
-                contained = cg.sweep();
+        // A talking program may answer before it exits (`talk::DONE`): its stderr is then read
+        // as far as it was written.
+        let said_done = call.talk.and_then(crate::talk::Talk::said_done);
+        let (stop_stderr, stderr) = match &said_done {
+            Some(_) => {
+                let (stop, until) = tokio::sync::oneshot::channel();
+                let task = tokio::net::unix::pipe::Receiver::from_owned_fd(err_r)
+                    .ok()
+                    .map(|r| tokio::spawn(read_capped_until(r, cap, until)));
+                (Some(stop), task)
             }
-        }
-        // The slot is clean: the runtime forks the next call's child now, between calls.
-        healthy &= self.cgroup.is_none() || contained;
-        if healthy && status.is_some() && self.spares {
-            self.ask_spare(via);
-        }
+            None => (None, reader(err_r)),
+        };
+        let deadline = tokio::time::Instant::now() + call.timeout;
+        let ended = tokio::select! {
+            biased;
+            status = tokio::time::timeout_at(deadline, recv_status(sock)) => Ok(status),
+            Some(output) = answered(said_done) => Err(output),
+        };
+        let (status, timed_out, healthy) = match ended {
+            Ok(Ok(Ok(s))) => (Some(s), false, true),
+            Ok(Ok(Err(_))) => (None, false, false),
+            Ok(Err(_)) => {
+                guard.kill();
+                match tokio::time::timeout(ANSWER_TIMEOUT, recv_status(sock)).await {
+                    Ok(Ok(s)) => (Some(s), true, true),
+                    _ => (None, true, false),
+                }
+            }
+            Err(stdout) => {
+                // Its answer is complete: it goes now. What is left of the program is
+                // killed, and its slot swept after the answer ([`Self::settle`]).
+                guard.signal();
+                drop(guard);
+                if let Some(stop) = stop_stderr {
+                    let _ = stop.send(());
+                }
+                let stderr = join_capture(stderr, deadline).await;
+                let finished = Finished {
+                    stdout,
+                    stderr,
+                    exit_code: Some(0),
+                    signal: None,
+                    timed_out: false,
+                    contained: false,
+                    settled: None,
+                };
+                return Attempt::Answered(finished, via);
+            }
+        };
+        let contained = guard.kill();
+        drop(guard);
+        let (contained, healthy) = self
+            .clean_up(via, contained, healthy && status.is_some())
+            .await;
         let drain_until = deadline.max(tokio::time::Instant::now() + crate::process::DRAIN_GRACE);
         let stdout = join_capture(stdout, drain_until).await;
         let stderr = join_capture(stderr, drain_until).await;
@@ -314,9 +344,57 @@ impl Zygote {
                 signal: signal.map(|s| s as i32),
                 timed_out,
                 contained,
+                settled: None,
             },
             healthy,
         )
+    }
+
+    /// After a call that answered early ([`Attempt::Answered`]; its process was killed
+    /// then): reads its runtime's report of it and cleans the slot. Whether every process of
+    /// the call is gone, and whether the zygote is fit for another call.
+    pub(super) async fn settle(&mut self, via: Option<usize>) -> (bool, bool) {
+        let sock = via.map_or(&self.sock, |i| &self.confined[i].sock);
+        let reported = matches!(
+            tokio::time::timeout(ANSWER_TIMEOUT, recv_status(sock)).await,
+            Ok(Ok(_))
+        );
+        let contained = self.cgroup.as_ref().is_some_and(CallCgroup::sweep);
+        self.clean_up(via, contained, reported).await
+    }
+
+    /// The end of every call: what it left running was killed, and a killed process leaves
+    /// the cgroup only once its memory is released — waited for (a few ms) rather than throw
+    /// away a sound zygote and make the next call wait for a new one's start. A zygote whose
+    /// slot is clean and whose child was reported (`reported`) forks the next call's child
+    /// now, between calls. Whether the call is contained, and whether the zygote is fit.
+    async fn clean_up(
+        &mut self,
+        via: Option<usize>,
+        mut contained: bool,
+        reported: bool,
+    ) -> (bool, bool) {
+        if let Some(cg) = self.cgroup.as_ref().filter(|_| !contained) {
+            let until = tokio::time::Instant::now() + SWEEP_WAIT;
+            while !contained && tokio::time::Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                contained = cg.sweep();
+            }
+        }
+        let healthy = reported && (self.cgroup.is_none() || contained);
+        if healthy && self.spares {
+            self.ask_spare(via);
+        }
+        (contained, healthy)
+    }
+}
+
+/// The output of a talking program once it says it is done; `None` when it ends without
+/// saying so (or does not talk).
+async fn answered(said: Option<tokio::sync::oneshot::Receiver<Captured>>) -> Option<Captured> {
+    match said {
+        Some(said) => said.await.ok(),
+        None => std::future::pending().await,
     }
 }
 

@@ -8,7 +8,8 @@ to the gateway as one message line on stdout and reads the answer from stdin: th
 it through its call path as the program's caller (view, argument repair and checks,
 confirmation, rate limits, run log). The program's own output (print) is kept, at most
 OUTPUT_CAP characters; the value of its last expression is its result. When it ends, one JSON
-value is printed: {"output", "cut", "value", "error"}.
+value is printed: {"output", "cut", "value", "error"}, and the message `done`: the gateway
+answers then, and kills what is left of the process.
 """
 
 import ast
@@ -250,8 +251,14 @@ def main() -> None:
     sys.stdout = sys.__stdout__
     note = f"\n…[{out.dropped} more characters cut]" if out.dropped else ""
     result = {"output": "".join(out.parts) + note, "cut": out.dropped > 0, "value": plain(value), "error": error}
-    # The result is the one JSON value on the real stdout (beside the messages).
-    _wire_out.write(json.dumps(result) + "\n")
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    # The result is the one JSON value on the real stdout (beside the messages); then the
+    # program says it is done, and the gateway answers without waiting for its exit.
+    _wire_out.write(json.dumps(result) + "\n" + MARK + "done\n")
     _wire_out.flush()
 
 
