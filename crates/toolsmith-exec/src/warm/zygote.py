@@ -35,7 +35,8 @@
 # (or confined runtime) forks a child ahead of the next call and answers {"spare": pid} — the
 # fork, copying the zygote's page tables, is the costliest part of a warm call, and it then
 # happens between calls. The spare waits on a socketpair of its own holding nothing of any
-# call; the next call's pipes (and its Landlock ruleset's descriptor) are handed to it there,
+# call, having let go already of the zygote's globals and of CAP_SYS_PTRACE (what a child
+# does first; still not dumpable until a call is its own); the next call's pipes (and its Landlock ruleset's descriptor) are handed to it there,
 # and from then on it is exactly the child a fork at that moment would have made. The
 # gateway counts a spare among its slot's residents until a call takes it.
 import array
@@ -250,26 +251,44 @@ def code_of(path):
 
 RLIMITS = {"as": resource.RLIMIT_AS, "fsize": resource.RLIMIT_FSIZE, "cpu": resource.RLIMIT_CPU}
 
-def child(fds, code, ruleset):
-    """Runs in the forked child; never returns."""
+def detach():
+    """In a forked child, before anything of a call reaches it: gives up CAP_SYS_PTRACE for
+    good and drops the zygote's globals (its socket, its rulesets, the cache of other tools'
+    compiled scripts), so that a script walking up its frames finds nothing of the zygote's.
+    Returns what a child needs of them, as locals: (file, builtins, rlimits, confine, base,
+    libc, cache) — the cache of compiled scripts for a spare, which learns its script later;
+    emptied once it has. A spare does this as soon as it is forked, ahead of its call."""
+    import os, traceback
+    try:
+        drop_ptrace()
+    except BaseException:
+        traceback.print_exc()
+        os._exit(1)
+    kit = (__file__, __builtins__, RLIMITS, confine, (BASE, NO_NEW_PRIVS), libc, compiled)
+    zygote = globals()
+    zygote.clear()
+    # Imports from C (the traceback printer's, among others) look for this one.
+    zygote["__builtins__"] = kit[1]
+    return kit
+
+
+def child(fds, code, ruleset, kit=None):
+    """Runs in the forked child (`kit`: what [`detach`] kept, when a spare did it ahead);
+    never returns."""
     # What this function needs, as locals: the zygote's globals go before the call's setup
     # is read, and with them every reference to its cache and socket.
     import atexit, gc, json, os, resource, sys, time, traceback
     status = 1
+    me, builtins, rlimit_of, confine_self, base, libc, cache = kit or detach()
+    cache.clear()
+    del kit, cache
     try:
-        drop_ptrace()
-        # Dumpable again, as a cold process is (its own /proc files readable by its user).
-        libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+        # Dumpable again, as a cold process is (its own /proc files readable by its user):
+        # PR_SET_DUMPABLE, only now that a call is its own.
+        libc.prctl(4, 1, 0, 0, 0)
     except BaseException:
         traceback.print_exc()
         os._exit(1)
-    me, builtins, rlimit_of, confine_self, base = __file__, __builtins__, RLIMITS, confine, (BASE, NO_NEW_PRIVS)
-    compiled.clear()
-    zygote = globals()
-    zygote.clear()
-    # Imports from C (the traceback printer's, among others) look for this one.
-    zygote["__builtins__"] = builtins
-    del zygote
     try:
         chunks = []
         while True:
@@ -451,26 +470,38 @@ def fork_spare():
 
 
 def spare_wait(conn):
-    """In the spare: waits for its call — the script's name, whether it has a ruleset, and the
-    four pipes then the ruleset's descriptor — and becomes that call's child. Exits when the
-    runtime goes away first."""
+    """In the spare: lets go of the zygote's globals at once ([`detach`]), then waits for its
+    call — the script's name, whether it has a ruleset, and the four pipes then the ruleset's
+    descriptor — and becomes that call's child. Exits when the runtime goes away first."""
+    import array, json, os, socket
+    sub, most, become = SUB, MAX_FDS + 1, child
+    kit = detach()
     try:
-        data, ancdata, _flags, _addr = conn.recvmsg(1 << 16, socket.CMSG_SPACE((MAX_FDS + 1) * 4))
+        data, ancdata, _flags, _addr = conn.recvmsg(1 << 16, socket.CMSG_SPACE(most * 4))
     except BaseException:
         os._exit(1)
     if not data:
         os._exit(0)
     conn.close()
-    fds = descriptors(ancdata)
+    fds = []
+    for level, kind, payload in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.extend(array.array("i", payload[: len(payload) - len(payload) % 4]))
     req = json.loads(data)
     number = req.get("ruleset")
     if number is None:
         ruleset = None
-    elif SUB is not None:
-        ruleset = (SUB, None)  # born inside the domain, as its runtime was
+    elif sub is not None:
+        ruleset = (sub, None)  # born inside the domain, as its runtime was
     else:
         ruleset = (number, fds[4])
-    child(fds[:4], code_of(req["script"]), ruleset)
+    script = req["script"]
+    # Compiled by the runtime before it was forked, unless the script is new since.
+    code = kit[6].get(script)
+    if not code:
+        with open(script, "rb") as f:
+            code = compile(f.read(), script, "exec")
+    become(fds[:4], code, ruleset, kit)
 
 
 def hand_to_spare(script, fds, ruleset):
