@@ -79,9 +79,12 @@ pub struct Gateway {
     /// The upstreams' offers as served (prompts and templates approved), read at one
     /// registry generation: a read or a get does not read the pins (see `offers::offers`).
     served_offers: Mutex<Option<(u64, Vec<toolsmith_exec::upstream::ServerOffer>)>>,
-    /// The enabled tools, read at one registry generation: code mode's programs find their
-    /// modules and functions here instead of reading the registry (see [`Self::enabled`]).
-    enabled: Mutex<Option<(u64, Arc<Vec<toolsmith_core::Tool>>)>>,
+    /// The enabled tools, read at one registry generation, by code mode's module and
+    /// function names: programs find their tools here instead of reading the registry (see
+    /// [`Self::code_namespace`]).
+    namespace: Mutex<Option<(u64, Arc<code::Namespace>)>>,
+    /// `run_code` compiled, by its limits (the server's, or a request's shorter time).
+    code_tools: Mutex<HashMap<code::CodeLimits, Arc<CompiledTool>>>,
     /// Counts registry changes; MCP snapshots and list_changed notifications follow it.
     changes: tokio::sync::watch::Sender<u64>,
     /// What could not be served of each upstream's tools (name collisions, refused
@@ -151,7 +154,8 @@ impl Gateway {
             compiled: Mutex::default(),
             current: Mutex::default(),
             served_offers: Mutex::default(),
-            enabled: Mutex::default(),
+            namespace: Mutex::default(),
+            code_tools: Mutex::default(),
             changes: tokio::sync::watch::Sender::new(0),
             federation_problems: problems::Problems::default(),
             metrics: metrics::Metrics::new(),
@@ -315,13 +319,13 @@ impl Gateway {
             .collect()
     }
 
-    /// Every enabled tool, as of the registry's generation now (kept until it changes; the
-    /// generation taken before the read, so a change that raced with it makes the kept list
-    /// stale, never the reverse).
-    pub async fn enabled(&self) -> Result<Arc<Vec<toolsmith_core::Tool>>, GatewayError> {
+    /// Every enabled tool, as of the registry's generation now, by code mode's names (kept
+    /// until the generation changes; the generation taken before the read, so a change that
+    /// raced with it makes the kept index stale, never the reverse).
+    pub async fn code_namespace(&self) -> Result<Arc<code::Namespace>, GatewayError> {
         use toolsmith_store::StoreExt;
         let generation = self.generation();
-        if let Some((at, kept)) = &*self.enabled.lock().unwrap_or_else(|e| e.into_inner())
+        if let Some((at, kept)) = &*self.namespace.lock().unwrap_or_else(|e| e.into_inner())
             && *at == generation
         {
             return Ok(kept.clone());
@@ -334,12 +338,12 @@ impl Gateway {
             .map(|r| r.tool)
             .filter(|t| t.enabled)
             .collect();
-        let tools = Arc::new(tools);
-        let mut kept = self.enabled.lock().unwrap_or_else(|e| e.into_inner());
+        let namespace = Arc::new(code::Namespace::new(tools));
+        let mut kept = self.namespace.lock().unwrap_or_else(|e| e.into_inner());
         if kept.as_ref().is_none_or(|(at, _)| *at <= generation) {
-            *kept = Some((generation, tools.clone()));
+            *kept = Some((generation, namespace.clone()));
         }
-        Ok(tools)
+        Ok(namespace)
     }
 
     /// The metrics as text, with what is sampled at scrape time.

@@ -190,6 +190,18 @@ async def many():
         .collect();
     assert!(names.contains(&"convert_temperature"), "{listed}");
     assert!(!names.contains(&"write_file"), "{listed}");
+    // `import *` takes the same names (asked for only then: an import does not list them).
+    let starred = run(
+        &base,
+        "?toolset=text",
+        "from tools import *\nimport tools\n[callable(convert_temperature), sorted(tools.__all__) == sorted(dir(tools)), 'write_file' in globals()]",
+        json!({}),
+    );
+    assert_eq!(
+        ran(&starred)["value"],
+        json!([true, true, false]),
+        "{starred}"
+    );
     // A caller narrowed to a toolset sees its own programs in the run log (run_code is no
     // member of any toolset), and only its own.
     let (status, log) = request(

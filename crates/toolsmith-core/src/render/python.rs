@@ -156,13 +156,18 @@ fn function_source(tool: &Tool, brief: bool) -> String {
         }
         let ty = types.python(prop, &camel(key), 0);
         let is_required = required.contains(&key.as_str());
+        // Optional without a default: `None` is its default (once, when the type has it).
+        let or_none = match ty == "None" || ty == "Any" || ty.ends_with(" | None") {
+            true => ty.clone(),
+            false => format!("{ty} | None"),
+        };
         let text = match (is_required, prop.get("default")) {
             (true, _) => format!("{ident}: {ty}"),
             (false, Some(d)) => match literal(d) {
                 Some(lit) => format!("{ident}: {ty} = {lit}"),
-                None => format!("{ident}: {ty} | None = None"),
+                None => format!("{ident}: {or_none} = None"),
             },
-            (false, None) => format!("{ident}: {ty} | None = None"),
+            (false, None) => format!("{ident}: {or_none} = None"),
         };
         params.push((key.clone(), ident, text, is_required, describe(prop)));
     }

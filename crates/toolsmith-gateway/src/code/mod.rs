@@ -12,7 +12,7 @@
 //! tools as typed functions (`from tools.github import search_issues`); each function's stub
 //! is generated when first used ([`toolsmith_core::render::python_function`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -35,7 +35,7 @@ const RUNNER: &str = include_str!("runner.py");
 pub const RUN_CODE: &str = "run_code";
 
 /// What a program may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CodeLimits {
     /// Wall time, in milliseconds.
     pub timeout_ms: u64,
@@ -148,13 +148,28 @@ fn definition(limits: &CodeLimits) -> Value {
 }
 
 impl Gateway {
-    /// The `run_code` tool under `limits` (compiled for each program, never from the
+    /// The `run_code` tool under `limits` (compiled once per limits, never taken from the
     /// registry's cache: a registry tool of the same name is another tool).
     pub fn code_tool(&self, limits: &CodeLimits) -> Result<Arc<CompiledTool>, GatewayError> {
+        if let Some(tool) = self
+            .code_tools
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(limits)
+        {
+            return Ok(tool.clone());
+        }
         let tool = toolsmith_store::definition_to_tool(&definition(limits))?;
-        CompiledTool::new(tool, 1)
+        let tool = CompiledTool::new(tool, 1)
             .map(Arc::new)
-            .map_err(|e| GatewayError::Compile(RUN_CODE.to_owned(), e))
+            .map_err(|e| GatewayError::Compile(RUN_CODE.to_owned(), e))?;
+        let mut kept = self.code_tools.lock().unwrap_or_else(|e| e.into_inner());
+        // (Requests may each ask for another time: the cache starts again when full.)
+        if kept.len() >= 64 {
+            kept.clear();
+        }
+        kept.insert(*limits, tool.clone());
+        Ok(tool)
     }
 
     /// Runs `request`'s program for the caller at `door` seeing `view` (see the module's docs).
@@ -182,7 +197,7 @@ impl Gateway {
             admin: request.admin,
             ask: request.ask,
             program,
-            visible: tokio::sync::OnceCell::new(),
+            namespace: tokio::sync::OnceCell::new(),
             calls: Mutex::new(Vec::new()),
         };
         let inner = Arc::new(inner);
@@ -232,9 +247,9 @@ struct Inner {
     ask: Option<Elicitor>,
     /// The program's call id, which its calls name as their parent in the run log.
     program: String,
-    /// The enabled tools (the gateway's, kept per registry generation), read once per
-    /// program; [`Inner::visible`] narrows them to the view.
-    visible: tokio::sync::OnceCell<Arc<Vec<Tool>>>,
+    /// The enabled tools by module and function (the gateway's, kept per registry
+    /// generation), read once per program; narrowed to the view where they are looked up.
+    namespace: tokio::sync::OnceCell<Arc<Namespace>>,
     calls: Mutex<Vec<InnerCall>>,
 }
 
@@ -251,7 +266,11 @@ impl Inner {
                 let arguments = message.get("arguments").cloned().unwrap_or(json!({}));
                 self.call(text("tool"), arguments).await
             }
-            "module" => self.module(text("module")).await,
+            "module" => {
+                let functions = message.get("functions").and_then(Value::as_bool);
+                self.module(text("module"), functions.unwrap_or(false))
+                    .await
+            }
             "stub" => self.stub(text("module"), text("name")).await,
             other => failure("internal", format!("unknown message {other:?}")),
         };
@@ -259,51 +278,43 @@ impl Inner {
         answer
     }
 
-    /// The enabled tools of the program's view.
-    async fn visible(&self) -> impl Iterator<Item = &Tool> {
-        let all = self
-            .visible
-            .get_or_init(|| async { self.gateway.enabled().await.unwrap_or_default() })
-            .await;
-        all.iter().filter(|t| self.view.admits(t))
+    /// The enabled tools by module and function (read once per program).
+    async fn namespace(&self) -> &Namespace {
+        self.namespace
+            .get_or_init(|| async {
+                self.gateway
+                    .code_namespace()
+                    .await
+                    .unwrap_or_else(|_| Arc::new(Namespace::new(Vec::new())))
+            })
+            .await
     }
 
-    /// The functions of module `tools.<prefix>` (`tools` for `""`).
-    async fn module(&self, prefix: &str) -> Value {
-        let names: Vec<String> = self
-            .visible()
-            .await
-            .map(|t| python_module_of(t.name.as_str()))
-            .filter(|(module, _)| module == prefix)
-            .map(|(_, name)| name)
-            .collect();
-        match names.is_empty() && !prefix.is_empty() {
-            true => failure(
+    /// Whether module `tools.<prefix>` (`tools` for `""`, always there) has a tool of the
+    /// view; with `functions`, its functions' names too (what `dir()` and `import *` ask
+    /// for: an import alone does not list them).
+    async fn module(&self, prefix: &str, functions: bool) -> Value {
+        let namespace = self.namespace().await;
+        if !prefix.is_empty() && !namespace.has_module(&self.view, prefix) {
+            return failure(
                 "not_found",
                 format!("no module tools.{prefix} among the tools you may use"),
-            ),
-            false => json!({ "functions": names }),
+            );
+        }
+        match functions {
+            true => json!({ "functions": namespace.functions(&self.view, prefix) }),
+            false => json!({}),
         }
     }
 
     /// The stub of function `name` of module `tools.<prefix>` (`<tool>_async` is its tool's
     /// stub too: it defines both forms).
     async fn stub(&self, prefix: &str, name: &str) -> Value {
-        let base = name.strip_suffix("_async");
-        let mut found = None;
-        for t in self.visible().await {
-            let (module, function) = python_module_of(t.name.as_str());
-            if module != prefix {
-                continue;
-            }
-            if function == name {
-                found = Some(t);
-                break;
-            }
-            if base == Some(function.as_str()) {
-                found = Some(t);
-            }
-        }
+        let namespace = self.namespace().await;
+        let found = namespace.find(&self.view, prefix, name).or_else(|| {
+            name.strip_suffix("_async")
+                .and_then(|base| namespace.find(&self.view, prefix, base))
+        });
         match found {
             Some(tool) => json!({ "source": python_function(tool) }),
             None => failure(
@@ -373,6 +384,72 @@ impl Inner {
                 duration_ms: started.elapsed().as_secs_f64() * 1000.0,
                 call_id,
             });
+    }
+}
+
+/// The enabled tools at one registry generation by code mode's names: module (a server
+/// prefix, `""` for `tools`) and function ([`python_module_of`]), each name's tools in the
+/// registry's order (two served names may make the same identifier: the first the view
+/// admits is the one a program gets).
+pub struct Namespace {
+    tools: Vec<Tool>,
+    /// Module → its functions in order of first appearance, each with its tools' indexes.
+    modules: HashMap<String, Functions>,
+}
+
+#[derive(Default)]
+struct Functions {
+    order: Vec<String>,
+    tools: HashMap<String, Vec<usize>>,
+}
+
+impl Namespace {
+    pub fn new(tools: Vec<Tool>) -> Self {
+        let mut modules: HashMap<String, Functions> = HashMap::new();
+        for (i, tool) in tools.iter().enumerate() {
+            let (module, function) = python_module_of(tool.name.as_str());
+            let functions = modules.entry(module).or_default();
+            let at = functions.tools.entry(function.clone()).or_default();
+            if at.is_empty() {
+                functions.order.push(function);
+            }
+            at.push(i);
+        }
+        Self { tools, modules }
+    }
+
+    /// The tool `view` admits named `function` in `module`.
+    fn find(&self, view: &View, module: &str, function: &str) -> Option<&Tool> {
+        let at = self.modules.get(module)?.tools.get(function)?;
+        at.iter().map(|&i| &self.tools[i]).find(|t| view.admits(t))
+    }
+
+    /// Whether `module` has a tool `view` admits.
+    fn has_module(&self, view: &View, module: &str) -> bool {
+        self.modules.get(module).is_some_and(|functions| {
+            functions
+                .tools
+                .values()
+                .flatten()
+                .any(|&i| view.admits(&self.tools[i]))
+        })
+    }
+
+    /// The names of `module`'s functions with a tool `view` admits, in the registry's order.
+    fn functions(&self, view: &View, module: &str) -> Vec<&str> {
+        let Some(functions) = self.modules.get(module) else {
+            return Vec::new();
+        };
+        functions
+            .order
+            .iter()
+            .filter(|name| {
+                functions.tools[name.as_str()]
+                    .iter()
+                    .any(|&i| view.admits(&self.tools[i]))
+            })
+            .map(String::as_str)
+            .collect()
     }
 }
 

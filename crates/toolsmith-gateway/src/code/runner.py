@@ -170,18 +170,25 @@ class Tools:
 
     def exec_module(self, module):
         prefix = "" if module.__name__ == "tools" else module.__name__[len("tools."):]
-        listed = _request({"op": "module", "module": prefix})
-        if "error" in listed:
-            raise ModuleNotFoundError(listed["error"].get("message", f"no module {module.__name__}"), name=module.__name__)
-        names = listed.get("functions", [])
+        # `tools` is always there (a round trip saved); `tools.<prefix>` only with a tool.
+        found = _request({"op": "module", "module": prefix}) if prefix else {}
+        if "error" in found:
+            raise ModuleNotFoundError(found["error"].get("message", f"no module {module.__name__}"), name=module.__name__)
         from typing import Any, Literal, Required, TypedDict
 
         module.__dict__.update(
             {"Any": Any, "Literal": Literal, "Required": Required, "TypedDict": TypedDict, "_call": call, "_acall": acall}
         )
-        module.__all__ = names
+
+        def functions() -> list:
+            # Asked for only by dir() and `import *`: a module can hold a whole API's tools.
+            listed = _request({"op": "module", "module": prefix, "functions": True})
+            return listed.get("functions", [])
 
         def load(name: str):
+            if name == "__all__":
+                names = module.__dict__["__all__"] = functions()
+                return names
             if name.startswith("__"):
                 raise AttributeError(name)
             stub = _request({"op": "stub", "module": prefix, "name": name})
@@ -191,7 +198,7 @@ class Tools:
             return module.__dict__[name]
 
         module.__getattr__ = load
-        module.__dir__ = lambda: sorted(names)
+        module.__dir__ = lambda: sorted(functions())
 
 
 sys.meta_path.insert(0, Tools())
