@@ -82,26 +82,19 @@ impl Capture {
 }
 
 /// Reads `stream` to its end into a capture of `cap` bytes.
-pub async fn read_capped(mut stream: impl AsyncRead + Unpin, cap: usize) -> Captured {
-    let mut capture = Capture::new(cap);
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => capture.push(&buf[..n]),
-        }
-    }
-    capture.finish()
+pub async fn read_capped(stream: impl AsyncRead + Unpin, cap: usize) -> Captured {
+    read_capped_until(stream, cap, std::future::pending()).await
 }
 
-/// [`read_capped`], until `stop` is told: then only what the stream holds already is read.
+/// [`read_capped`], until `stop` is done: then only what the stream holds already is read.
 pub async fn read_capped_until(
     mut stream: impl AsyncRead + Unpin,
     cap: usize,
-    mut stop: tokio::sync::oneshot::Receiver<()>,
+    stop: impl Future<Output = ()>,
 ) -> Captured {
     let mut capture = Capture::new(cap);
     let mut buf = vec![0u8; 64 * 1024];
+    let mut stop = std::pin::pin!(stop);
     let mut stopping = false;
     loop {
         let read = if stopping {

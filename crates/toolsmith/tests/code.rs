@@ -292,13 +292,19 @@ fn descendants(pid: u32) -> usize {
     alive
 }
 
+/// `serve` with cgroups in `dir`, after one program has run (its warm runtime started).
+fn serve_warmed(dir: &std::path::Path) -> (Serve, String) {
+    let db = dir.join("registry.db").display().to_string();
+    let (serve, base, _) = serve_contained(&db, dir, &[]);
+    let warmed = run(&base, "", "1", json!({}));
+    assert_eq!(ran(&warmed)["value"], 1, "{warmed}");
+    (serve, base)
+}
+
 #[test]
 fn a_fork_bomb_is_contained_and_the_gateway_goes_on() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("registry.db").display().to_string();
-    let (serve, base, _) = serve_contained(&db, dir.path(), &[]);
-    let warmed = run(&base, "", "1", json!({}));
-    assert_eq!(ran(&warmed)["value"], 1, "{warmed}");
+    let (serve, base) = serve_warmed(dir.path());
     let before = descendants(serve.0.id());
     // Each child forks on, then sleeps: what is not contained would still be there.
     let bomb = "import os, time\nfor _ in range(10000):\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(600)";
@@ -321,10 +327,7 @@ fn a_fork_bomb_is_contained_and_the_gateway_goes_on() {
 #[test]
 fn a_program_is_answered_when_it_ends_and_what_it_leaves_is_cleaned_after() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("registry.db").display().to_string();
-    let (_serve, base, _) = serve_contained(&db, dir.path(), &[]);
-    let warmed = run(&base, "", "1", json!({}));
-    assert_eq!(ran(&warmed)["value"], 1, "{warmed}");
+    let (_serve, base) = serve_warmed(dir.path());
     // Half a minute of work after its answer: an exit handler and a thread, each sleeping.
     // Its value names its process: pid and start time (which a reused pid would not share).
     let lingering = "import atexit, os, sys, threading, time\n\

@@ -50,25 +50,18 @@ impl Zygote {
     /// one just given back is often still forking, and its call would wait for that.
     pub(super) fn spares_ready(&mut self) -> bool {
         let mut ready = true;
-        if self.spare == Spare::Asked {
-            match answer_now(&self.sock) {
-                Some(Ok(spare)) => {
-                    self.spare = spare;
-                    self.keep_spare(spare);
-                }
-                _ => ready = false,
+        for via in std::iter::once(None).chain((0..self.confined.len()).map(Some)) {
+            let (spare, sock) = match via {
+                Some(i) => (self.confined[i].spare, &self.confined[i].sock),
+                None => (self.spare, &self.sock),
+            };
+            if spare != Spare::Asked {
+                continue;
             }
-        }
-        for i in 0..self.confined.len() {
-            if self.confined[i].spare == Spare::Asked {
-                match answer_now(&self.confined[i].sock) {
-                    Some(Ok(spare)) => {
-                        self.confined[i].spare = spare;
-                        self.keep_spare(spare);
-                    }
-                    // A bad answer is dealt with by `settle_spares`, before the call.
-                    _ => ready = false,
-                }
+            match answer_now(sock) {
+                Some(Ok(spare)) => self.put_back_spare(via, spare),
+                // A bad answer is dealt with by `settle_spares`, before the call.
+                _ => ready = false,
             }
         }
         ready

@@ -280,7 +280,11 @@ impl Zygote {
                 let (stop, until) = tokio::sync::oneshot::channel();
                 let task = tokio::net::unix::pipe::Receiver::from_owned_fd(err_r)
                     .ok()
-                    .map(|r| tokio::spawn(read_capped_until(r, cap, until)));
+                    .map(|r| {
+                        tokio::spawn(read_capped_until(r, cap, async {
+                            let _ = until.await;
+                        }))
+                    });
                 (Some(stop), task)
             }
             None => (None, reader(err_r)),
